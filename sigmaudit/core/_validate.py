@@ -1,0 +1,63 @@
+"""Argument checks shared by the formula modules (ValueError quoting the bad value)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+
+def _first_bad(arr: NDArray, bad: NDArray) -> object:
+    return arr[bad].flat[0].item() if np.any(bad) else None
+
+
+def as_prob(p: ArrayLike, name: str = "p") -> NDArray[np.float64]:
+    """p as a float array, every value in [0, 1]."""
+    arr = np.asarray(p, dtype=np.float64)
+    bad = ~np.isfinite(arr) | (arr < 0.0) | (arr > 1.0)
+    if np.any(bad):
+        raise ValueError(f"{name} must lie in [0, 1], got {_first_bad(arr, bad)!r}")
+    return arr
+
+
+def as_group_size(G: ArrayLike, name: str = "G", minimum: int = 1) -> NDArray[np.int64]:
+    """G as an int64 array of whole numbers >= ``minimum``."""
+    raw = np.asarray(G)
+    if raw.dtype.kind not in "iuf":
+        raise ValueError(f"{name} must be a whole number >= {minimum}, got {raw.flat[0]!r}")
+    arr = raw.astype(np.float64)
+    bad = ~np.isfinite(arr) | (arr != np.round(arr)) | (arr < minimum)
+    if np.any(bad):
+        raise ValueError(f"{name} must be a whole number >= {minimum}, got {_first_bad(arr, bad)!r}")
+    return arr.astype(np.int64)
+
+
+def as_counts(n: ArrayLike, k: ArrayLike) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """(n, k) as int64 arrays with 0 <= k <= n and n >= 1."""
+    n_arr = as_group_size(n, "n")
+    k_raw = np.asarray(k, dtype=np.float64)
+    bad = ~np.isfinite(k_raw) | (k_raw != np.round(k_raw)) | (k_raw < 0)
+    if np.any(bad):
+        raise ValueError(f"k must be a whole number >= 0, got {_first_bad(k_raw, bad)!r}")
+    k_arr = k_raw.astype(np.int64)
+    n_arr, k_arr = np.broadcast_arrays(n_arr, k_arr)
+    over = k_arr > n_arr
+    if np.any(over):
+        i = np.flatnonzero(over.ravel())[0]
+        raise ValueError(f"k must not exceed n, got k={k_arr.flat[i]} > n={n_arr.flat[i]}")
+    return n_arr, k_arr
+
+
+def as_eps(eps: ArrayLike) -> NDArray[np.float64]:
+    """ε as a float array, every value in the open interval (0, 1)."""
+    arr = np.asarray(eps, dtype=np.float64)
+    bad = ~np.isfinite(arr) | (arr <= 0.0) | (arr >= 1.0)
+    if np.any(bad):
+        raise ValueError(f"eps must lie in (0, 1), got {_first_bad(arr, bad)!r}")
+    return arr
+
+
+def scalar_or_array(x: NDArray, like: tuple[ArrayLike, ...]) -> NDArray | float:
+    """Return a Python float when every input was a scalar, else the array."""
+    if all(np.ndim(v) == 0 for v in like):
+        return float(x)
+    return x

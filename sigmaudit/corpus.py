@@ -1,0 +1,94 @@
+"""A corpus of prompts reduced to its distinct (n, k) pairs, and corpus-level estimates.
+
+Every audit, plan and gate works on a :class:`Corpus`: the per-prompt counts
+(n samples, k right) collapsed to distinct pairs with multiplicities, so each
+formula is evaluated once per distinct pair and the cost after the group-by
+does not grow with the number of prompts. Corpus rates are means over prompts
+(never the rate at the mean p: by Jensen's inequality that understates it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .core.estimators import Estimator, silent_estimate
+from .core.prior import GridPrior, distinct_pairs, fit_grid_prior
+
+
+@dataclass(frozen=True)
+class CorpusSilent:
+    """Corpus silent-group rate at one G with one estimator (means over prompts)."""
+
+    G: int
+    """Group size."""
+    estimator: Estimator
+    """Which estimate: plugin, unbiased or bayes."""
+    silent_rate: float | None
+    """Mean over prompts of the silent chance; None when the estimator is undefined here."""
+    all_wrong_rate: float | None
+    """All-wrong part of ``silent_rate``."""
+    all_correct_rate: float | None
+    """All-correct part of ``silent_rate``."""
+
+
+class Corpus:
+    """Per-prompt counts as distinct (n, k) pairs with multiplicities ``weight``."""
+
+    def __init__(self, n: ArrayLike, k: ArrayLike):
+        n_u, k_u, c_u, _ = distinct_pairs(n, k)
+        if n_u.size == 0:
+            raise ValueError("a corpus needs at least one prompt")
+        self.n: NDArray[np.int64] = n_u
+        self.k: NDArray[np.int64] = k_u
+        self.weight: NDArray[np.float64] = c_u
+
+    @property
+    def n_prompts(self) -> int:
+        """Number of prompts."""
+        return int(self.weight.sum())
+
+    @property
+    def p_hat(self) -> NDArray[np.float64]:
+        """k / n for each distinct pair."""
+        return self.k / self.n
+
+    @property
+    def min_samples(self) -> int:
+        """Smallest n over prompts."""
+        return int(self.n.min())
+
+    def mean(self, values: ArrayLike) -> float:
+        """Mean over prompts of a per-pair quantity."""
+        return float(np.asarray(values, dtype=np.float64) @ self.weight / self.weight.sum())
+
+    @cached_property
+    def prior(self) -> GridPrior:
+        """Grid prior over p fitted to the whole corpus by EM (model-based estimator)."""
+        return fit_grid_prior(self.n, self.k, self.weight)
+
+    def unbiased_available(self, G: int) -> bool:
+        """The hypergeometric estimate exists for every prompt (n >= G everywhere)."""
+        return self.min_samples >= G
+
+    def default_estimator(self, G: int) -> Estimator:
+        """Unbiased where it exists for every prompt, else model-based (bayes)."""
+        return "unbiased" if self.unbiased_available(G) else "bayes"
+
+    def silent(self, G: int, estimator: Estimator | None = None) -> CorpusSilent:
+        """Corpus silent rate at G; ``estimator=None`` picks :meth:`default_estimator`."""
+        est = estimator or self.default_estimator(G)
+        if est == "unbiased" and not self.unbiased_available(G):
+            return CorpusSilent(G, est, None, None, None)
+        prior = self.prior if est == "bayes" else None
+        s = silent_estimate(self.n, self.k, G, est, prior)
+        return CorpusSilent(
+            G=int(G),
+            estimator=est,
+            silent_rate=self.mean(s.silent),
+            all_wrong_rate=self.mean(s.all_wrong),
+            all_correct_rate=self.mean(s.all_correct),
+        )
