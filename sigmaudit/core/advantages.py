@@ -35,8 +35,13 @@ def grpo_advantages(rewards: ArrayLike, eps: float = 0.0) -> NDArray[np.float64]
     identity g = σ · (s̄₊ − s̄₋) holds exactly for ``eps = 0``.
     """
     r = _group(rewards)
-    centred = r - r.mean(axis=-1, keepdims=True)
-    sigma = r.std(axis=-1, keepdims=True)
+    # A group whose rewards are all equal has σ = 0 exactly; floating-point
+    # rounding of the mean can leave a ~1e-17 residue in both the centred
+    # rewards and r.std() (e.g. [0.1, 0.1, 0.1]) whose ratio is ±1, so zero
+    # both explicitly for such groups.
+    constant = np.ptp(r, axis=-1, keepdims=True) == 0
+    centred = np.where(constant, 0.0, r - r.mean(axis=-1, keepdims=True))
+    sigma = np.where(constant, 0.0, r.std(axis=-1, keepdims=True))
     denom = sigma + eps
     safe = np.where(denom > 0, denom, 1.0)
     return np.where(denom > 0, centred / safe, 0.0)
