@@ -6,13 +6,16 @@ THEORY.md, "Expected update, fidelity and the group-size law":
     φ(p, G)    = E[σ] / sqrt(p (1 − p))          ∈ [0, 1], → 1 as G → ∞
     attenuation  φ ≈ 1 − 1 / (8 G p (1 − p))     (large G)
 
-The sum runs over log-binomial weights from ``scipy.special`` restricted to the
+The sum runs over log-binomial weights (lgamma plus a log-ratio recurrence,
+so importing this module costs no scipy start-up) restricted to the
 window of k holding all but ~1e-30 of the binomial mass, so it is exact to
 double precision and stays cheap and stable up to G = 100,000 and beyond, and
 for p near 0 or 1. Every function is evaluated once per distinct (p, G) pair.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -24,10 +27,21 @@ _WINDOW_SD = 13.0  # half-width of the k window in binomial standard deviations
 _WINDOW_PAD = 12  # ...plus this many k on each side (Poisson-like tails at tiny p)
 
 
-def _expected_sigma_pairs(p: NDArray[np.float64], G: NDArray[np.int64]) -> NDArray[np.float64]:
-    """E[σ] for 1-D arrays of pairs with 0 < p < 1 (no validation, no de-duplication)."""
-    from scipy.special import betaln
+_lgamma = np.frompyfunc(math.lgamma, 1, 1)
 
+
+def _log_binom_coef(G: NDArray[np.float64], k: NDArray[np.float64]) -> NDArray[np.float64]:
+    """log C(G, k) elementwise from the standard library's lgamma (no scipy import needed)."""
+    return np.asarray(_lgamma(G + 1.0) - _lgamma(k + 1.0) - _lgamma(G - k + 1.0), dtype=np.float64)
+
+
+def _expected_sigma_pairs(p: NDArray[np.float64], G: NDArray[np.int64]) -> NDArray[np.float64]:
+    """E[σ] for 1-D arrays of pairs with 0 < p < 1 (no validation, no de-duplication).
+
+    Log-binomial weights: log C(G, lo) from lgamma once per pair, then the
+    recurrence log C(G, k+1) = log C(G, k) + log(G − k) − log(k + 1) summed
+    along the window of k (rounding error ~1e-12 relative even at G = 10^5).
+    """
     n = p.size
     out = np.zeros(n)
     if n == 0:
@@ -35,9 +49,10 @@ def _expected_sigma_pairs(p: NDArray[np.float64], G: NDArray[np.int64]) -> NDArr
     Gf = G.astype(np.float64)
     mu = Gf * p
     sd = np.sqrt(Gf * p * (1.0 - p))
-    lo = np.clip(np.floor(mu - _WINDOW_SD * sd) - _WINDOW_PAD, 0, Gf).astype(np.int64)
-    hi = np.clip(np.ceil(mu + _WINDOW_SD * sd) + _WINDOW_PAD, 0, Gf).astype(np.int64)
-    width = hi - lo + 1
+    lo = np.clip(np.floor(mu - _WINDOW_SD * sd) - _WINDOW_PAD, 0, Gf)
+    hi = np.clip(np.ceil(mu + _WINDOW_SD * sd) + _WINDOW_PAD, 0, Gf)
+    width = (hi - lo + 1).astype(np.int64)
+    log_c_lo = _log_binom_coef(Gf, lo)
     order = np.argsort(width, kind="stable")
     log_p, log_q = np.log(p), np.log1p(-p)
     i = 0
@@ -48,17 +63,17 @@ def _expected_sigma_pairs(p: NDArray[np.float64], G: NDArray[np.int64]) -> NDArr
         idx = order[i:j]
         w = int(width[idx].max())
         g = Gf[idx, None]
-        k = lo[idx, None] + np.arange(w)[None, :]
+        k = lo[idx, None] + np.arange(w, dtype=np.float64)[None, :]
         valid = k <= hi[idx, None]
-        k = np.where(valid, k, lo[idx, None]).astype(np.float64)
-        log_pmf = (
-            -np.log1p(g)
-            - betaln(g - k + 1.0, k + 1.0)
-            + k * log_p[idx, None]
-            + (g - k) * log_q[idx, None]
-        )
-        sigma = np.sqrt(k * (g - k)) / g
-        out[idx] = np.sum(np.where(valid, np.exp(log_pmf) * sigma, 0.0), axis=1)
+        # step from k to k + 1 (the last column's step is never used)
+        step = np.log(np.maximum(g - k, 1.0)) - np.log(k + 1.0)
+        log_c = np.empty_like(k)
+        log_c[:, 0] = log_c_lo[idx]
+        if w > 1:
+            log_c[:, 1:] = log_c_lo[idx, None] + np.cumsum(step[:, :-1], axis=1)
+        log_pmf = log_c + k * log_p[idx, None] + (g - k) * log_q[idx, None]
+        sigma = np.sqrt(np.maximum(k * (g - k), 0.0)) / g
+        out[idx] = np.sum(np.where(valid, np.exp(np.minimum(log_pmf, 0.0)) * sigma, 0.0), axis=1)
         i = j
     return out
 

@@ -38,6 +38,16 @@ def silent_rate(p: ArrayLike, G: ArrayLike) -> NDArray[np.float64] | float:
     return scalar_or_array(pa**Ga + (1.0 - pa) ** Ga, (p, G))
 
 
+def _kept_rate(pa: NDArray[np.float64], Ga: NDArray[np.int64]) -> NDArray[np.float64]:
+    """1 − silent(p, G) without cancellation: 1 − (1 − q)^G − q^G with q = min(p, 1 − p).
+
+    Computing ``1 - silent_rate`` directly rounds to 0 once (1 − p)^G rounds
+    to 1 (p below ~1e-16), which would make tiny-but-positive p look like p = 0.
+    """
+    q = np.minimum(pa, 1.0 - pa)
+    return -np.expm1(Ga * np.log1p(-q)) - q**Ga
+
+
 def dapo_groups_per_kept_group(p: ArrayLike, G: ArrayLike) -> NDArray[np.float64] | float:
     """1 / (1 − silent(p, G)): groups DAPO draws per kept group; NaN when p ∈ {0, 1} (never kept).
 
@@ -45,9 +55,9 @@ def dapo_groups_per_kept_group(p: ArrayLike, G: ArrayLike) -> NDArray[np.float64
     see :func:`dapo_expected_draws` and :func:`dapo_keep_rate` for the capped
     per-prompt figures.
     """
-    s = np.asarray(silent_rate(p, G), dtype=np.float64)
+    kept = _kept_rate(as_prob(p), as_group_size(G))
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.where(s < 1.0, 1.0 / (1.0 - s), np.nan)
+        out = np.where(kept > 0.0, 1.0 / kept, np.nan)
     return scalar_or_array(out, (p, G))
 
 
@@ -57,15 +67,16 @@ def _check_tries(max_tries: ArrayLike) -> NDArray[np.int64]:
 
 def dapo_expected_draws(p: ArrayLike, G: ArrayLike, max_tries: ArrayLike) -> NDArray[np.float64] | float:
     """Expected groups drawn per prompt with at most ``max_tries`` draws: (1 − s^m) / (1 − s); m when s = 1."""
-    s = np.asarray(silent_rate(p, G), dtype=np.float64)
+    kept = _kept_rate(as_prob(p), as_group_size(G))
     m = _check_tries(max_tries)
+    keep_any = -np.expm1(m * np.log1p(-kept))  # 1 − s^m
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.where(s < 1.0, (1.0 - s**m) / (1.0 - s), m.astype(np.float64))
+        out = np.where(kept > 0.0, keep_any / kept, m.astype(np.float64))
     return scalar_or_array(out, (p, G, max_tries))
 
 
 def dapo_keep_rate(p: ArrayLike, G: ArrayLike, max_tries: ArrayLike) -> NDArray[np.float64] | float:
     """Chance that one of at most ``max_tries`` draws is kept: 1 − s^m."""
-    s = np.asarray(silent_rate(p, G), dtype=np.float64)
+    kept = _kept_rate(as_prob(p), as_group_size(G))
     m = _check_tries(max_tries)
-    return scalar_or_array(1.0 - s**m, (p, G, max_tries))
+    return scalar_or_array(-np.expm1(m * np.log1p(-kept)), (p, G, max_tries))

@@ -1,0 +1,5 @@
+"""``python -m sigmaudit``."""
+
+from sigmaudit.cli import run
+
+run()

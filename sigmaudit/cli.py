@@ -1,0 +1,88 @@
+"""The ``sigmaudit`` command line: parse options, call the core, pick a renderer.
+
+Each command lives in ``sigmaudit/commands/<name>.py``. Errors become one line
+on stderr and exit code 2 here, at the edge; nothing else prints tracebacks.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from .exitcodes import ExitCode
+
+app = typer.Typer(
+    name="sigmaudit",
+    help=(
+        "Audit RL-with-verifiable-rewards rollout logs: how much compute sits in silent groups "
+        "(all G answers agree, σ = 0, no update), which group size G to use, and where GRPO vs "
+        "Dr. GRPO spend their gradient. Exit codes: 0 ok, 1 a gate/target failed, 2 could not run."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        sys.stdout.write(f"sigmaudit {version('sigmaudit')}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    """Audit RL-with-verifiable-rewards rollout logs (see --help of each command)."""
+
+
+# Register the commands (each module's import is light: heavy imports happen inside the command).
+from .commands import calc as _calc  # noqa: E402,F401
+
+
+def _fail(message: str) -> int:
+    sys.stderr.write(f"sigmaudit: error: {' '.join(message.split())}\n")
+    return int(ExitCode.ERROR)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI and return its exit code (0 ok, 1 gate failed, 2 could not run)."""
+    from typer.exceptions import TyperException
+
+    from .errors import SigmauditError
+
+    command = typer.main.get_command(app)
+    try:
+        rv = command.main(args=argv, prog_name="sigmaudit", standalone_mode=False)
+    except typer.Exit as exc:
+        return int(exc.exit_code)
+    except typer.Abort:
+        return _fail("aborted")
+    except SigmauditError as exc:
+        return _fail(exc.one_line())
+    except TyperException as exc:
+        code = getattr(exc, "exit_code", 2)
+        msg = exc.format_message()
+        ctx = getattr(exc, "ctx", None)
+        if ctx is not None:
+            msg = f"{msg} (see '{ctx.command_path} --help')"
+        return _fail(msg) if code else 0
+    except ValueError as exc:
+        return _fail(str(exc))
+    except KeyboardInterrupt:
+        return _fail("interrupted")
+    except BrokenPipeError:
+        return int(ExitCode.ERROR)
+    except Exception as exc:  # noqa: BLE001 - a crash must never read as "gate failed"
+        return _fail(f"internal error: {type(exc).__name__}: {exc} (please report this)")
+    return int(rv) if isinstance(rv, int) else int(ExitCode.OK)
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""CLI commands, one module each; every module registers its command on ``sigmaudit.cli.app``."""

@@ -1,0 +1,45 @@
+"""``sigmaudit calc``: the closed forms for one or more p and G."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ..cli import app
+from .options import FormatOpt, OutputOpt, emit_result
+
+
+def _prob(value: float) -> float:
+    if not 0.0 <= value <= 1.0:
+        raise typer.BadParameter(f"must lie in [0, 1], got {value:g}")
+    return value
+
+
+def _eps(value: float) -> float:
+    if not 0.0 < value < 1.0:
+        raise typer.BadParameter(f"must lie in the open interval (0, 1), got {value:g}")
+    return value
+
+
+@app.command()
+def calc(
+    p: Annotated[list[float], typer.Option("-p", "--p", help="Prompt success probability in [0, 1] (repeatable).",
+                                           callback=lambda v: [_prob(x) for x in v])],
+    G: Annotated[list[int], typer.Option("-G", "--group-size", min=1, help="Group size G >= 1 (repeatable).")],
+    eps: Annotated[float, typer.Option("--eps", callback=_eps,
+                                       help="Fidelity shortfall ε for the group-size law (φ ≥ 1 − ε).")] = 0.05,
+    fmt: FormatOpt = None,
+    output: OutputOpt = None,
+) -> None:
+    """Closed forms for a prompt of difficulty p sampled in groups of G.
+
+    Silent rate p^G + (1−p)^G and its branches, exact E[σ], fidelity φ, its
+    large-G attenuation, GRPO's difficulty weight, the group size needed for
+    φ ≥ 1 − ε (closed form and exact), and DAPO's groups drawn per kept group.
+
+    Example: sigmaudit calc -p 0.05 -G 8
+    """
+    from ..calc import calc as run_calc
+
+    emit_result(run_calc(p, G, eps), fmt, output)

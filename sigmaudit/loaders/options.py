@@ -1,0 +1,62 @@
+"""What the caller may override (:class:`LoadOptions`) and what a load returns (:class:`LoadedCounts`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+LAYOUTS = ("long", "grouped", "counts", "verl", "trl", "open-instruct", "prime-rl")
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """Overrides for layout detection; every field is optional (None = detect)."""
+
+    prompt_col: str | None = None
+    """Prompt key column; several columns joined by commas form one key (``run,task_id``)."""
+    reward_col: str | None = None
+    """Per-sample reward column, or the list column of rewards in a grouped layout."""
+    step_col: str | None = None
+    """Training-step column."""
+    group_col: str | None = None
+    """Group-id column (one id per sampled group)."""
+    n_col: str | None = None
+    """Counts layout: number of samples per prompt."""
+    k_col: str | None = None
+    """Counts layout: number of correct samples per prompt."""
+    rate_col: str | None = None
+    """Counts layout: pass-rate column in [0, 1] (needs ``n_col`` or ``samples``)."""
+    samples: int | None = None
+    """Counts layout with a pass rate: samples per prompt when no n column exists."""
+    threshold: float | None = None
+    """Reward >= threshold counts as correct; needed for non-binary rewards."""
+
+
+@dataclass(frozen=True)
+class LoadedCounts:
+    """Per-prompt (and, when known, per-group) counts reduced from rollout logs."""
+
+    per_prompt: pl.DataFrame
+    """Columns ``prompt`` (Utf8), ``n`` (Int64), ``k`` (Int64): one row per distinct prompt,
+    summed over all its samples in all files and steps."""
+    per_group: pl.DataFrame | None
+    """Columns ``step`` (Int64, null without steps), ``prompt``, ``n``, ``k``: one row per
+    logged group; None when group membership is unknown."""
+    layout: str
+    """One of ``long``, ``grouped``, ``counts``, ``verl``, ``trl``, ``open-instruct``,
+    ``prime-rl``."""
+    files: tuple[str, ...]
+    """The files read, in order."""
+    n_rows: int
+    """Samples read (rows of a long log, list entries of a grouped log; rows of a counts file)."""
+    missing_rewards: int
+    """Null or NaN rewards (rows with a null n/k/rate in a counts file): excluded, never wrong."""
+    n_single_sample_prompts: int
+    """Prompts with exactly one sample."""
+    notes: tuple[str, ...]
+    """One-line human notes: what was detected, what was dropped."""
+    reward_source: str
+    """The column the rewards (or counts) came from."""
+    has_steps: bool
+    """A step column was found and used."""

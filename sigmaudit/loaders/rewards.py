@@ -1,0 +1,59 @@
+"""Turning a reward column into right/wrong.
+
+Accepted without options: booleans, 0/1, and ±1 (−1 is wrong). Any other real value needs a
+threshold (reward >= threshold is right). Null and NaN rewards are *missing*: counted,
+excluded, never treated as wrong. Text rewards are refused.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ..errors import SchemaError
+
+BINARY_VALUES = (0.0, 1.0, -1.0)
+
+
+def is_text(dtype: pl.DataType) -> bool:
+    """Strings and categoricals cannot be rewards."""
+    return dtype in (pl.Utf8, pl.Categorical) or isinstance(dtype, pl.Categorical | pl.Enum)
+
+
+def is_reward_dtype(dtype: pl.DataType) -> bool:
+    """Numeric or boolean."""
+    return dtype == pl.Boolean or dtype.is_numeric()
+
+
+def check_reward_dtype(dtype: pl.DataType, column: str, where: str) -> None:
+    """Refuse text (and other non-numeric) reward columns with the flag that helps."""
+    if not is_reward_dtype(dtype):
+        raise SchemaError(
+            f"reward column {column!r} holds {dtype} values, not numbers or booleans",
+            location=f"{where}: column {column}",
+            remedy="convert rewards to 0/1, or choose another column with --reward-col",
+        )
+
+
+def reward_flags(x: pl.Expr, threshold: float | None) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+    """(valid, correct, bad) boolean expressions for a Float64 reward expression ``x``.
+
+    ``bad`` marks a valid value that is not binary when no threshold is set.
+    """
+    valid = x.is_not_null() & x.is_not_nan()
+    if threshold is None:
+        correct = valid & (x == 1.0)
+        bad = valid & ~x.is_in(BINARY_VALUES)
+    else:
+        correct = valid & (x >= threshold)
+        bad = pl.lit(False)
+    return valid, correct, bad
+
+
+def non_binary_error(values: list[float], column: str, where: str) -> SchemaError:
+    """The error for non-binary rewards, quoting a few of them."""
+    shown = ", ".join(f"{v:g}" for v in values[:5])
+    return SchemaError(
+        f"reward column {column!r} is not binary (values such as {shown})",
+        location=f"{where}: column {column}",
+        remedy="pass --threshold T (reward >= T counts as correct)",
+    )

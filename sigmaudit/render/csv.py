@@ -1,0 +1,31 @@
+"""CSV renderer: one table of the view (its ``csv_table``, else the first), raw values."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+
+from . import View
+
+
+def _cell(v: object) -> object:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    if isinstance(v, float):
+        return repr(v)
+    return v
+
+
+def render_csv(view: View) -> str:
+    """CSV text of the view's main table (full precision; empty cell for null)."""
+    tables = view.tables()
+    if not tables:
+        return ""
+    chosen = next((t for t in tables if t.title == view.csv_table), tables[0])
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(chosen.columns)
+    for row in chosen.rows:
+        w.writerow([_cell(v) for v in row])
+    return buf.getvalue()

@@ -1,0 +1,32 @@
+"""JSON renderer: the result's ``to_dict()`` contract, NaN/inf written as null."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from . import SCHEMA_VERSION, Renderable
+
+
+def _clean(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return None if (math.isnan(obj) or math.isinf(obj)) else obj
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_clean(v) for v in obj]
+    if hasattr(obj, "item") and callable(obj.item):  # numpy scalar
+        return _clean(obj.item())
+    return obj
+
+
+def to_json_dict(result: Renderable) -> dict[str, Any]:
+    """The contract as a dict with ``schema_version`` first and NaN/inf replaced by None."""
+    body = _clean(result.to_dict())
+    return {"schema_version": SCHEMA_VERSION, **{k: v for k, v in body.items() if k != "schema_version"}}
+
+
+def render_json(result: Renderable) -> str:
+    """Pretty JSON text of the result's contract."""
+    return json.dumps(to_json_dict(result), indent=2, allow_nan=False) + "\n"
