@@ -35,7 +35,9 @@ def default_grid(size: int = GRID_SIZE) -> NDArray[np.float64]:
     return grid
 
 
-def distinct_pairs(n: ArrayLike, k: ArrayLike) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]]:
+def distinct_pairs(
+    n: ArrayLike, k: ArrayLike
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]]:
     """Distinct (n, k) pairs, their multiplicities, and the index mapping each input to its pair."""
     n_arr, k_arr = as_counts(n, k)
     pairs = np.stack([n_arr.ravel(), k_arr.ravel()], axis=1)

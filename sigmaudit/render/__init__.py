@@ -13,14 +13,14 @@ Choose a renderer with :func:`render` and a :class:`Format`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Protocol
 
 SCHEMA_VERSION = 1
 """Version of every JSON contract; bumped (and noted in CHANGELOG.md) on any breaking change."""
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     """Output formats a command can produce."""
 
     table = "table"
