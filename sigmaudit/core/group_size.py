@@ -45,7 +45,10 @@ def group_size_closed_form(p: ArrayLike, eps: ArrayLike) -> NDArray[np.float64] 
     v = pa * (1.0 - pa)
     with np.errstate(divide="ignore", invalid="ignore"):
         raw = 1.0 / (8.0 * ea * np.where(v > 0, v, 1.0))
-    out = np.where(v > 0, np.ceil(raw * (1 - 1e-12)), np.nan)
+    # Shave a few ulps so a quotient that is an integer up to rounding (p = 0.5,
+    # ε = 0.05 → 10) is not bumped up by one; a relative 1e-12 shave was too
+    # coarse and understated large G (p = 1e-12, ε = 0.01 gave 12 too few).
+    out = np.where(v > 0, np.ceil(raw * (1.0 - 8.0 * np.finfo(np.float64).eps)), np.nan)
     out = np.where(out > G_SEARCH_LIMIT, np.nan, out)
     return _scalar_or_none(out, (p, eps))
 
