@@ -40,7 +40,7 @@ def _decompress(path: Path, compression: str, tmpdir: Path) -> Path:
     return target
 
 
-def _csv_skip_rows(path: Path) -> int:
+def csv_skip_rows(path: Path) -> int:
     """Leading comment lines (starting with ``#`` or ``"#``) to skip."""
     skip = 0
     with open(path, encoding="utf-8", errors="replace") as fh:
@@ -97,7 +97,7 @@ def scan(path: Path, tmpdir: Path) -> Source:
             _check_parquet(local)
             lf = pl.scan_parquet(local)
         elif fmt == "csv":
-            lf = pl.scan_csv(local, skip_rows=_csv_skip_rows(local), infer_schema_length=10_000)
+            lf = pl.scan_csv(local, skip_rows=csv_skip_rows(local), infer_schema_length=10_000)
         else:
             lf = pl.scan_ndjson(local, infer_schema_length=10_000)
         schema = dict(lf.collect_schema())

@@ -1,0 +1,114 @@
+"""Rollout logs -> per-prompt counts (n samples, k right).
+
+>>> from sigmaudit.loaders import LoadOptions, load_counts
+>>> lc = load_counts(["sample_logs/rollouts.parquet"], LoadOptions())  # doctest: +SKIP
+
+Files (parquet, csv, jsonl/ndjson, csv/jsonl as .gz/.zst), directories (recursively) and
+globs are accepted together. Each file is scanned lazily and reduced by one streaming group-by;
+the math layer only ever sees the resulting counts. See :mod:`.detect` for the layout rules.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import polars as pl
+
+from ..errors import InputError, SchemaError
+from .detect import detect
+from .options import LAYOUTS, LoadedCounts, LoadOptions
+from .paths import expand_paths
+from .plan import Plan
+from .readers import scan
+from .reduce import PARTIAL_SCHEMA, Partial, reduce_counts, reduce_lists, reduce_samples
+
+__all__ = ["LAYOUTS", "LoadOptions", "LoadedCounts", "load_counts"]
+
+
+def _reduce(src, plan: Plan, opts: LoadOptions, index: int) -> Partial:
+    if plan.layout == "counts":
+        return reduce_counts(src, plan, opts.samples)
+    if plan.list_rewards:
+        return reduce_lists(src, plan, opts.threshold, index)
+    return reduce_samples(src, plan, opts.threshold)
+
+
+def load_counts(paths: Sequence[str | Path], opts: LoadOptions | None = None,
+                progress: Callable[[int], None] | None = None) -> LoadedCounts:
+    """Read rollout logs and reduce them to per-prompt (and per-group) counts.
+
+    ``progress``, if given, is called after each file with the number of samples read so far.
+    Raises InputError (unreadable input), SchemaError (columns or values fit no layout) or
+    ConfigError (bad options); inputs are never modified.
+    """
+    opts = opts or LoadOptions()
+    files = expand_paths(paths)
+    partials: list[pl.DataFrame] = []
+    plans: list[Plan] = []
+    duplicates = 0
+    read = 0
+    with tempfile.TemporaryDirectory(prefix="sigmaudit-") as tmp:
+        for index, path in enumerate(files):
+            src = scan(path, Path(tmp))
+            plan = detect(src.schema, opts, str(path))
+            if plans and plan.layout != plans[0].layout:
+                raise SchemaError(
+                    f"files mix layouts: {files[0]} is {plans[0].layout}, this is {plan.layout}",
+                    location=str(path), remedy="load them in separate runs")
+            part = _reduce(src, plan, opts, index)
+            plans.append(plan)
+            partials.append(part.frame)
+            duplicates += part.duplicates
+            read += int(part.frame["rows"].sum())
+            if progress is not None:
+                progress(read)
+    return _assemble(files, plans, partials, duplicates)
+
+
+def _assemble(files: list[Path], plans: list[Plan], partials: list[pl.DataFrame],
+              duplicates: int) -> LoadedCounts:
+    allp = pl.concat(partials, how="vertical") if partials else pl.DataFrame(schema=PARTIAL_SCHEMA)
+    n_rows = int(allp["rows"].sum())
+    if n_rows == 0:
+        raise InputError("no data rows", location=", ".join(map(str, files)))
+    missing = int(allp["missing"].sum())
+    layout = plans[0].layout
+    grouped = all(p.has_groups for p in plans)
+    per_group = None
+    if grouped:
+        per_group = (allp.group_by(["step", "gid", "prompt"]).agg(pl.col("n").sum(),
+                                                                  pl.col("k").sum())
+                     .filter(pl.col("n") > 0).sort(["step", "prompt", "gid"], nulls_last=True)
+                     .select("step", "prompt", "n", "k"))
+        base = per_group
+    else:
+        base = allp
+    per_prompt = (base.group_by("prompt").agg(pl.col("n").sum(), pl.col("k").sum())
+                  .filter(pl.col("n") > 0).sort("prompt"))
+    if per_prompt.height == 0:
+        raise SchemaError("every reward is missing (null or NaN)", location=str(files[0]),
+                          remedy="check --reward-col")
+    n_all_missing = allp.group_by("prompt").agg(pl.col("n").sum()).filter(pl.col("n") == 0).height
+    singles = int((per_prompt["n"] == 1).sum())
+    notes = list(dict.fromkeys(p.note for p in plans))
+    if len(files) > 1:
+        notes.append(f"read {len(files)} files")
+    if duplicates:
+        notes.append(f"{duplicates} duplicate rows dropped")
+    if missing:
+        notes.append(f"{missing} missing (null/NaN) rewards excluded, not counted as wrong")
+    if n_all_missing:
+        notes.append(f"{n_all_missing} prompts dropped: all their rewards are missing")
+    if singles:
+        notes.append(f"{singles} prompts have a single sample")
+    plan = plans[0]
+    reward_source = (plan.k or plan.rate or "") if layout == "counts" else (plan.reward or "")
+    if reward_source == "__rewards":
+        reward_source = "traces[].reward"
+    return LoadedCounts(
+        per_prompt=per_prompt, per_group=per_group, layout=layout,
+        files=tuple(str(f) for f in files), n_rows=n_rows, missing_rewards=missing,
+        n_single_sample_prompts=singles, notes=tuple(notes), reward_source=reward_source,
+        has_steps=any(p.step for p in plans))

@@ -1,0 +1,153 @@
+"""Layout detection for one file: trainer dumps first, then counts, grouped, long.
+
+Rules (first match wins; every LoadOptions field overrides its guess):
+
+1. A trainer dump recognised by its keys (see :mod:`.trainers`).
+2. counts: ``n_col``/``k_col``/``rate_col`` given, or an n-like column (``n``, ``n_samples``,
+   ``num_samples``, ``total``...) with a k-like column (``k``, ``n_correct``, ``num_correct``,
+   ``correct``, ``successes``...), or a rate column (``pass_rate``, ``solve_rate``,
+   ``accuracy``, ``rate``) with an n column or ``samples``.
+3. grouped: a list column of numbers/booleans (``rewards``, ``scores``, ``correct``...; or the
+   only one); each row is a group.
+4. long: a prompt-like column and a reward-like column, one row per sample.
+
+The prompt key is the prompt-like column plus any "run-like" columns present (``run``,
+``model``, ``temperature``, ``split``, ``dataset``...): files that pool several runs or models
+(e.g. EvalPerf's per-task rates for 34 runs) then keep task X of run A apart from task X of
+run B. ``prompt_col`` (comma-separated for several columns) replaces this guess.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ..errors import ConfigError, SchemaError
+from . import trainers
+from .options import LoadOptions
+from .plan import (
+    EXTRA_KEY_NAMES,
+    GROUP_NAMES,
+    K_NAMES,
+    N_NAMES,
+    PROMPT_NAMES,
+    RATE_NAMES,
+    REWARD_LIST_NAMES,
+    REWARD_NAMES,
+    STEP_NAMES,
+    Plan,
+    find,
+    key_note,
+    require_columns,
+    split_cols,
+)
+from .rewards import check_reward_dtype, is_reward_dtype
+
+FLAGS = "--prompt-col and --reward-col (long), --n-col/--k-col or --rate-col (counts)"
+
+
+def detect(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> Plan:
+    """The plan for one file with this schema."""
+    cols = list(schema)
+    require_columns(cols, [*split_cols(opts.prompt_col), opts.step_col, opts.group_col,
+                           opts.n_col, opts.k_col, opts.rate_col], where)
+    if opts.reward_col and opts.reward_col not in cols and "traces" not in cols:
+        require_columns(cols, [opts.reward_col], where)
+    if opts.samples is not None and opts.samples < 1:
+        raise ConfigError(f"samples must be a positive integer, got {opts.samples}",
+                          location="--samples")
+    plan = trainers.recognize(schema, opts, where)
+    if plan is None:
+        plan = _generic(schema, opts, where)
+    if plan.reward and not plan.list_rewards:
+        check_reward_dtype(schema[plan.reward], plan.reward, where)
+    return plan
+
+
+def _generic(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> Plan:
+    cols = list(schema)
+    step = opts.step_col or find(cols, STEP_NAMES)
+    counts = _counts(schema, opts, step, where)
+    if counts is not None:
+        return counts
+    lists = [c for c, t in schema.items() if isinstance(t, pl.List) and is_reward_dtype(t.inner)]
+    if opts.reward_col and opts.reward_col in lists:
+        list_col: str | None = opts.reward_col
+    elif opts.reward_col:
+        list_col = None
+    else:
+        list_col = find(lists, REWARD_LIST_NAMES) or (lists[0] if len(lists) == 1 else None)
+    if list_col is not None:
+        prompt = _prompt(cols, opts, (step, list_col), where)
+        by = f"(step, {key_note(prompt)})" if step else key_note(prompt)
+        return Plan("grouped", prompt, reward=list_col, step=step, list_rewards=True,
+                    note=f"detected grouped layout: one group per row by {by}, "
+                         f"rewards from list column {list_col}")
+    reward = opts.reward_col or find(cols, REWARD_NAMES)
+    if reward is None:
+        raise SchemaError(f"columns match no layout (no reward or count columns); "
+                          f"columns: {', '.join(cols)}", location=where, remedy=f"pass {FLAGS}")
+    group = opts.group_col or find(cols, GROUP_NAMES, exclude=(step, reward))
+    prompt = split_cols(opts.prompt_col)
+    if not prompt:
+        base = find(cols, PROMPT_NAMES, exclude=(step, reward))
+        if base is None and group is None:
+            raise SchemaError(f"no prompt key column found; columns: {', '.join(cols)}",
+                              location=where, remedy="pass --prompt-col")
+        prompt = _with_extras(cols, base or group or "", (step, reward, group))
+    parts = [p for p in (step and "step", group and "group id") if p]
+    grouping = f"groups by ({', '.join(parts)})" if parts else "no group membership"
+    return Plan("long", prompt, reward=reward, step=step, group=group,
+                note=f"detected long layout: prompt = {key_note(prompt)}, reward from {reward}, "
+                     f"{grouping}")
+
+
+def _with_extras(cols: list[str], base: str, used: tuple[str | None, ...]) -> tuple[str, ...]:
+    extras = [c for c in cols if c.lower() in EXTRA_KEY_NAMES and c not in used and c != base]
+    return (*extras, base)
+
+
+def _prompt(cols: list[str], opts: LoadOptions, used: tuple[str | None, ...],
+            where: str) -> tuple[str, ...]:
+    given = split_cols(opts.prompt_col)
+    if given:
+        return given
+    base = find(cols, PROMPT_NAMES, exclude=used)
+    if base is None:
+        raise SchemaError(f"no prompt key column found; columns: {', '.join(cols)}",
+                          location=where, remedy="pass --prompt-col")
+    return _with_extras(cols, base, used)
+
+
+def _counts(schema: dict[str, pl.DataType], opts: LoadOptions, step: str | None,
+            where: str) -> Plan | None:
+    cols = list(schema)
+    if opts.reward_col and not (opts.n_col or opts.k_col or opts.rate_col):
+        return None
+    n = opts.n_col or find(cols, N_NAMES, exclude=(step,))
+    k = opts.k_col or find(cols, K_NAMES, exclude=(step, n))
+    rate = opts.rate_col or (None if opts.k_col else find(cols, RATE_NAMES, exclude=(step, n, k)))
+    explicit = opts.n_col or opts.k_col or opts.rate_col
+    if not explicit and not (n and k) and not rate:
+        return None
+    if k is None and rate is None:
+        raise SchemaError(f"counts layout needs a k (correct) or pass-rate column; "
+                          f"columns: {', '.join(cols)}", location=where,
+                          remedy="pass --k-col or --rate-col")
+    if k is None and n is None and opts.samples is None:
+        raise SchemaError(f"pass-rate column {rate!r} needs the number of samples per prompt",
+                          location=where, remedy="pass --samples N or --n-col")
+    if k is not None and n is None:
+        if opts.samples is None:
+            raise SchemaError(f"k column {k!r} needs the number of samples per prompt",
+                              location=where, remedy="pass --samples N or --n-col")
+    for c in (n, k, rate):
+        if c is not None and not schema[c].is_numeric():
+            raise SchemaError(f"count column {c!r} holds {schema[c]} values, not numbers",
+                              location=f"{where}: column {c}", remedy="pass --n-col/--k-col")
+    prompt = _prompt(cols, opts, (step, n, k, rate), where)
+    source = k if k is not None else f"{rate} x {n or opts.samples}"
+    extra = (f" (prompt key combines {', '.join(prompt)}: several runs share this file)"
+             if len(prompt) > 1 and not opts.prompt_col else "")
+    return Plan("counts", prompt, step=step, n=n, k=k, rate=None if k else rate,
+                note=f"detected counts layout: prompt = {key_note(prompt)}, "
+                     f"n from {n or f'--samples {opts.samples}'}, k from {source}{extra}")

@@ -1,0 +1,153 @@
+"""One streaming group-by per file: rows -> partial counts per (step, group, prompt).
+
+Each file is reduced on its own (so an error names its file and a progress callback can tick),
+grouping on the raw key columns; keys are turned into strings only on the small result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from ..errors import SchemaError
+from .plan import Plan
+from .readers import POLARS_ERRORS, Source, csv_skip_rows
+from .rewards import non_binary_error, reward_flags
+
+PARTIAL_SCHEMA = {"step": pl.Int64, "gid": pl.Utf8, "prompt": pl.Utf8, "n": pl.Int64,
+                  "k": pl.Int64, "missing": pl.Int64, "rows": pl.Int64}
+RATE_TOLERANCE = 5e-5
+"""A pass rate r gives k = round(r * n) when |r * n - k| <= RATE_TOLERANCE * n, i.e. rates
+written with at least 4 decimals are accepted; anything further off is an error."""
+
+
+@dataclass(frozen=True)
+class Partial:
+    """Counts from one file."""
+
+    frame: pl.DataFrame
+    """Columns of ``PARTIAL_SCHEMA``: one row per (step, group, prompt) seen in the file."""
+    duplicates: int
+    """Exact duplicate rows dropped."""
+
+
+def _collect(src: Source, lf: pl.LazyFrame) -> pl.DataFrame:
+    try:
+        return lf.collect(engine="streaming")
+    except POLARS_ERRORS as exc:
+        raise src.fail(exc) from exc
+
+
+def _finish(src: Source, plan: Plan, df: pl.DataFrame, gid: pl.Expr) -> pl.DataFrame:
+    """Raw-keyed aggregate -> ``PARTIAL_SCHEMA`` (string prompt key, Int64 step)."""
+    prompt = pl.concat_str([pl.col(c).cast(pl.Utf8) for c in plan.prompt], separator=" | ",
+                           ignore_nulls=True)
+    step = pl.col(plan.step) if plan.step else pl.lit(None)
+    try:
+        out = df.select(
+            step.cast(pl.Int64).alias("step"), gid.cast(pl.Utf8).alias("gid"),
+            prompt.alias("prompt"), *(pl.col(c).cast(pl.Int64) for c in
+                                      ("n", "k", "missing", "rows")))
+    except POLARS_ERRORS as exc:
+        raise SchemaError(f"step column {plan.step!r} is not an integer step",
+                          location=f"{src.path}: column {plan.step}",
+                          remedy="pass --step-col with an integer column") from exc
+    return out.filter(pl.col("prompt").is_not_null())
+
+
+def _prepared(src: Source, plan: Plan) -> pl.LazyFrame:
+    lf = src.lf
+    if plan.derived:
+        lf = lf.with_columns([expr.alias(name) for name, expr in plan.derived])
+    return lf
+
+
+def reduce_samples(src: Source, plan: Plan, threshold: float | None) -> Partial:
+    """Long and trainer layouts: one row per sample."""
+    lf = _prepared(src, plan)
+    duplicates = 0
+    if plan.dedupe:
+        before = _collect(src, lf.select(pl.len())).item()
+        lf = lf.unique(subset=list(plan.dedupe))
+    x = pl.col(plan.reward).cast(pl.Float64)
+    valid, correct, bad = reward_flags(x, threshold)
+    keys = [plan.step, plan.group, *plan.prompt] if plan.has_groups else list(plan.prompt)
+    keys = list(dict.fromkeys(k for k in keys if k))
+    agg = lf.group_by(keys).agg(
+        valid.sum().alias("n"), correct.sum().alias("k"), (~valid).sum().alias("missing"),
+        pl.len().alias("rows"), bad.sum().alias("bad"))
+    df = _collect(src, agg)
+    if df["bad"].sum():
+        sample = _collect(src, lf.select(x).filter(bad).unique().head(5)).to_series().to_list()
+        raise non_binary_error(sorted(sample), plan.reward, str(src.path))
+    if plan.dedupe:
+        duplicates = before - int(df["rows"].sum())
+    gid = pl.col(plan.group) if plan.group and plan.has_groups else pl.lit(None)
+    return Partial(_finish(src, plan, df, gid), duplicates)
+
+
+def reduce_lists(src: Source, plan: Plan, threshold: float | None, file_index: int) -> Partial:
+    """Grouped layouts: each row is a group with a list of rewards."""
+    lf = _prepared(src, plan)
+    x = pl.element().cast(pl.Float64)
+    valid, correct, bad = reward_flags(x, threshold)
+    col = pl.col(plan.reward)
+    keys = list(dict.fromkeys(c for c in (plan.step, *plan.prompt) if c))
+    rows = lf.with_row_index("__row").select(
+        *keys, pl.col("__row"),
+        col.list.eval(valid).list.sum().fill_null(0).alias("n"),
+        col.list.eval(correct).list.sum().fill_null(0).alias("k"),
+        col.list.eval(~valid).list.sum().fill_null(0).alias("missing"),
+        col.list.len().fill_null(0).alias("rows"),
+        col.list.eval(bad).list.sum().fill_null(0).alias("bad"))
+    df = _collect(src, rows)
+    if df["bad"].sum():
+        flat = lf.select(col.explode().cast(pl.Float64).alias("x"))
+        sample = _collect(src, flat.filter(reward_flags(pl.col("x"), threshold)[2]).unique()
+                          .head(5)).to_series().to_list()
+        raise non_binary_error(sorted(sample), plan.reward, str(src.path))
+    gid = pl.format(f"{file_index}:{{}}", pl.col("__row"))
+    return Partial(_finish(src, plan, df, gid), 0)
+
+
+def _row_location(src: Source, index: int) -> str:
+    if src.fmt == "csv":
+        return f"{src.path}:{csv_skip_rows(src.local) + 2 + index}"
+    return f"{src.path}: row {index + 1}"
+
+
+def reduce_counts(src: Source, plan: Plan, samples: int | None) -> Partial:
+    """Counts layout: n and k (or a pass rate) per row."""
+    lf = src.lf.with_row_index("__row")
+    n = pl.col(plan.n).cast(pl.Float64) if plan.n else pl.lit(float(samples or 0))
+    if plan.k:
+        kf = pl.col(plan.k).cast(pl.Float64)
+        problem = pl.when(n.is_null() | kf.is_null()).then(None)
+    else:
+        rate = pl.col(plan.rate).cast(pl.Float64)
+        kf = (rate * n).round(0)
+        problem = (pl.when(n.is_null() | rate.is_null() | rate.is_nan()).then(None)
+                   .when((rate < 0) | (rate > 1)).then(pl.lit(f"{plan.rate} outside [0, 1]"))
+                   .when((rate * n - kf).abs() > RATE_TOLERANCE * n + 1e-9)
+                   .then(pl.lit(f"{plan.rate} x n is not a whole number of correct samples")))
+    problem = (problem.when((n != n.round(0)) | (kf != kf.round(0)))
+               .then(pl.lit("counts are not whole numbers"))
+               .when(n < 1).then(pl.lit("n < 1"))
+               .when(kf < 0).then(pl.lit("negative k"))
+               .when(kf > n).then(pl.lit("k > n"))
+               .otherwise(pl.lit("")))
+    first = _collect(src, lf.filter(problem.fill_null("") != "").select(
+        pl.col("__row"), problem.alias("why")).head(1))
+    if first.height:
+        index, why = first.row(0)
+        raise SchemaError(f"invalid counts: {why}", location=_row_location(src, index),
+                          remedy="fix the file, or pick other columns with --n-col/--k-col")
+    missing = problem.is_null()
+    keys = list(dict.fromkeys(c for c in (plan.step, *plan.prompt) if c))
+    agg = lf.group_by(keys).agg(
+        pl.when(missing).then(0).otherwise(n).sum().alias("n"),
+        pl.when(missing).then(0).otherwise(kf).sum().alias("k"),
+        missing.sum().alias("missing"), pl.len().alias("rows"))
+    df = _collect(src, agg)
+    return Partial(_finish(src, plan, df, pl.lit(None)), 0)
