@@ -68,8 +68,8 @@ def reduce_samples(src: Source, plan: Plan, threshold: float | None) -> Partial:
     lf = _prepared(src, plan)
     duplicates = 0
     if plan.dedupe:
-        before = _collect(src, lf.select(pl.len())).item()
-        lf = lf.unique(subset=list(plan.dedupe))
+        table, duplicates = drop_repeated_blocks(_collect(src, lf.select(plan.dedupe)), plan.step)
+        lf = table.lazy()
     x = pl.col(plan.reward).cast(pl.Float64)
     valid, correct, bad = reward_flags(x, threshold)
     keys = [plan.step, plan.group, *plan.prompt] if plan.has_groups else list(plan.prompt)
@@ -81,10 +81,28 @@ def reduce_samples(src: Source, plan: Plan, threshold: float | None) -> Partial:
     if df["bad"].sum():
         sample = _collect(src, lf.select(x).filter(bad).unique().head(5)).to_series().to_list()
         raise non_binary_error(sorted(sample), plan.reward, str(src.path))
-    if plan.dedupe:
-        duplicates = before - int(df["rows"].sum())
     gid = pl.col(plan.group) if plan.group and plan.has_groups else pl.lit(None)
     return Partial(_finish(src, plan, df, gid), duplicates)
+
+
+def drop_repeated_blocks(df: pl.DataFrame, step: str | None) -> tuple[pl.DataFrame, int]:
+    """Drop a step's rows that were written twice (TRL), returning (rows kept, rows dropped).
+
+    A step's block counts as written twice when its second half repeats its first half row
+    for row. A plain ``unique()`` would be wrong: two samples of a group can legitimately be
+    identical (same short completion, same reward, same advantage).
+    """
+    parts = df.partition_by(step, maintain_order=True) if step else [df]
+    kept, dropped = [], 0
+    for part in parts:
+        while part.height % 2 == 0 and part.height:
+            half = part.height // 2
+            if not part.head(half).equals(part.tail(half)):
+                break
+            dropped += half
+            part = part.head(half)
+        kept.append(part)
+    return pl.concat(kept), dropped
 
 
 def reduce_lists(src: Source, plan: Plan, threshold: float | None, file_index: int) -> Partial:

@@ -70,7 +70,7 @@ def _trl(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> Plan:
         reward = candidates[0]
     prompt = split_cols(opts.prompt_col) or ("prompt",)
     step = _step(schema, opts)
-    dedupe = tuple(c for c in schema if c in TRL_NON_REWARD - {"image", "images"} or c == reward)
+    dedupe = tuple(c for c in schema if c not in ("image", "images"))
     return Plan("trl", prompt, reward=reward, step=step, group=opts.group_col, dedupe=dedupe,
                 note=f"detected TRL completions layout: grouping by (step, {key_note(prompt)}), "
                      f"reward from {reward}")
