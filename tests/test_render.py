@@ -1,0 +1,54 @@
+"""Renderers: every format renders every view; values formatted, never computed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sigmaudit.calc import calc
+from sigmaudit.output import resolve_format, write_atomic
+from sigmaudit.render import Format, render
+from sigmaudit.render.values import format_value
+
+
+@pytest.mark.parametrize("fmt", list(Format))
+def test_every_format_renders(fmt):
+    text = render(calc([0.05, 0.5], [8]), fmt)
+    assert text.endswith("\n")
+    if fmt is Format.json:
+        assert json.loads(text)["schema_version"] == 1
+    else:
+        assert "0.05" in text
+
+
+def test_json_has_no_nan():
+    text = render(calc([0.0], [8]), Format.json)
+    assert "NaN" not in text and "Infinity" not in text
+    assert json.loads(text)["difficulty_weight"] is None
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(None, "—"), (float("nan"), "—"), (0.0, "0.0000"), (3e-11, "<0.0001"), (1.0, "1.0000"),
+     (0.99999, ">0.9999"), (0.12345, "0.1235"), (7, "7"), (True, "yes"), (float("inf"), "∞")],
+)
+def test_format_value(value, expected):
+    assert format_value(value) == expected
+
+
+def test_resolve_format_from_suffix(tmp_path):
+    assert resolve_format(None, tmp_path / "a.json") is Format.json
+    assert resolve_format(None, tmp_path / "a.md") is Format.markdown
+    assert resolve_format(None, tmp_path / "a.csv") is Format.csv
+    assert resolve_format(None, tmp_path / "a.txt") is Format.table
+    assert resolve_format(Format.csv, tmp_path / "a.json") is Format.csv
+    assert resolve_format(None, None) is Format.table
+
+
+def test_write_atomic_replaces_and_leaves_no_temp(tmp_path):
+    target = tmp_path / "out.txt"
+    target.write_text("old")
+    write_atomic(target, "new")
+    assert target.read_text() == "new"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
