@@ -52,6 +52,13 @@ def csv_skip_rows(path: Path) -> int:
     return skip
 
 
+def _has_data_line(path: Path, skip: int) -> bool:
+    """A csv has at least one non-blank line after its comments and header."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        lines = (line for i, line in enumerate(fh) if i > skip and line.strip())
+        return next(lines, None) is not None
+
+
 def _check_parquet(path: Path) -> None:
     size = path.stat().st_size
     with open(path, "rb") as fh:
@@ -97,7 +104,10 @@ def scan(path: Path, tmpdir: Path) -> Source:
             _check_parquet(local)
             lf = pl.scan_parquet(local)
         elif fmt == "csv":
-            lf = pl.scan_csv(local, skip_rows=csv_skip_rows(local), infer_schema_length=10_000)
+            skip = csv_skip_rows(local)
+            if not _has_data_line(local, skip):
+                raise InputError("no data rows (header only)", location=str(path))
+            lf = pl.scan_csv(local, skip_rows=skip, infer_schema_length=10_000)
         else:
             lf = pl.scan_ndjson(local, infer_schema_length=10_000)
         schema = dict(lf.collect_schema())

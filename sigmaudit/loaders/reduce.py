@@ -148,7 +148,8 @@ def reduce_counts(src: Source, plan: Plan, samples: int | None) -> Partial:
         problem = (pl.when(n.is_null() | rate.is_null() | rate.is_nan()).then(None)
                    .when((rate < 0) | (rate > 1)).then(pl.lit(f"{plan.rate} outside [0, 1]"))
                    .when((rate * n - kf).abs() > RATE_TOLERANCE * n + 1e-9)
-                   .then(pl.lit(f"{plan.rate} x n is not a whole number of correct samples")))
+                   .then(pl.lit(f"{plan.rate} x n is not a whole number of correct samples "
+                               f"(tolerance {RATE_TOLERANCE:g} x n)")))
     problem = (problem.when((n != n.round(0)) | (kf != kf.round(0)))
                .then(pl.lit("counts are not whole numbers"))
                .when(n < 1).then(pl.lit("n < 1"))
