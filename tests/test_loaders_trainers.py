@@ -1,0 +1,144 @@
+"""Trainer dumps (verl, TRL, open-instruct, prime-rl) and the bundled sample logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+from test_loaders_layouts import groups, prompts, write_jsonl
+
+from sigmaudit.errors import SchemaError
+from sigmaudit.loaders import LoadOptions, load_counts
+
+SAMPLE_LOGS = Path(__file__).resolve().parents[1] / "sample_logs"
+
+
+def verl_row(step: int, prompt: str, acc: bool, **extra) -> dict:
+    return {"input": prompt, "output": "...", "gts": "4", "score": 1.0 if acc else -1.0,
+            "step": step, "acc": acc, "pred": "4" if acc else "5", **extra}
+
+
+def test_verl_groups_by_step_and_input_and_prefers_acc(tmp_path):
+    d = tmp_path / "dump"
+    d.mkdir()
+    # rows of one step interleaved across prompts, as verl writes them
+    write_jsonl(d / "1.jsonl", [verl_row(1, "P", True), verl_row(1, "Q", False),
+                                verl_row(1, "P", False), verl_row(1, "Q", False)])
+    write_jsonl(d / "2.jsonl", [verl_row(2, "Q", True), verl_row(2, "P", True),
+                                verl_row(2, "Q", True), verl_row(2, "P", True)])
+    lc = load_counts([d])
+    assert lc.layout == "verl" and lc.reward_source == "acc"
+    assert lc.notes[0] == "detected verl layout: grouping by (step, input), reward from acc"
+    assert_frame_equal(lc.per_group, groups([(1, "P", 2, 1), (1, "Q", 2, 0), (2, "P", 2, 2),
+                                             (2, "Q", 2, 2)]))
+    assert_frame_equal(lc.per_prompt, prompts([("P", 4, 3), ("Q", 4, 2)]))
+
+
+def test_verl_without_acc_maps_dapo_score(tmp_path):
+    rows = [verl_row(1, "P", a) for a in (True, False, False)]
+    for r in rows:
+        del r["acc"]
+    write_jsonl(tmp_path / "1.jsonl", rows)
+    lc = load_counts([tmp_path / "1.jsonl"])
+    assert lc.reward_source == "score"
+    assert_frame_equal(lc.per_prompt, prompts([("P", 3, 1)]))
+
+
+def trl_frame(step, rewards: dict[str, list[float]], prompts_=("p1", "p1", "p2", "p2")):
+    n = len(prompts_)
+    return pl.DataFrame({"step": [step] * n, "prompt": list(prompts_),
+                         "completion": ["42"] * n, **rewards, "advantage": [0.0] * n})
+
+
+def test_trl_string_step_duplicated_block_and_identical_samples(tmp_path):
+    d = tmp_path / "completions"
+    d.mkdir()
+    # step 10 from an older export: string step; two identical samples of p1 are both kept
+    trl_frame("10", {"accuracy_reward": [1.0, 1.0, 0.0, 1.0]}).write_parquet(
+        d / "completions_00010.parquet")
+    block = trl_frame(20, {"accuracy_reward": [0.0, 1.0, 0.0, 0.0]})
+    pl.concat([block, block]).write_parquet(d / "completions_00020.parquet")  # written twice
+    lc = load_counts([tmp_path])
+    assert lc.layout == "trl" and lc.reward_source == "accuracy_reward"
+    assert_frame_equal(lc.per_group, groups([(10, "p1", 2, 2), (10, "p2", 2, 1),
+                                             (20, "p1", 2, 1), (20, "p2", 2, 0)]))
+    assert_frame_equal(lc.per_prompt, prompts([("p1", 4, 3), ("p2", 4, 1)]))
+    assert "4 duplicate rows dropped" in lc.notes
+    assert lc.n_rows == 8
+
+
+def test_trl_several_reward_columns_need_a_choice(tmp_path):
+    trl_frame(1, {"accuracy_reward": [1.0, 0.0, 0.0, 0.0],
+                  "format_reward": [1.0, 1.0, 1.0, 0.0]}).write_parquet(tmp_path / "c.parquet")
+    with pytest.raises(SchemaError) as err:
+        load_counts([tmp_path / "c.parquet"])
+    assert "several reward columns (accuracy_reward, format_reward)" in err.value.one_line()
+    assert "--reward-col" in err.value.one_line()
+    lc = load_counts([tmp_path / "c.parquet"], LoadOptions(reward_col="format_reward"))
+    assert_frame_equal(lc.per_prompt, prompts([("p1", 2, 2), ("p2", 2, 1)]))
+
+
+def test_open_instruct_shards_of_one_step_merge(tmp_path):
+    write_jsonl(tmp_path / "shard_0.jsonl", [
+        {"step": 1, "prompt_idx": 7, "reward": 1.0, "response": "a"},
+        {"step": 1, "prompt_idx": 7, "reward": 0.0, "response": "b"}])
+    write_jsonl(tmp_path / "shard_1.jsonl", [
+        {"step": 1, "prompt_idx": 7, "reward": 1.0, "response": "c"},
+        {"step": 1, "prompt_idx": 9, "reward": 0.0, "response": "d"}])
+    lc = load_counts([tmp_path])
+    assert lc.layout == "open-instruct"
+    assert_frame_equal(lc.per_group, groups([(1, "7", 3, 2), (1, "9", 1, 0)]))
+    assert lc.n_single_sample_prompts == 1
+
+
+@pytest.mark.parametrize("nested", [True, False])
+def test_prime_rl_traces(tmp_path, nested):
+    def row(step, gid, ex, rewards):
+        group = {"group": {"id": gid, "example_id": ex}} if nested else {"group.id": gid,
+                                                                         "example_id": ex}
+        return {"step": step, **group, "traces": [{"reward": r} for r in rewards]}
+
+    write_jsonl(tmp_path / "traces.jsonl", [row(0, "g0", 5, [1.0, 0.0, 0.0]),
+                                            row(0, "g1", 6, [0.0, 0.0, 0.0]),
+                                            row(1, "g2", 5, [1.0, 1.0, None])])
+    lc = load_counts([tmp_path / "traces.jsonl"])
+    assert lc.layout == "prime-rl" and lc.reward_source == "traces[].reward"
+    assert_frame_equal(lc.per_group, groups([(0, "5", 3, 1), (0, "6", 3, 0), (1, "5", 2, 2)]))
+    assert_frame_equal(lc.per_prompt, prompts([("5", 5, 3), ("6", 3, 0)]))
+    assert lc.missing_rewards == 1
+
+
+SAMPLES = {
+    # path: (layout, prompts, groups or None, samples read)
+    "rollouts.parquet": ("long", 200, 4000, 32000),
+    "long.csv": ("long", 300, None, 4800),
+    "grouped.parquet": ("grouped", None, 512, 4096),
+    "counts.csv": ("counts", 300, None, 300),
+    "verl": ("verl", None, 240, 1920),
+    "trl": ("trl", None, 64, 512),
+    "open-instruct": ("open-instruct", None, None, 1536),
+    "prime-rl": ("prime-rl", None, 128, 1024),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_sample_logs_load_without_flags(name):
+    layout, n_prompts, n_groups, n_rows = SAMPLES[name]
+    lc = load_counts([SAMPLE_LOGS / name])
+    assert (lc.layout, lc.n_rows, lc.missing_rewards) == (layout, n_rows, 0)
+    assert int(lc.per_prompt["n"].sum()) == n_rows or layout == "counts"
+    if n_prompts is not None:
+        assert lc.per_prompt.height == n_prompts
+    if n_groups is not None:
+        assert lc.per_group is not None and lc.per_group.height == n_groups
+    p = lc.per_prompt["k"] / lc.per_prompt["n"]
+    assert 0.15 < float((p == 0).mean()) < 0.6  # many never solved
+    assert 0.03 < float((p == 1).mean()) < 0.3  # some always solved
+    assert float(((p > 0) & (p < 1)).mean()) > 0.25  # a spread in between
+
+
+def test_sample_logs_stay_small():
+    total = sum(f.stat().st_size for f in SAMPLE_LOGS.rglob("*") if f.is_file())
+    assert total < 2_000_000
