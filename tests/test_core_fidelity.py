@@ -1,0 +1,133 @@
+"""Exact E[σ], E[σ²], fidelity φ and its large-G attenuation (sigmaudit.core.fidelity)."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import binom
+
+from sigmaudit.core.fidelity import attenuation, expected_sigma, expected_sigma_squared, fidelity
+
+
+def brute_expected_sigma(p: float, G: int) -> float:
+    """Σ_k Binom(k; G, p) · sqrt(k (G − k)) / G over every k, with scipy's pmf."""
+    k = np.arange(G + 1)
+    return float(np.sum(binom.pmf(k, G, p) * np.sqrt(k * (G - k)) / G))
+
+
+GRID_P = [1e-9, 1e-4, 0.01, 0.05, 0.3, 0.5, 0.77, 0.999, 0.999999]
+GRID_G = [1, 2, 3, 8, 31, 100, 1000, 12_345, 100_000]
+
+
+@pytest.mark.parametrize("G", GRID_G)
+def test_expected_sigma_matches_brute_force_binomial_sum(G: int) -> None:
+    """rtol 1e-9: scipy's pmf is accurate to ~1e-16 relative (checked against 40-digit mpmath at
+    G = 1000); summing ~1e5 log-space terms may lose up to ~1e-10 relative at G = 100,000."""
+    got = expected_sigma(np.array(GRID_P), G)
+    ref = np.array([brute_expected_sigma(p, G) for p in GRID_P])
+    np.testing.assert_allclose(got, ref, rtol=1e-9, atol=0.0)
+    for p in (1e-9, 0.999999):  # scalar path agrees with the array path
+        assert expected_sigma(p, G) == pytest.approx(brute_expected_sigma(p, G), rel=1e-9)
+
+
+@pytest.mark.parametrize("p", [Fraction(1, 2), Fraction(1, 20), Fraction(3, 7), Fraction(999, 1000)])
+@pytest.mark.parametrize("G", [1, 2, 5, 8, 40])
+def test_expected_sigma_exact_weights(p: Fraction, G: int) -> None:
+    """Binomial weights in exact rationals (math.comb), square roots in floats, summed with fsum."""
+    terms = [
+        float(math.comb(G, k) * p**k * (1 - p) ** (G - k)) * math.sqrt(k * (G - k)) / G
+        for k in range(G + 1)
+    ]
+    assert expected_sigma(float(p), G) == pytest.approx(math.fsum(terms), rel=1e-12, abs=0.0)
+
+
+@pytest.mark.parametrize("p", [Fraction(1, 2), Fraction(1, 20), Fraction(3, 7)])
+@pytest.mark.parametrize("G", [1, 2, 5, 8, 40])
+def test_expected_sigma_squared_closed_form_is_exact(p: Fraction, G: int) -> None:
+    exact = sum(
+        math.comb(G, k) * p**k * (1 - p) ** (G - k) * Fraction(k * (G - k), G * G) for k in range(G + 1)
+    )
+    assert exact == p * (1 - p) * (1 - Fraction(1, G))  # the THEORY identity itself
+    assert expected_sigma_squared(float(p), G) == pytest.approx(float(exact), rel=1e-14, abs=0.0)
+
+
+@pytest.mark.parametrize(("p", "G"), [(0.5, 8), (0.05, 8), (0.3, 3), (0.9, 32), (0.02, 100)])
+def test_expected_sigma_and_sigma_squared_monte_carlo(p: float, G: int) -> None:
+    rng = np.random.default_rng(12345)
+    n_groups = 400_000
+    k = rng.binomial(G, p, size=n_groups)
+    sigma = np.sqrt(k * (G - k)) / G
+    se1 = sigma.std(ddof=1) / math.sqrt(n_groups)
+    se2 = (sigma**2).std(ddof=1) / math.sqrt(n_groups)
+    # 5 standard errors: a false alarm has probability ~6e-7 per check
+    assert abs(sigma.mean() - expected_sigma(p, G)) < 5 * se1
+    assert abs((sigma**2).mean() - expected_sigma_squared(p, G)) < 5 * se2
+    assert abs((sigma**2).mean() - p * (1 - p) * (1 - 1 / G)) < 5 * se2
+
+
+def test_fidelity_reference_values() -> None:
+    # API order is fidelity(p, G); THEORY.md writes φ(G, p)
+    assert round(fidelity(0.5, 8), 4) == 0.9278
+    assert round(fidelity(0.05, 8), 4) == 0.5390
+    assert fidelity(0.5, 2) == pytest.approx(0.5, rel=1e-14)  # E[σ] = 1/4 over sqrt(1/4)
+    assert fidelity(0.3, 1) == 0.0  # one answer never moves GRPO
+    assert fidelity(0.0, 8) == 0.0 and fidelity(1.0, 8) == 0.0
+    assert round(expected_sigma(0.5, 8), 4) == 0.4639
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.floats(0.0, 1.0), st.integers(1, 2000), st.integers(1, 2000))
+def test_fidelity_in_unit_interval_and_non_decreasing_in_G(p: float, G: int, extra: int) -> None:
+    phi = fidelity(p, G)
+    assert 0.0 <= phi <= 1.0
+    assert fidelity(p, G + 1) >= phi - 1e-12
+    assert fidelity(p, G + extra) >= phi - 1e-12
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.floats(1e-6, 1 - 1e-6))
+def test_fidelity_curve_is_monotone_on_a_whole_range(p: float) -> None:
+    phis = fidelity(p, np.arange(1, 300))
+    assert np.all(np.diff(phis) >= -1e-12)
+    assert fidelity(1 - p, 50) == pytest.approx(fidelity(p, 50), rel=1e-9)
+
+
+def test_fidelity_tends_to_one() -> None:
+    assert fidelity(0.5, 100_000) > 0.99999
+    assert fidelity(0.01, 100_000) > 0.999
+
+
+@pytest.mark.parametrize("p", [0.1, 0.3, 0.5, 0.8])
+@pytest.mark.parametrize("G", [100, 1000, 10_000])
+def test_attenuation_is_the_first_order_term(p: float, G: int) -> None:
+    """φ − (1 − 1/(8 G v)) = O(1/(G v)²): the 1/(8 G v) term is right (a wrong constant would
+    leave an O(1/G) gap). The measured second-order coefficient is ~0.02–0.05; bound it by 0.1."""
+    v = p * (1 - p)
+    gap = fidelity(p, G) - attenuation(p, G)
+    assert abs(gap) <= 0.1 / (G * v) ** 2
+    assert attenuation(p, G) == pytest.approx(1 - 1 / (8 * G * v), rel=1e-15)
+
+
+def test_attenuation_nan_at_ends_and_unclipped() -> None:
+    out = attenuation(np.array([0.0, 1.0, 0.5]), 1)
+    assert np.isnan(out[0]) and np.isnan(out[1])
+    assert out[2] == 0.5  # 1 − 1/(8 · 1 · 1/4)
+    assert attenuation(0.01, 2) < 0  # far too small a G: reported, not clipped
+
+
+def test_array_inputs_match_scalar_calls_and_deduplicate() -> None:
+    ps = np.array([0.2, 0.7, 0.2, 0.0, 1.0, 0.7])
+    Gs = np.array([8, 8, 8, 8, 8, 64])
+    out = fidelity(ps, Gs)
+    assert out.shape == ps.shape
+    np.testing.assert_array_equal(out, [fidelity(float(p), int(G)) for p, G in zip(ps, Gs, strict=True)])
+    grid = expected_sigma(np.array([[0.1], [0.5]]), np.array([2, 8]))
+    assert grid.shape == (2, 2)
+    assert grid[1, 0] == pytest.approx(0.25, rel=1e-14)
+    assert isinstance(expected_sigma(0.5, 8), float)
+    assert isinstance(fidelity(0.5, 8), float)
