@@ -1,0 +1,127 @@
+"""Bad inputs (one parametrised test over tests/fixtures/bad), real data, and properties."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sigmaudit.errors import InputError, SchemaError
+from sigmaudit.loaders import LoadOptions, load_counts
+
+BAD = Path(__file__).resolve().parent / "fixtures" / "bad"
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+REAL = SHARED / "data" / "real"
+
+# fixture file -> (exception, text the one-line message must contain besides the file name)
+EXPECTED = {
+    "counts_k_above_n.csv": (SchemaError, "counts_k_above_n.csv:3: invalid counts: k > n"),
+    "counts_negative_k.csv": (SchemaError, "counts_negative_k.csv:3: invalid counts: negative k"),
+    "empty.csv": (InputError, "empty file"),
+    "header_only.csv": (InputError, "no data rows"),
+    "malformed_line_3.jsonl": (InputError, "malformed_line_3.jsonl:3: malformed JSON on line 3"),
+    "no_layout_columns.csv": (SchemaError, "columns: alpha, beta, gamma; pass --prompt-col"),
+    "nonbinary_reward.csv": (SchemaError, "values such as 0.25, 0.75, 1.5); pass --threshold"),
+    "rate_not_whole_count.csv": (SchemaError, ":3: invalid counts: pass_rate x n is not a whole"),
+    "rate_without_samples.csv": (SchemaError, "pass --samples"),
+    "text_renamed.parquet": (InputError, "not a parquet file"),
+    "text_reward.csv": (SchemaError, "--reward-col"),
+    "trl_two_reward_columns.parquet": (SchemaError,
+                                       "(accuracy_reward, format_reward); which one means "
+                                       "correct?; pass --reward-col"),
+    "truncated.parquet": (InputError, "not a parquet file"),
+    "unsupported_extension.txt": (InputError, "unsupported file type"),
+}
+
+
+def test_every_bad_fixture_is_covered():
+    assert sorted(p.name for p in BAD.iterdir()) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_bad_input(name):
+    exc, text = EXPECTED[name]
+    path = BAD / name
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    with pytest.raises(exc) as err:
+        load_counts([path], LoadOptions())
+    line = err.value.one_line()
+    assert str(path) in line and text in line
+    assert "\n" not in line
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == digest  # input untouched
+
+
+def test_unsupported_file_inside_a_directory_is_skipped(tmp_path):
+    (tmp_path / "notes.txt").write_text("prompt_id,reward\na,1\n")
+    pl.DataFrame({"prompt_id": ["a"], "reward": [1]}).write_csv(tmp_path / "ok.csv")
+    assert load_counts([tmp_path]).files == (str(tmp_path / "ok.csv"),)
+
+
+needs_shared = pytest.mark.skipif(not REAL.is_dir(), reason="../shared/data/real not present")
+
+
+def summary(name: str) -> tuple[int, float, float, float]:
+    pp = load_counts([REAL / name]).per_prompt
+    k, n = pp["k"].to_numpy(), pp["n"].to_numpy()
+    return (pp.height, round(float((k / n).mean()), 4), round(float((k == 0).mean()), 4),
+            round(float((k == n).mean()), 4))
+
+
+@needs_shared
+@pytest.mark.parametrize(("name", "expected"), [
+    # (prompts, mean pass rate, never solved, always solved) from each file's .source.md
+    ("cruxeval_codellama7b_t0.2_input_n10.csv", (800, 0.3595, 0.5250, 0.2625)),
+    ("cruxeval_codellama7b_t0.2_output_n10.csv", (800, 0.3421, 0.5813, 0.2737)),
+    ("evalperf_per_task_pass_rates.csv", (4012, 0.7757, 0.0349, 0.4140)),
+    ("pika_aime_1983_2024_pass_rates.csv", (2799, 0.4456, 0.3744, 0.2669)),
+])
+def test_real_files_match_their_source_notes(name, expected):
+    assert summary(name) == expected
+
+
+@needs_shared
+def test_real_cruxeval_is_long_with_ten_samples_each():
+    lc = load_counts([REAL / "cruxeval_codellama7b_t0.2_input_n10.csv"])
+    assert (lc.layout, lc.n_rows, lc.reward_source, lc.per_group) == ("long", 8000, "correct",
+                                                                      None)
+    assert set(lc.per_prompt["n"].to_list()) == {10}
+
+
+@needs_shared
+def test_commented_csv_header_is_skipped():
+    with pytest.raises(SchemaError) as err:  # not a log, but its columns are read correctly
+        load_counts([SHARED / "data" / "dapo_fig3b_allcorrect.csv"])
+    assert "columns: step, allcorrect_fraction" in err.value.one_line()
+
+
+logs = st.lists(
+    st.tuples(st.integers(0, 3), st.integers(0, 6),
+              st.one_of(st.sampled_from([0.0, 1.0, -1.0]), st.none())),
+    min_size=1, max_size=60,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=logs, fmt=st.sampled_from(["csv", "parquet", "jsonl"]))
+def test_random_long_logs_conserve_samples(tmp_path, rows, fmt):
+    df = pl.DataFrame(rows, schema={"step": pl.Int64, "prompt_id": pl.Int64,
+                                    "reward": pl.Float64}, orient="row")
+    path = tmp_path / f"log.{fmt}"
+    {"csv": df.write_csv, "parquet": df.write_parquet, "jsonl": df.write_ndjson}[fmt](path)
+    missing = sum(r is None for _, _, r in rows)
+    if missing == len(rows):
+        with pytest.raises(SchemaError):
+            load_counts([path])
+        return
+    lc = load_counts([path])
+    assert lc.n_rows == len(rows) and lc.missing_rewards == missing
+    for frame in (lc.per_prompt, lc.per_group):
+        n, k = frame["n"].to_numpy(), frame["k"].to_numpy()
+        assert n.sum() == len(rows) - missing
+        assert np.all((k >= 0) & (k <= n) & (n >= 1))
+    assert lc.per_prompt["k"].sum() == sum(r == 1.0 for _, _, r in rows)
