@@ -1,0 +1,529 @@
+"""``sigmaudit scan``: audit rollout logs for silent groups, wasted compute, gradient mass and group size.
+
+:func:`audit` turns a :class:`~sigmaudit.loaders.LoadedCounts` into a
+:class:`ScanReport`. All the math runs on the corpus's distinct (n, k) pairs
+with their multiplicities (:class:`~sigmaudit.corpus.Corpus`), never per row
+or per prompt; corpus rates are means over prompts (THEORY.md, "Silent groups").
+
+Default estimates follow one rule everywhere: the unbiased (hypergeometric)
+estimate where it exists for every prompt (n >= G), else the model-based one
+(a grid prior over p fitted to the corpus by EM). Each row says which.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from .corpus import Corpus
+    from .loaders import LoadedCounts
+    from .render import View
+
+DEFAULT_G: tuple[int, ...] = (4, 8, 16, 32, 64)
+"""Group sizes reported when ``-G`` is not given."""
+FALLBACK_G_MAIN = 8
+"""Group size for the wasted-compute, finite-G and group-size figures when the log shows no groups."""
+HIST_BINS = 10
+"""Bins of the pass-rate histogram and of the gradient-mass shares: [i/10, (i+1)/10), the last closed."""
+QUANTILES: tuple[float, ...] = (0.25, 0.5, 0.75)
+"""Quantiles of p̂ (over in-between prompts) at which the group-size law is evaluated."""
+FILTERED_MIN_EXPECTED = 5.0
+"""A log looks filtered when it holds no silent group although at least this many are expected."""
+
+
+# --------------------------------------------------------------------------- result objects
+
+
+@dataclass(frozen=True)
+class SamplesPerPrompt:
+    """Logged samples (rollouts with a reward) per prompt."""
+
+    min: int
+    """Fewest samples of any prompt."""
+    median: float
+    """Median over prompts (the mean of the two middle values for an even count)."""
+    max: int
+    """Most samples of any prompt."""
+
+
+@dataclass(frozen=True)
+class PassRate:
+    """The per-prompt pass rate p̂ = k / n over the corpus."""
+
+    mean: float
+    """Mean of p̂ over prompts (each prompt counts once, whatever its n)."""
+    median: float
+    """Median of p̂ over prompts."""
+    never_solved: float
+    """Share of prompts with k = 0 (p̂ = 0)."""
+    always_solved: float
+    """Share of prompts with k = n (p̂ = 1)."""
+    histogram: tuple[int, ...]
+    """Prompt counts in 10 bins of p̂: bin i holds i/10 <= p̂ < (i+1)/10, the last bin also p̂ = 1."""
+
+
+@dataclass(frozen=True)
+class SilentRow:
+    """Corpus silent-group rate (mean over prompts) for a future group of G, by estimator."""
+
+    G: int
+    """Group size."""
+    plugin: float
+    """Plug-in estimate: mean of p̂^G + (1 − p̂)^G (biased up when n is small)."""
+    unbiased: float | None
+    """Hypergeometric estimate; None unless every prompt has n >= G."""
+    bayes: float
+    """Model-based estimate: posterior mean under the corpus's grid prior (any G)."""
+    estimate: float
+    """The default estimate: ``unbiased`` where it exists, else ``bayes`` (see ``estimator``)."""
+    estimator: str
+    """Which estimator gave ``estimate``: ``unbiased`` or ``bayes``."""
+    all_wrong: float
+    """Plug-in all-wrong branch: mean of (1 − p̂)^G."""
+    all_correct: float
+    """Plug-in all-correct branch: mean of p̂^G."""
+    estimate_all_wrong: float
+    """All-wrong branch of ``estimate`` (same estimator)."""
+    estimate_all_correct: float
+    """All-correct branch of ``estimate`` (same estimator)."""
+
+
+@dataclass(frozen=True)
+class ObservedSilent:
+    """Silent fraction of the groups actually logged (only when group membership is known)."""
+
+    G: int
+    """Most common logged group size."""
+    groups: int
+    """Groups logged (all sizes)."""
+    fraction: float
+    """Share of logged groups whose answers all agree (k = 0 or k = n)."""
+    all_wrong: float
+    """Share of logged groups with k = 0."""
+    all_correct: float
+    """Share of logged groups with k = n."""
+    rollout_share: float
+    """Share of logged rollouts that sit in silent groups."""
+    expected: float
+    """Default estimate of the silent rate at ``G`` from the per-prompt counts (mean over prompts)."""
+    expected_estimator: str
+    """Estimator of ``expected``: ``unbiased`` or ``bayes``."""
+    expected_groups: float
+    """``expected`` × ``groups``: silent groups an unfiltered log of this size should hold."""
+
+
+@dataclass(frozen=True)
+class Wasted:
+    """Compute spent on silent groups if the logged budget were sampled in groups of G."""
+
+    G: int
+    """Group size (``--g-main``)."""
+    estimator: str
+    """Estimator of the silent share: ``unbiased`` or ``bayes``."""
+    silent_rollout_share: float
+    """Estimated share of rollouts in silent groups (= the silent-group rate: every group has G rollouts)."""
+    all_wrong_share: float
+    """Part of ``silent_rollout_share`` in all-wrong groups."""
+    all_correct_share: float
+    """Part of ``silent_rollout_share`` in all-correct groups."""
+    rollouts: int
+    """Rollouts logged (with a reward)."""
+    effective_rollouts: float
+    """rollouts × (1 − silent_rollout_share): the part of that budget that would carry a learning signal."""
+    effective_rollouts_per_group: float
+    """G × (1 − silent_rollout_share): signal-carrying rollouts per group of G."""
+
+
+@dataclass(frozen=True)
+class MassBands:
+    """Shares of one rule's total gradient mass, by band of p̂ (NaN/null when the total is 0)."""
+
+    extreme: float
+    """Share on prompts with p̂ < 0.1 or p̂ > 0.9."""
+    middle: float
+    """Share on prompts with 0.4 <= p̂ <= 0.6."""
+    bins: tuple[float, ...]
+    """Share in each of 10 bins of p̂ (same bins as the pass-rate histogram)."""
+
+
+@dataclass(frozen=True)
+class MassShare:
+    """Where GRPO and Dr. GRPO spend their gradient over the corpus (per-prompt mass at p = p̂)."""
+
+    G: int
+    """Group size of the finite-G figures (``--g-main``)."""
+    grpo: MassBands
+    """GRPO, large G: mass ∝ sqrt(p̂ (1 − p̂))."""
+    drgrpo: MassBands
+    """Dr. GRPO, large G: mass ∝ p̂ (1 − p̂)."""
+    grpo_finite: MassBands
+    """GRPO at G: mass ∝ E[σ](p̂, G)."""
+    drgrpo_finite: MassBands
+    """Dr. GRPO at G: mass ∝ p̂ (1 − p̂)(1 − 1/G) (same shares as large G)."""
+
+
+@dataclass(frozen=True)
+class GroupSizeRow:
+    """The group-size law at one quantile of p̂ over the in-between prompts."""
+
+    quantile: float
+    """0.25, 0.5 or 0.75."""
+    p_hat: float
+    """That quantile of p̂ over prompts with 0 < k < n (linear interpolation)."""
+    closed_form: int | None
+    """ceil(1 / (8 ε p̂ (1 − p̂)))."""
+    exact: int | None
+    """Smallest G with fidelity φ(p̂, G) >= 1 − ε."""
+    met: bool
+    """Whether the chosen G reaches ``exact``."""
+
+
+@dataclass(frozen=True)
+class GroupSize:
+    """The group-size law (φ >= 1 − ε) applied to the corpus, and DAPO's resampling cost at G."""
+
+    eps: float
+    """Fidelity shortfall ε."""
+    G: int
+    """The chosen group size (``--g-main``) checked against each prompt's need."""
+    in_between_prompts: int
+    """Prompts with 0 < k < n (the only ones any G can serve)."""
+    unreachable_prompts: int
+    """Prompts with p̂ ∈ {0, 1}: no G helps; counted as unmet."""
+    quantiles: tuple[GroupSizeRow, ...]
+    """The law at the quartiles and median of p̂ over in-between prompts (empty when there are none)."""
+    met_prompts: int
+    """Prompts whose exact need (at p = p̂) is at most G."""
+    met_share: float
+    """``met_prompts`` / all prompts (unreachable prompts count as unmet)."""
+    dapo_groups_per_kept_group: float | None
+    """DAPO's groups drawn per kept group at G: mean of 1 / (1 − silent(p̂, G)) over in-between prompts
+    (total expected draws / kept groups, one kept group each); None without in-between prompts."""
+
+
+@dataclass(frozen=True)
+class ScanReport:
+    """The audit of one set of rollout logs (``sigmaudit scan``)."""
+
+    prompts: int
+    """Distinct prompts with at least one reward."""
+    rollouts: int
+    """Samples with a reward (Σ n)."""
+    rows: int
+    """Samples read, including those with a missing reward."""
+    files: int
+    """Files read."""
+    steps: int | None
+    """Distinct training steps seen in the groups; None when unknown."""
+    layout: str
+    """Detected (or forced) log layout."""
+    reward_source: str
+    """Column the rewards (or counts) came from."""
+    missing_rewards: int
+    """Null/NaN rewards excluded (never counted as wrong)."""
+    single_sample_prompts: int
+    """Prompts with exactly one sample (p̂ ∈ {0, 1} by construction)."""
+    samples_per_prompt: SamplesPerPrompt
+    """Samples per prompt."""
+    pass_rate: PassRate
+    """Distribution of p̂ over prompts."""
+    estimator: str
+    """How the default estimates were chosen (e.g. ``unbiased for G <= 10, bayes above``)."""
+    silent: tuple[SilentRow, ...]
+    """Silent-group rate for each requested G."""
+    observed_silent: ObservedSilent | None
+    """Silent fraction of the logged groups; None when group membership is unknown."""
+    filtered_warning: str | None
+    """Set when the log looks filtered (no silent group where some are expected), else None."""
+    wasted: Wasted
+    """Wasted compute at the chosen G."""
+    mass_share: MassShare
+    """Gradient-mass shares of GRPO and Dr. GRPO."""
+    group_size: GroupSize
+    """The group-size law over the corpus."""
+    notes: tuple[str, ...]
+    """Loader notes and the audit's own notes (also printed on stderr)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON contract (field names are the keys; NaN becomes null in the renderer)."""
+        return asdict(self)
+
+    def view(self) -> View:
+        """Panels: corpus, silent groups, wasted compute, gradient mass, group size."""
+        from .scan_view import scan_view
+
+        return scan_view(self)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def weighted_quantile(values: NDArray[np.float64], weights: NDArray[np.float64], q: float) -> float:
+    """np.quantile (linear) of ``values`` repeated ``weights`` times, without expanding them."""
+    order = np.argsort(values, kind="stable")
+    v, w = values[order], weights[order]
+    cum = np.cumsum(w)
+    h = (cum[-1] - 1.0) * q
+    lo, hi = math.floor(h), math.ceil(h)
+    v_lo = v[np.searchsorted(cum, lo, side="right")]
+    v_hi = v[np.searchsorted(cum, hi, side="right")]
+    return float(v_lo + (h - lo) * (v_hi - v_lo))
+
+
+def _bin_index(p: NDArray[np.float64], bins: int = HIST_BINS) -> NDArray[np.int64]:
+    """Bin of each p: the rule of :func:`sigmaudit.core.weighting.bin_shares`."""
+    return np.minimum(np.floor(p * bins + 1e-9).astype(np.int64), bins - 1)
+
+
+def _mode(values: NDArray[np.int64]) -> int:
+    """Most common value; the smallest among ties."""
+    uniq, counts = np.unique(values, return_counts=True)
+    return int(uniq[np.argmax(counts)])
+
+
+def _estimator_description(rows: tuple[SilentRow, ...]) -> str:
+    unb = [r.G for r in rows if r.estimator == "unbiased"]
+    bay = [r.G for r in rows if r.estimator == "bayes"]
+    if not bay:
+        return "unbiased"
+    if not unb:
+        return "bayes"
+    return f"unbiased for G <= {max(unb)}, bayes above"
+
+
+# --------------------------------------------------------------------------- sections
+
+
+def _corpus_figures(corpus: Corpus) -> tuple[SamplesPerPrompt, PassRate]:
+    w = corpus.weight
+    p = corpus.p_hat
+    n_total = w.sum()
+    hist = np.bincount(_bin_index(p), weights=w, minlength=HIST_BINS)
+    spp = SamplesPerPrompt(
+        min=int(corpus.n.min()),
+        median=weighted_quantile(corpus.n.astype(np.float64), w, 0.5),
+        max=int(corpus.n.max()),
+    )
+    rate = PassRate(
+        mean=corpus.mean(p),
+        median=weighted_quantile(p, w, 0.5),
+        never_solved=float(w[corpus.k == 0].sum() / n_total),
+        always_solved=float(w[corpus.k == corpus.n].sum() / n_total),
+        histogram=tuple(int(round(c)) for c in hist),
+    )
+    return spp, rate
+
+
+def silent_row(corpus: Corpus, G: int) -> SilentRow:
+    """Every estimate of the corpus silent rate at one G."""
+    plug = corpus.silent(G, "plugin")
+    unb = corpus.silent(G, "unbiased")
+    bay = corpus.silent(G, "bayes")
+    est = unb if unb.silent_rate is not None else bay
+    return SilentRow(
+        G=int(G),
+        plugin=float(plug.silent_rate),  # type: ignore[arg-type]
+        unbiased=unb.silent_rate,
+        bayes=float(bay.silent_rate),  # type: ignore[arg-type]
+        estimate=float(est.silent_rate),  # type: ignore[arg-type]
+        estimator=est.estimator,
+        all_wrong=float(plug.all_wrong_rate),  # type: ignore[arg-type]
+        all_correct=float(plug.all_correct_rate),  # type: ignore[arg-type]
+        estimate_all_wrong=float(est.all_wrong_rate),  # type: ignore[arg-type]
+        estimate_all_correct=float(est.all_correct_rate),  # type: ignore[arg-type]
+    )
+
+
+def _observed(loaded: LoadedCounts, corpus: Corpus, rows: dict[int, SilentRow]) -> ObservedSilent | None:
+    frame = loaded.per_group
+    if frame is None or frame.height == 0:
+        return None
+    n = frame["n"].to_numpy().astype(np.int64)
+    k = frame["k"].to_numpy().astype(np.int64)
+    G = _mode(n)
+    silent = (k == 0) | (k == n)
+    groups = int(n.size)
+    row = rows.get(G) or silent_row(corpus, G)
+    return ObservedSilent(
+        G=G,
+        groups=groups,
+        fraction=float(silent.sum() / groups),
+        all_wrong=float((k == 0).sum() / groups),
+        all_correct=float((k == n).sum() / groups),
+        rollout_share=float(n[silent].sum() / n.sum()),
+        expected=row.estimate,
+        expected_estimator=row.estimator,
+        expected_groups=row.estimate * groups,
+    )
+
+
+def _filtered_warning(obs: ObservedSilent | None) -> str | None:
+    if obs is None:
+        return None
+    silent_groups = round(obs.fraction * obs.groups)
+    if silent_groups == 0 and obs.expected_groups >= FILTERED_MIN_EXPECTED:
+        return (
+            f"the log looks filtered: none of its {obs.groups} groups is silent, but about "
+            f"{obs.expected_groups:.0f} are expected at G = {obs.G} ({obs.expected_estimator}); "
+            "dynamic-sampling (DAPO) dumps drop silent groups, so silent rates read from it are understated"
+        )
+    return None
+
+
+def _wasted(corpus: Corpus, row: SilentRow, rollouts: int) -> Wasted:
+    share = row.estimate
+    return Wasted(
+        G=row.G,
+        estimator=row.estimator,
+        silent_rollout_share=share,
+        all_wrong_share=row.estimate_all_wrong,
+        all_correct_share=row.estimate_all_correct,
+        rollouts=rollouts,
+        effective_rollouts=rollouts * (1.0 - share),
+        effective_rollouts_per_group=row.G * (1.0 - share),
+    )
+
+
+def _bands(p: NDArray[np.float64], mass: NDArray[np.float64]) -> MassBands:
+    from .core.weighting import EXTREME, MIDDLE, band_share, bin_shares
+
+    return MassBands(
+        extreme=band_share(p, mass, EXTREME),
+        middle=band_share(p, mass, MIDDLE),
+        bins=tuple(float(x) for x in bin_shares(p, mass, HIST_BINS)),
+    )
+
+
+def _mass_share(corpus: Corpus, G: int) -> MassShare:
+    from .core.weighting import gradient_mass
+
+    p, w = corpus.p_hat, corpus.weight
+
+    def bands(rule: str, g: int | None) -> MassBands:
+        mass = np.asarray(gradient_mass(p, rule, g), dtype=np.float64)  # type: ignore[arg-type]
+        return _bands(p, mass * w)
+
+    return MassShare(G=G, grpo=bands("grpo", None), drgrpo=bands("drgrpo", None),
+                     grpo_finite=bands("grpo", G), drgrpo_finite=bands("drgrpo", G))
+
+
+def _group_size(corpus: Corpus, G: int, eps: float) -> GroupSize:
+    from .core.group_size import group_size_closed_form, group_size_exact
+    from .core.silent import dapo_groups_per_kept_group
+
+    p, w = corpus.p_hat, corpus.weight
+    inner = (corpus.k > 0) & (corpus.k < corpus.n)
+    n_inner = int(w[inner].sum())
+    quantiles: list[GroupSizeRow] = []
+    met_prompts = 0
+    dapo = None
+    if n_inner:
+        p_in, w_in = p[inner], w[inner]
+        need = np.asarray(group_size_exact(p_in, eps), dtype=np.float64)
+        met_prompts = int(w_in[need <= G].sum())
+        draws = np.asarray(dapo_groups_per_kept_group(p_in, G), dtype=np.float64)
+        dapo = float(draws @ w_in / w_in.sum())
+        for q in QUANTILES:
+            pq = weighted_quantile(p_in, w_in, q)
+            closed = group_size_closed_form(pq, eps)
+            exact = group_size_exact(pq, eps)
+            quantiles.append(GroupSizeRow(q, pq, closed, exact, exact is not None and G >= exact))  # type: ignore[arg-type]
+    return GroupSize(
+        eps=float(eps),
+        G=G,
+        in_between_prompts=n_inner,
+        unreachable_prompts=corpus.n_prompts - n_inner,
+        quantiles=tuple(quantiles),
+        met_prompts=met_prompts,
+        met_share=met_prompts / corpus.n_prompts,
+        dapo_groups_per_kept_group=dapo,
+    )
+
+
+# --------------------------------------------------------------------------- the audit
+
+
+def _validate(G: tuple[int, ...], g_main: int | None, eps: float) -> None:
+    from .errors import ConfigError
+
+    if not G:
+        raise ConfigError("give at least one group size", location="-G/--group-size")
+    for g in (*G, *(() if g_main is None else (g_main,))):
+        if isinstance(g, bool) or int(g) != g or g < 1:
+            raise ConfigError(f"group sizes must be whole numbers >= 1, got {g!r}", location="-G/--g-main")
+    if not (isinstance(eps, int | float) and 0.0 < eps < 1.0):
+        raise ConfigError(f"eps must lie in the open interval (0, 1), got {eps!r}", location="--eps")
+
+
+def audit(
+    loaded: LoadedCounts,
+    G: tuple[int, ...] | list[int] = DEFAULT_G,
+    g_main: int | None = None,
+    eps: float = 0.05,
+) -> ScanReport:
+    """Audit per-prompt (and per-group) counts: the figures of ``sigmaudit scan``.
+
+    Parameters
+    ----------
+    loaded
+        Counts from :func:`sigmaudit.loaders.load_counts` (or built by hand).
+    G
+        Group sizes for the silent-group table (sorted, duplicates dropped).
+    g_main
+        Group size for wasted compute, finite-G gradient mass and the group-size
+        check; default the most common logged group size, else 8.
+    eps
+        Fidelity shortfall ε of the group-size law (φ >= 1 − ε).
+    """
+    from .corpus import Corpus
+
+    _validate(tuple(G), g_main, eps)
+    sizes = tuple(sorted({int(g) for g in G}))
+    pp = loaded.per_prompt
+    corpus = Corpus(pp["n"].to_numpy(), pp["k"].to_numpy())
+    per_group = loaded.per_group
+    if g_main is None:
+        g_main = _mode(per_group["n"].to_numpy()) if per_group is not None and per_group.height else FALLBACK_G_MAIN
+    g_main = int(g_main)
+
+    spp, rate = _corpus_figures(corpus)
+    rows = tuple(silent_row(corpus, g) for g in sizes)
+    by_G = {r.G: r for r in rows}
+    observed = _observed(loaded, corpus, by_G)
+    warning = _filtered_warning(observed)
+    main_row = by_G.get(g_main) or silent_row(corpus, g_main)
+    rollouts = int(corpus.n @ corpus.weight)
+
+    steps = None
+    if loaded.has_steps and per_group is not None:
+        steps = int(per_group["step"].drop_nulls().n_unique())
+
+    notes = list(loaded.notes)
+    if warning:
+        notes.append(warning)
+    return ScanReport(
+        prompts=corpus.n_prompts,
+        rollouts=rollouts,
+        rows=int(loaded.n_rows),
+        files=len(loaded.files),
+        steps=steps,
+        layout=loaded.layout,
+        reward_source=loaded.reward_source,
+        missing_rewards=int(loaded.missing_rewards),
+        single_sample_prompts=int(loaded.n_single_sample_prompts),
+        samples_per_prompt=spp,
+        pass_rate=rate,
+        estimator=_estimator_description(rows),
+        silent=rows,
+        observed_silent=observed,
+        filtered_warning=warning,
+        wasted=_wasted(corpus, main_row, rollouts),
+        mass_share=_mass_share(corpus, g_main),
+        group_size=_group_size(corpus, g_main, eps),
+        notes=tuple(notes),
+    )

@@ -1,0 +1,189 @@
+"""The :class:`~sigmaudit.render.View` of a :class:`~sigmaudit.scan.ScanReport`: one panel per topic.
+
+Numbers come from the report; this module only arranges them and says what
+they mean (which estimator, which G, which ε, how many prompts).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from .render import Section, Table, View
+
+if TYPE_CHECKING:
+    from .scan import MassBands, ScanReport
+
+SILENT_TABLE = "silent-group rate of a future group of G"
+"""Title of the table ``--format csv`` writes."""
+
+
+def pct(x: float | None) -> str:
+    """A share as a percentage with one decimal; 0% or 100% only when exactly true."""
+    if x is None or math.isnan(x):
+        return "—"
+    text = f"{100.0 * x:.1f}%"
+    if x != 0.0 and text in ("0.0%", "-0.0%"):
+        return "<0.1%"
+    if x != 1.0 and text == "100.0%":
+        return ">99.9%"
+    return text
+
+
+def _num(x: float) -> str:
+    """A count-like float: an integer when whole, else two decimals."""
+    return f"{x:,.0f}" if float(x).is_integer() else f"{x:,.2f}"
+
+
+def _bin_labels(bins: int) -> list[str]:
+    return [f"[{i / bins:.1f}, {(i + 1) / bins:.1f}{']' if i == bins - 1 else ')'}" for i in range(bins)]
+
+
+def _corpus(r: ScanReport) -> Section:
+    steps = "unknown" if r.steps is None else f"{r.steps:,}"
+    s = r.samples_per_prompt
+    lines = [
+        f"{r.prompts:,} prompts · {r.rollouts:,} rollouts · {r.files:,} file{'s' if r.files != 1 else ''} · "
+        f"steps: {steps} · layout {r.layout}" + (f" (reward from {r.reward_source})" if r.reward_source else ""),
+        f"samples per prompt: min {s.min:,} · median {_num(s.median)} · max {s.max:,}",
+    ]
+    if r.missing_rewards:
+        lines.append(f"{r.missing_rewards:,} missing (null/NaN) rewards excluded, not counted as wrong")
+    if r.single_sample_prompts:
+        lines.append(f"{r.single_sample_prompts:,} prompts have a single sample (their p̂ is 0 or 1)")
+    pr = r.pass_rate
+    rate = Table(
+        f"pass rate p̂ = k/n over {r.prompts:,} prompts",
+        ("quantity", "value"),
+        (
+            ("mean p̂ (each prompt counts once)", pr.mean),
+            ("median p̂", pr.median),
+            ("never solved (k = 0)", pr.never_solved),
+            ("always solved (k = n)", pr.always_solved),
+        ),
+    )
+    hist = Table(
+        "p̂ histogram",
+        ("p̂ bin", "prompts", "share"),
+        tuple((label, c, c / r.prompts) for label, c in zip(_bin_labels(len(pr.histogram)), pr.histogram,
+                                                             strict=True)),
+        digits=3,
+    )
+    return Section("corpus", tuple(lines), (rate, hist))
+
+
+def _silent(r: ScanReport) -> Section:
+    min_n = r.samples_per_prompt.min
+    table = Table(
+        SILENT_TABLE,
+        ("G", "estimate", "estimator", "all-wrong", "all-correct", "plug-in", "unbiased", "model-based"),
+        tuple((s.G, s.estimate, s.estimator, s.estimate_all_wrong, s.estimate_all_correct, s.plugin, s.unbiased,
+               s.bayes) for s in r.silent),
+        note=(
+            f"Means over {r.prompts:,} prompts. estimate = unbiased (hypergeometric; needs n ≥ G for every prompt, "
+            f"min n = {min_n:,}) else model-based (grid prior over p fitted by EM); all-wrong/all-correct split "
+            "the estimate. Plug-in p̂^G + (1−p̂)^G is biased when n is small. — = undefined."
+        ),
+    )
+    lines: list[str] = []
+    tables = [table]
+    o = r.observed_silent
+    if o is None:
+        lines.append("Logged groups: group membership unknown (no group or step column), so no observed fraction.")
+    else:
+        tables.append(Table(
+            f"logged groups ({o.groups:,}; most common size G = {o.G})",
+            ("quantity", "value"),
+            (
+                ("silent groups (k = 0 or k = n)", o.fraction),
+                ("  all-wrong", o.all_wrong),
+                ("  all-correct", o.all_correct),
+                ("rollouts in silent groups", o.rollout_share),
+                (f"expected silent rate at G = {o.G} ({o.expected_estimator})", o.expected),
+                ("expected silent groups", o.expected_groups),
+            ),
+        ))
+    if r.filtered_warning:
+        lines.append(f"WARNING: {r.filtered_warning}")
+    return Section("silent groups", tuple(lines), tuple(tables))
+
+
+def _wasted(r: ScanReport) -> Section:
+    w = r.wasted
+    lines = (
+        f"{pct(w.silent_rollout_share)} of a budget sampled in groups of G = {w.G} would land in silent groups "
+        f"(no update; {w.estimator} estimate, mean over {r.prompts:,} prompts).",
+    )
+    table = Table(
+        f"wasted compute at G = {w.G} ({w.estimator})",
+        ("quantity", "value"),
+        (
+            ("rollouts in silent groups (share)", w.silent_rollout_share),
+            ("  in all-wrong groups", w.all_wrong_share),
+            ("  in all-correct groups", w.all_correct_share),
+            (f"effective rollouts of {w.rollouts:,} logged", w.effective_rollouts),
+            (f"effective rollouts per group of {w.G}", w.effective_rollouts_per_group),
+        ),
+        digits=4,
+    )
+    return Section("wasted compute", lines, (table,))
+
+
+def _mass(r: ScanReport) -> Section:
+    m = r.mass_share
+    rules: tuple[MassBands, ...] = (m.grpo, m.drgrpo, m.grpo_finite, m.drgrpo_finite)
+    cols = ("GRPO", "Dr. GRPO", f"GRPO G={m.G}", f"Dr. GRPO G={m.G}")
+    bands = Table(
+        "share of each rule's gradient mass by band of p̂",
+        ("band", *cols),
+        (
+            ("extreme (p̂ < 0.1 or p̂ > 0.9)", *(b.extreme for b in rules)),
+            ("middle (0.4 ≤ p̂ ≤ 0.6)", *(b.middle for b in rules)),
+        ),
+        note=(
+            f"Per-prompt mass at p = p̂ over {r.prompts:,} prompts: GRPO ∝ sqrt(p̂(1−p̂)) (large G) or E[σ](p̂, G); "
+            "Dr. GRPO ∝ p̂(1−p̂); prompts with p̂ ∈ {0, 1} carry none."
+        ),
+    )
+    hist = r.pass_rate.histogram
+    bins = Table(
+        "share of gradient mass by p̂ bin",
+        ("p̂ bin", "prompts", *cols),
+        tuple((label, hist[i] / r.prompts, *(b.bins[i] for b in rules))
+              for i, label in enumerate(_bin_labels(len(hist)))),
+        digits=3,
+    )
+    return Section("gradient mass", (), (bands, bins))
+
+
+def _group_size(r: ScanReport) -> Section:
+    g = r.group_size
+    lines = [
+        f"Group-size law at ε = {g.eps:g} (fidelity φ ≥ {1 - g.eps:g}) over the {g.in_between_prompts:,} prompts "
+        f"with 0 < k < n; {g.unreachable_prompts:,} prompts with p̂ ∈ {{0, 1}} are unreachable (no G helps).",
+        f"G = {g.G} meets the exact need of {g.met_prompts:,} of {r.prompts:,} prompts ({pct(g.met_share)}; "
+        "unreachable prompts count as unmet).",
+    ]
+    if g.dapo_groups_per_kept_group is not None:
+        lines.append(
+            f"DAPO at G = {g.G} draws {g.dapo_groups_per_kept_group:.3f} groups per kept group "
+            "(mean of 1/(1 − silent(p̂, G)) over the in-between prompts)."
+        )
+    tables: tuple[Table, ...] = ()
+    if g.quantiles:
+        names = {0.25: "lower quartile", 0.5: "median", 0.75: "upper quartile"}
+        tables = (Table(
+            f"group size needed at quantiles of p̂ (ε = {g.eps:g})",
+            ("p̂ quantile", "p̂", "G closed form", "G exact", f"met by G = {g.G}"),
+            tuple((names.get(q.quantile, f"q = {q.quantile:g}"), q.p_hat, q.closed_form, q.exact, q.met)
+                  for q in g.quantiles),
+        ),)
+        lines.append("Closed form ceil(1/(8 ε p̂(1−p̂))) understates the need near p̂ ∈ {0, 1}; exact = smallest G "
+                     "with φ(p̂, G) ≥ 1 − ε.")
+    return Section("group size", tuple(lines), tables)
+
+
+def scan_view(r: ScanReport) -> View:
+    """The panels of ``sigmaudit scan``: corpus, silent groups, wasted compute, gradient mass, group size."""
+    sections = (_corpus(r), _silent(r), _wasted(r), _mass(r), _group_size(r))
+    return View("sigmaudit scan", sections, csv_table=SILENT_TABLE)
