@@ -1,0 +1,535 @@
+"""``sigmaudit simulate``: the controlled training run of THEORY.md on Bernoulli-logit prompts.
+
+Each prompt is a one-parameter policy p = sigmoid(θ). Every step each prompt
+draws a group of G answers, k ~ Binomial(G, p), and takes the scalar step
+θ ← θ + lr · gain. No model, CPU only, vectorised over prompts.
+
+Where the gains come from. For a Bernoulli-logit prompt the score of an
+answer with reward r is d log π(r)/dθ = r − p, so the update of any advantage
+A is g = (1/G) Σ_i A_i (r_i − p). The right answers share the score
+s̄₊ = 1 − p and the wrong ones s̄₋ = −p, so Δs = s̄₊ − s̄₋ = 1 and THEORY.md's
+identity g = σ · Δs gives the gains of :func:`sigmaudit.core.sigma.update_gain`:
+
+==========  ==================================  ==========================================
+rule        advantage A_i                       gain (scalar update per unit lr)
+==========  ==================================  ==========================================
+grpo        (r_i − r̄) / σ                       σ(k, G) = sqrt(k (G − k)) / G
+drgrpo      r_i − r̄                             σ²
+dapo        GRPO's, silent groups redrawn       σ of the first non-silent of at most
+            (at most ``dapo_max_tries`` draws)  ``dapo_max_tries`` draws; 0 if all silent
+rloo        r_i − mean of the other G − 1       σ² · G / (G − 1)
+sign        2 r_i − 1 (fixed reference)         see below
+==========  ==================================  ==========================================
+
+The sign rule is not mean-zero, so its update depends on p, not only on k:
+
+    g = (1/G) Σ_i (2 r_i − 1)(r_i − p)
+      = (1/G) [k · (1)(1 − p) + (G − k) · (−1)(−p)]
+      = (k/G)(1 − p) + (1 − k/G) p            = p + (k/G)(1 − 2p),
+
+with E[g] = p(1 − p) + (1 − p) p = 2 p (1 − p) (THEORY.md). On unanimous groups
+it still moves: g = 1 − p when k = G and g = p when k = 0.
+
+Randomness: one :class:`numpy.random.SeedSequence` from ``seed``; the initial
+difficulties come from its child 0 and each rule from a child fixed by the
+rule's name (so ``--rules grpo`` reproduces the GRPO arm of a three-rule run).
+
+Default initial difficulty (no corpus): a Beta mixture with a hard tail,
+:data:`DEFAULT_MIXTURE` — 40% Beta(0.5, 4) (hard), 40% Beta(2, 2) (middle),
+20% Beta(4, 0.5) (easy) — clipped to [0.02, 0.98] like corpus pass rates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .render import Section, Table, View
+
+SimRule = Literal["grpo", "drgrpo", "dapo", "rloo", "sign"]
+SIM_RULES: tuple[SimRule, ...] = ("grpo", "drgrpo", "dapo", "rloo", "sign")
+"""Rules the simulation knows, in a fixed order (their position fixes each rule's random stream)."""
+DEFAULT_RULES: tuple[SimRule, ...] = ("grpo", "drgrpo", "dapo")
+
+DEFAULT_MIXTURE: tuple[tuple[float, float, float], ...] = ((0.4, 0.5, 4.0), (0.4, 2.0, 2.0), (0.2, 4.0, 0.5))
+"""(weight, a, b) of the default Beta mixture of initial pass rates."""
+P_CLIP = (0.02, 0.98)
+"""Initial pass rates are clipped to this range (a prompt at p ∈ {0, 1} would never move)."""
+DENSE_G_MAX = 64
+"""Up to this G, E[σ] is summed densely over k = 0..G (fast per step); above it the core's windowed sum."""
+
+
+# --------------------------------------------------------------------------- gains
+
+
+def sign_gain(k: ArrayLike, G: int, p: ArrayLike) -> NDArray[np.float64]:
+    """Sign-rule update (1/G) Σ (2 r_i − 1)(r_i − p) = p + (k/G)(1 − 2p) (module docstring)."""
+    kf = np.asarray(k, dtype=np.float64)
+    pa = np.asarray(p, dtype=np.float64)
+    return pa + (kf / G) * (1.0 - 2.0 * pa)
+
+
+def gain_table(G: int, rule: SimRule) -> NDArray[np.float64]:
+    """Gain of a k-independent-of-p rule for k = 0..G (grpo, drgrpo, dapo, rloo) from the core."""
+    from .core.sigma import update_gain
+
+    return np.asarray(update_gain(np.arange(G + 1), G, rule), dtype=np.float64)  # type: ignore[arg-type]
+
+
+def expected_sigma_fast(p: ArrayLike, G: int) -> NDArray[np.float64]:
+    """E[σ](p, G) = Σ_k Binom(k; G, p) σ(k, G), for many p at one G (exact sum).
+
+    Dense over k = 0..G for G <= :data:`DENSE_G_MAX` (cheap at every step of a
+    simulation); the core's :func:`~sigmaudit.core.fidelity.expected_sigma`
+    otherwise. p may be exactly 0 or 1 (E[σ] = 0 there).
+    """
+    from scipy.special import gammaln, xlog1py, xlogy
+
+    pa = np.asarray(p, dtype=np.float64)
+    if G > DENSE_G_MAX:
+        from .core.fidelity import expected_sigma
+
+        return np.asarray(expected_sigma(pa, G), dtype=np.float64)
+    k = np.arange(G + 1, dtype=np.float64)
+    log_c = gammaln(G + 1.0) - gammaln(k + 1.0) - gammaln(G - k + 1.0)
+    sigma = np.sqrt(k * (G - k)) / G
+    log_pmf = log_c + xlogy(k, pa[..., None]) + xlog1py(G - k, -pa[..., None])
+    return np.exp(log_pmf) @ sigma
+
+
+def expected_gain(p: ArrayLike, G: int, rule: SimRule, dapo_max_tries: int = 4) -> NDArray[np.float64]:
+    """Expected per-prompt update E[gain] at difficulty p (the finite-G closed forms).
+
+    grpo E[σ]; drgrpo p(1−p)(1−1/G); dapo E[σ]·(1 − s^m)/(1 − s) (σ = 0 on silent
+    draws, so each of the ≤ m draws adds E[σ] times the chance of reaching it);
+    rloo p(1−p) (G ≥ 2, else 0); sign 2p(1−p).
+    """
+    from .core.silent import dapo_expected_draws
+
+    pa = np.asarray(p, dtype=np.float64)
+    v = pa * (1.0 - pa)
+    if rule == "grpo":
+        return expected_sigma_fast(pa, G)
+    if rule == "drgrpo":
+        return v * (1.0 - 1.0 / G)
+    if rule == "dapo":
+        draws = np.asarray(dapo_expected_draws(pa, G, dapo_max_tries), dtype=np.float64)
+        return expected_sigma_fast(pa, G) * draws
+    if rule == "rloo":
+        return v if G > 1 else np.zeros_like(v)
+    if rule == "sign":
+        return 2.0 * v
+    raise ValueError(f"rule must be one of {', '.join(SIM_RULES)}, got {rule!r}")
+
+
+def r_squared(measured: ArrayLike, forecast: ArrayLike) -> float:
+    """1 − Σ(m − f)² / Σ(m − m̄)²: how much of the measured series' variation the forecast explains.
+
+    NaN when the measured series is constant (nothing to explain).
+    """
+    m = np.asarray(measured, dtype=np.float64)
+    f = np.asarray(forecast, dtype=np.float64)
+    ss_tot = float(np.sum((m - m.mean()) ** 2))
+    if ss_tot <= 0.0:
+        return float("nan")
+    return 1.0 - float(np.sum((m - f) ** 2)) / ss_tot
+
+
+# --------------------------------------------------------------------------- initial difficulty
+
+
+@dataclass(frozen=True)
+class InitSpec:
+    """Where the initial pass rates came from."""
+
+    source: Literal["beta-mixture", "corpus"]
+    """``beta-mixture`` (the default) or ``corpus`` (``--init-from``)."""
+    description: str
+    """Human description: the mixture, or the corpus and how it was used."""
+    mean_p: float
+    """Mean initial pass rate over the simulated prompts."""
+    corpus_prompts: int | None = None
+    """Corpus prompts with 0 < k < n that were used (None for the mixture)."""
+    corpus_excluded: int | None = None
+    """Corpus prompts left out because k/n ∈ {0, 1} (None for the mixture)."""
+    resampled: bool = False
+    """The corpus pass rates were drawn with replacement to reach ``prompts``."""
+
+
+def _rule_rng(seed: int, index: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence(entropy=seed, spawn_key=(index,)))
+
+
+def default_initial_p(prompts: int, seed: int) -> NDArray[np.float64]:
+    """Initial pass rates from :data:`DEFAULT_MIXTURE`, clipped to :data:`P_CLIP`."""
+    rng = _rule_rng(seed, 0)
+    weights = np.array([w for w, _, _ in DEFAULT_MIXTURE])
+    comp = rng.choice(len(DEFAULT_MIXTURE), size=prompts, p=weights / weights.sum())
+    a = np.array([a for _, a, _ in DEFAULT_MIXTURE])[comp]
+    b = np.array([b for _, _, b in DEFAULT_MIXTURE])[comp]
+    return np.clip(rng.beta(a, b), *P_CLIP)
+
+
+def corpus_initial_p(
+    n: ArrayLike, k: ArrayLike, prompts: int | None, seed: int
+) -> tuple[NDArray[np.float64], int, int, bool]:
+    """Corpus pass rates k/n without p ∈ {0, 1}, clipped to :data:`P_CLIP`.
+
+    With ``prompts=None`` every usable corpus prompt is simulated once; otherwise
+    ``prompts`` pass rates are drawn from them with replacement. Returns
+    (p, usable prompts, excluded prompts, resampled).
+    """
+    na = np.asarray(n, dtype=np.float64)
+    ka = np.asarray(k, dtype=np.float64)
+    keep = (ka > 0) & (ka < na)
+    usable = np.clip(ka[keep] / na[keep], *P_CLIP)
+    if usable.size == 0:
+        raise ValueError("no corpus prompt has a pass rate strictly between 0 and 1 to start from")
+    excluded = int(na.size - usable.size)
+    if prompts is None:
+        return usable, int(usable.size), excluded, False
+    rng = _rule_rng(seed, 0)
+    return rng.choice(usable, size=prompts, replace=True), int(usable.size), excluded, True
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class SimulateConfig:
+    """The run's settings."""
+
+    prompts: int
+    """Number of simulated prompts M."""
+    G: int
+    """Group size."""
+    steps: int
+    """Training steps."""
+    lr: float
+    """Step size on θ."""
+    seed: int
+    """Seed of the one SeedSequence behind every random draw."""
+    dapo_max_tries: int
+    """DAPO draws at most this many groups per prompt and step (1 = no redraw)."""
+    init: InitSpec
+    """Initial difficulty."""
+
+
+@dataclass(frozen=True)
+class RuleRun:
+    """One rule's trajectory. Series entry i describes step i + 1.
+
+    Silent and extreme-share values refer to the groups drawn at that step
+    (p before its update); ``hard_quartile`` and ``mean_p`` are after its update.
+    """
+
+    rule: SimRule
+    """The rule."""
+    silent_measured: tuple[float, ...]
+    """Share of prompts whose (first) group at this step was silent."""
+    silent_forecast: tuple[float, ...]
+    """Mean over prompts of silent(p, G) = p^G + (1 − p)^G at the step's p."""
+    extreme_share: tuple[float | None, ...]
+    """Realised share of the step's total update on prompts with p < 0.1 or p > 0.9 (None: no update)."""
+    extreme_share_forecast: tuple[float | None, ...]
+    """Same share from the expected gain (:func:`expected_gain`) at the step's p."""
+    hard_quartile: tuple[float, ...]
+    """Mean p of the initially hardest quarter of prompts, after the step."""
+    mean_p: tuple[float, ...]
+    """Mean p over all prompts, after the step."""
+    groups_drawn: int
+    """Groups sampled over the run (DAPO counts its redraws)."""
+    groups_used: int
+    """Groups that entered an update batch (DAPO: the kept, non-silent ones; others: all)."""
+    samples: int
+    """Answers sampled: ``groups_drawn`` × G."""
+    r2_silent: float | None
+    """R² of ``silent_forecast`` against ``silent_measured`` over steps (None if undefined)."""
+
+    @property
+    def oversampling(self) -> float | None:
+        """groups_drawn / groups_used (1 for rules that use every group)."""
+        return self.groups_drawn / self.groups_used if self.groups_used else None
+
+
+def _none_if_nan(x: float) -> float | None:
+    return None if np.isnan(x) else float(x)
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return float(np.mean(vals)) if vals else None
+
+
+@dataclass(frozen=True)
+class SimulateResult:
+    """The controlled training run, one :class:`RuleRun` per rule on the same initial prompts."""
+
+    config: SimulateConfig
+    """Settings."""
+    runs: tuple[RuleRun, ...]
+    """One per rule, in the order asked for."""
+    hard_quartile_initial: float
+    """Mean initial p of the hardest quarter (the same for every rule)."""
+    hard_quartile_size: int
+    """Prompts in the hardest quarter: the M // 4 (at least 1) lowest initial p."""
+
+    def run(self, rule: str) -> RuleRun | None:
+        """The run of ``rule``, if simulated."""
+        return next((r for r in self.runs if r.rule == rule), None)
+
+    @property
+    def r2_silent(self) -> float | None:
+        """R² of the GRPO arm (None without a GRPO arm)."""
+        run = self.run("grpo")
+        return run.r2_silent if run else None
+
+    @property
+    def dapo_oversampling(self) -> float | None:
+        """DAPO's groups drawn per group used (None without a DAPO arm)."""
+        run = self.run("dapo")
+        return run.oversampling if run else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON contract (see the module docstring of :mod:`sigmaudit.commands.simulate`)."""
+        c = self.config
+        return {
+            "rules": [r.rule for r in self.runs],
+            "config": {
+                "prompts": c.prompts, "G": c.G, "steps": c.steps, "lr": c.lr, "seed": c.seed,
+                "dapo_max_tries": c.dapo_max_tries,
+                "init": {
+                    "source": c.init.source, "description": c.init.description, "mean_p": c.init.mean_p,
+                    "corpus_prompts": c.init.corpus_prompts, "corpus_excluded": c.init.corpus_excluded,
+                    "resampled": c.init.resampled,
+                },
+            },
+            "r2_silent": self.r2_silent,
+            "hard_quartile_initial": self.hard_quartile_initial,
+            "hard_quartile_final": {r.rule: r.hard_quartile[-1] for r in self.runs},
+            "dapo_oversampling": self.dapo_oversampling,
+            "samples": {r.rule: r.samples for r in self.runs},
+            "summary": {
+                r.rule: {
+                    "r2_silent": r.r2_silent,
+                    "silent_measured_mean": float(np.mean(r.silent_measured)),
+                    "silent_forecast_mean": float(np.mean(r.silent_forecast)),
+                    "extreme_share_mean": _mean(r.extreme_share),
+                    "extreme_share_forecast_mean": _mean(r.extreme_share_forecast),
+                    "hard_quartile_final": r.hard_quartile[-1],
+                    "mean_p_final": r.mean_p[-1],
+                    "groups_drawn": r.groups_drawn,
+                    "groups_used": r.groups_used,
+                    "samples": r.samples,
+                    "oversampling": r.oversampling,
+                }
+                for r in self.runs
+            },
+            "series": {
+                r.rule: {
+                    "silent_measured": list(r.silent_measured),
+                    "silent_forecast": list(r.silent_forecast),
+                    "hard_quartile": list(r.hard_quartile),
+                    "mean_p": list(r.mean_p),
+                    "extreme_share": list(r.extreme_share),
+                    "extreme_share_forecast": list(r.extreme_share_forecast),
+                }
+                for r in self.runs
+            },
+        }
+
+    def view(self) -> View:
+        """Summary table per rule and sparklines of the silent fraction and the hard quarter's pass rate."""
+        from .sparkline import sparkline
+
+        c = self.config
+        head = (
+            f"{c.prompts} prompts, G = {c.G}, {c.steps} steps, lr = {c.lr:g}, seed = {c.seed}, "
+            f"DAPO max tries = {c.dapo_max_tries}",
+            f"initial difficulty: {c.init.description} (mean p = {c.init.mean_p:.3f}); "
+            f"hardest quarter: {self.hard_quartile_size} prompts, mean p = {self.hard_quartile_initial:.3f}",
+        )
+        rows = tuple(
+            (r.rule, r.r2_silent, r.silent_measured[-1], r.hard_quartile[-1], r.mean_p[-1],
+             _mean(r.extreme_share), _mean(r.extreme_share_forecast), r.samples, r.oversampling)
+            for r in self.runs
+        )
+        table = Table(
+            "per rule",
+            ("rule", "R²", "silent end", "hard ¼ end", "mean p end", "extreme", "expected", "samples",
+             "drawn/used"),
+            rows,
+            note="R²: forecast mean silent(p, G) vs measured silent fraction over steps. extreme: "
+                 "share of the update on p < 0.1 or p > 0.9, mean over steps (realised vs expected gain). "
+                 "drawn/used: groups drawn per group entering an update.",
+            digits=3,
+        )
+        width = 40
+        name_w = max(len(r.rule) for r in self.runs)
+        lines = [f"{'':{name_w}}  {'silent fraction (0–1)':{width}}  hard-quarter pass rate (0–1)"]
+        for r in self.runs:
+            s = sparkline(r.silent_measured, lo=0.0, hi=1.0, width=width)
+            h = sparkline(r.hard_quartile, lo=0.0, hi=1.0, width=width)
+            lines.append(f"{r.rule:{name_w}}  {s:{width}}  {h}")
+        lines.append(f"{'':{name_w}}  step 1 → {c.steps}, left to right")
+        return View(
+            "sigmaudit simulate",
+            (
+                Section("controlled training run", lines=head, tables=(table,)),
+                Section("over training", lines=tuple(lines)),
+            ),
+        )
+
+    def series_view(self) -> View:
+        """The per-step series of every rule as one long table (``--format csv``)."""
+        rows = tuple(
+            (i + 1, r.rule, r.silent_measured[i], r.silent_forecast[i], r.hard_quartile[i], r.mean_p[i],
+             r.extreme_share[i], r.extreme_share_forecast[i])
+            for r in self.runs
+            for i in range(len(r.silent_measured))
+        )
+        table = Table("per-step series", ("step", "rule", "silent_measured", "silent_forecast", "hard_quartile",
+                                          "mean_p", "extreme_share", "extreme_share_forecast"), rows)
+        return View("sigmaudit simulate", (Section("per-step series", tables=(table,)),))
+
+
+@dataclass(frozen=True)
+class SeriesReport:
+    """A :class:`SimulateResult` whose view is its per-step series (what ``--format csv`` writes)."""
+
+    result: SimulateResult
+    """The run."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Same contract as the result."""
+        return self.result.to_dict()
+
+    def view(self) -> View:
+        """The per-step series table."""
+        return self.result.series_view()
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def _run_rule(
+    rule: SimRule, p0: NDArray[np.float64], hard: NDArray[np.int64], cfg: SimulateConfig
+) -> RuleRun:
+    from scipy.special import expit, logit
+
+    from .core.silent import silent_rate
+    from .core.weighting import EXTREME, band_share
+
+    G, m = cfg.G, cfg.dapo_max_tries
+    rng = _rule_rng(cfg.seed, 1 + SIM_RULES.index(rule))
+    table = None if rule == "sign" else gain_table(G, rule)
+    theta = logit(p0)
+    measured, forecast, ext, ext_f, hq, mp = [], [], [], [], [], []
+    drawn = used = 0
+    for _ in range(cfg.steps):
+        p = expit(theta)
+        k = rng.binomial(G, p)
+        silent = (k == 0) | (k == G)
+        measured.append(float(silent.mean()))
+        forecast.append(float(np.mean(silent_rate(p, G))))
+        drawn += p.size
+        if rule == "dapo":
+            redo = np.flatnonzero(silent)
+            for _try in range(m - 1):
+                if redo.size == 0:
+                    break
+                k[redo] = rng.binomial(G, p[redo])
+                drawn += redo.size
+                redo = redo[(k[redo] == 0) | (k[redo] == G)]
+            used += int(np.count_nonzero((k > 0) & (k < G)))
+        else:
+            used += p.size
+        gain = sign_gain(k, G, p) if table is None else table[k]
+        total = float(gain.sum())
+        ext.append(float(gain[EXTREME.contains(p)].sum() / total) if total > 0 else None)
+        ext_f.append(_none_if_nan(band_share(p, expected_gain(p, G, rule, m), EXTREME)))
+        theta = theta + cfg.lr * gain
+        p_after = expit(theta)
+        hq.append(float(p_after[hard].mean()))
+        mp.append(float(p_after.mean()))
+    return RuleRun(
+        rule=rule,
+        silent_measured=tuple(measured),
+        silent_forecast=tuple(forecast),
+        extreme_share=tuple(ext),
+        extreme_share_forecast=tuple(ext_f),
+        hard_quartile=tuple(hq),
+        mean_p=tuple(mp),
+        groups_drawn=drawn,
+        groups_used=used,
+        samples=drawn * G,
+        r2_silent=_none_if_nan(r_squared(measured, forecast)),
+    )
+
+
+def parse_rules(text: str | Sequence[str]) -> tuple[SimRule, ...]:
+    """Rules from ``"grpo,drgrpo"`` (or a list), de-duplicated in order; ValueError names an unknown one."""
+    parts = text.split(",") if isinstance(text, str) else list(text)
+    names = [p.strip().lower() for p in parts if p.strip()]
+    if not names:
+        raise ValueError(f"give at least one rule of {', '.join(SIM_RULES)}")
+    for name in names:
+        if name not in SIM_RULES:
+            raise ValueError(f"unknown rule {name!r}; choose from {', '.join(SIM_RULES)}")
+    return tuple(dict.fromkeys(names))  # type: ignore[arg-type]
+
+
+def simulate(
+    *,
+    prompts: int | None = None,
+    G: int = 8,
+    steps: int = 150,
+    lr: float = 0.5,
+    seed: int = 0,
+    dapo_max_tries: int = 4,
+    rules: Sequence[str] | str = DEFAULT_RULES,
+    init_counts: tuple[ArrayLike, ArrayLike] | None = None,
+    init_label: str = "corpus",
+) -> SimulateResult:
+    """Run the controlled training run for each rule from the same initial prompts.
+
+    ``prompts`` defaults to 6000 with the Beta mixture, and to every usable
+    corpus prompt with ``init_counts=(n, k)`` (per-prompt counts; p = k/n with
+    p ∈ {0, 1} excluded, clipped to [0.02, 0.98]); given with a corpus, that
+    many pass rates are resampled from it. ``init_label`` names the corpus in
+    the description.
+
+    Examples
+    --------
+    >>> res = simulate(prompts=200, steps=5, rules="grpo")
+    >>> len(res.run("grpo").silent_measured)
+    5
+    """
+    rule_list = parse_rules(rules)
+    for name, value, low in (("G", G, 1), ("steps", steps, 1), ("dapo_max_tries", dapo_max_tries, 1)):
+        if int(value) != value or value < low:
+            raise ValueError(f"{name} must be a whole number >= {low}, got {value!r}")
+    if prompts is not None and (int(prompts) != prompts or prompts < 1):
+        raise ValueError(f"prompts must be a whole number >= 1, got {prompts!r}")
+    if not np.isfinite(lr) or lr <= 0:
+        raise ValueError(f"lr must be a positive number, got {lr!r}")
+    if init_counts is None:
+        M = 6000 if prompts is None else int(prompts)
+        p0 = default_initial_p(M, seed)
+        mix = ", ".join(f"{w:.0%} Beta({a:g}, {b:g})" for w, a, b in DEFAULT_MIXTURE)
+        init = InitSpec("beta-mixture", f"Beta mixture {mix}, clipped to [{P_CLIP[0]:g}, {P_CLIP[1]:g}]",
+                        float(p0.mean()))
+    else:
+        p0, usable, excluded, resampled = corpus_initial_p(*init_counts, prompts, seed)
+        how = f"{p0.size} drawn with replacement from" if resampled else "each of"
+        desc = (f"pass rates k/n of {init_label}: {how} {usable} prompts with 0 < k < n "
+                f"({excluded} with k/n ∈ {{0, 1}} left out), clipped to [{P_CLIP[0]:g}, {P_CLIP[1]:g}]")
+        init = InitSpec("corpus", desc, float(p0.mean()), usable, excluded, resampled)
+    cfg = SimulateConfig(int(p0.size), int(G), int(steps), float(lr), int(seed), int(dapo_max_tries), init)
+    hard = np.argsort(p0, kind="stable")[: max(1, p0.size // 4)]
+    runs = tuple(_run_rule(rule, p0, hard, cfg) for rule in rule_list)
+    return SimulateResult(cfg, runs, float(p0[hard].mean()), int(hard.size))
