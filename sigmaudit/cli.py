@@ -45,8 +45,11 @@ def _root(
 
 # Register the commands (each module's import is light: heavy imports happen inside the command).
 from .commands import calc as _calc  # noqa: E402,F401
+from .commands import check as _check  # noqa: E402,F401
+from .commands import plan as _plan  # noqa: E402,F401
 from .commands import scan as _scan  # noqa: E402,F401
 from .commands import simulate as _simulate  # noqa: E402,F401
+from .commands import trend as _trend  # noqa: E402,F401
 
 
 def _fail(message: str) -> int:

@@ -1,0 +1,414 @@
+"""Per-prompt group sizes ("how many tries each prompt needs") under a rollout budget.
+
+Objective (``--budget N``): choose G_i ∈ [min_g, max_g] for every kept prompt with Σ G_i ≤ N to
+maximise the total expected realised GRPO signal
+
+    Σ_i f_i(G_i),   f_i(G) = E[ E[σ](p, G) | n_i, k_i ]
+
+the posterior expectation (corpus grid prior, as in ``plan``'s sweep) of the exact expected
+update size E[σ](p, G) of THEORY.md. f_i is computed once per distinct (n, k) pair as the
+posterior matrix times a (grid p × G) table of E[σ].
+
+Method: every kept prompt starts at min_g; the remaining budget goes, one rollout at a time,
+to the largest marginal gain f_i(G + 1) − f_i(G) over all prompts (sorted once; prompts that
+share (n, k) share a curve and are handled as one block). This greedy choice is exact when every
+f_i is concave in G: E[σ](p, ·) is concave on G ≥ 1 for every p (checked numerically on the
+prior grid up to G = 1024) and a posterior mixture of concave curves is concave. The curves used
+are checked at run time; should one fail, the greedy runs on its upper concave envelope instead
+and the result reports the largest possible shortfall from the optimum (``optimality_gap``).
+
+``--eps E`` instead gives each kept prompt the exact group size for φ ≥ 1 − ε at its
+posterior-mean p (:func:`sigmaudit.core.group_size.group_size_exact`), clipped to [min_g, max_g].
+
+Drop rule: a prompt is dropped (G = 0, no budget) when its posterior probability of being never
+or always solved, P(p ∈ {0, 1} | n, k), exceeds 1/2, or when its expected signal at max_g is
+below 0.001 (0.2 % of the 0.5 a p = 1/2 prompt approaches).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .errors import ConfigError
+from .render import Section, Table
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from .corpus import Corpus
+
+DROP_UNREACHABLE = 0.5
+"""Drop a prompt when its posterior P(p ∈ {0, 1}) exceeds this."""
+DROP_MIN_SIGNAL = 1e-3
+"""...or when its expected signal E[σ] at max_g is below this."""
+OBJECTIVE = ("maximise Σ_i E[E[σ](p, G_i) | n_i, k_i] "
+             "(total expected GRPO signal, posterior under the corpus grid prior)")
+DROP_RULE = (f"dropped when posterior P(p ∈ {{0, 1}}) > {DROP_UNREACHABLE:g} "
+             f"or expected signal at max-g < {DROP_MIN_SIGNAL:g}")
+METHOD_GREEDY = "greedy on marginal gains (exact: every curve checked concave in G)"
+METHOD_EPS = "per-prompt group-size law: exact G for φ ≥ 1 − ε at the posterior-mean p, clipped to [min-g, max-g]"
+_CONCAVE_TOL = 1e-13
+ALLOC_SUFFIXES = (".csv", ".parquet", ".jsonl", ".ndjson")
+
+
+# ---------------------------------------------------------------- the optimiser (pure, on curves)
+
+
+def upper_concave_envelope(values: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The least concave majorant of the points (t, values[t]), t = 0..L−1, evaluated at each t."""
+    L = values.size
+    hull: list[int] = []
+    for t in range(L):
+        while len(hull) >= 2:
+            a, b = hull[-2], hull[-1]
+            # drop b when it lies on or below the chord from a to t
+            if (values[b] - values[a]) * (t - a) <= (values[t] - values[a]) * (b - a):
+                hull.pop()
+            else:
+                break
+        hull.append(t)
+    return np.interp(np.arange(L), np.asarray(hull, dtype=np.float64), values[hull])
+
+
+def is_concave(curves: NDArray[np.float64], tol: float = _CONCAVE_TOL) -> NDArray[np.bool_]:
+    """Per row: marginal gains non-increasing (up to ``tol``)."""
+    if curves.shape[1] < 3:
+        return np.ones(curves.shape[0], dtype=bool)
+    d = np.diff(curves, axis=1)
+    return np.all(d[:, 1:] <= d[:, :-1] + tol, axis=1)
+
+
+@dataclass(frozen=True)
+class GreedyResult:
+    """Steps above the base level per curve: ``steps[j]`` for every copy, ``extra[j]`` copies one more."""
+
+    steps: NDArray[np.int64]
+    extra: NDArray[np.int64]
+    concave: bool
+    """Every curve was concave (the allocation is optimal)."""
+    gap: float
+    """Upper bound on the objective's shortfall from the optimum (0 when concave)."""
+
+
+def greedy_allocate(curves: NDArray[np.float64], mult: ArrayLike, extra_budget: int) -> GreedyResult:
+    """Spend ``extra_budget`` unit steps over curves (rows; column t = value after t steps), ``mult`` copies each.
+
+    Takes the largest marginal gains first (ties: lower row, then fewer steps), skipping gains
+    ≤ 0. Exact for concave rows; non-concave rows are replaced by their upper concave envelope and
+    the shortfall bound Σ copies × (envelope − value) at the allocation is reported.
+    """
+    m = np.asarray(mult, dtype=np.int64)
+    J, L = curves.shape
+    concave_rows = is_concave(curves)
+    work = curves.copy()
+    for j in np.flatnonzero(~concave_rows):
+        work[j] = upper_concave_envelope(curves[j])
+    steps = np.zeros(J, dtype=np.int64)
+    extra = np.zeros(J, dtype=np.int64)
+    if L > 1 and extra_budget > 0:
+        gains = np.diff(work, axis=1)  # (J, L-1)
+        jj, tt = np.meshgrid(np.arange(J), np.arange(L - 1), indexing="ij")
+        g, jj, tt = gains.ravel(), jj.ravel(), tt.ravel()
+        keep = g > 0.0
+        g, jj, tt = g[keep], jj[keep], tt[keep]
+        order = np.lexsort((tt, jj, -g))
+        cost = m[jj[order]]
+        cum = np.cumsum(cost)
+        n_full = int(np.searchsorted(cum, extra_budget, side="right"))
+        taken = order[:n_full]
+        np.add.at(steps, jj[taken], 1)
+        left = extra_budget - (int(cum[n_full - 1]) if n_full else 0)
+        if n_full < order.size and left > 0:
+            extra[jj[order[n_full]]] = left
+    gap = 0.0
+    if not concave_rows.all():
+        idx = np.arange(J)
+        lo = (work[idx, steps] - curves[idx, steps]) * (m - extra)
+        hi_steps = np.minimum(steps + 1, L - 1)
+        hi = (work[idx, hi_steps] - curves[idx, hi_steps]) * extra
+        gap = float(np.sum(lo + hi))
+    return GreedyResult(steps=steps, extra=extra, concave=bool(concave_rows.all()), gap=gap)
+
+
+# ---------------------------------------------------------------- result objects
+
+
+@dataclass(frozen=True)
+class AllocationStats:
+    """Expected figures of one way to spend the rollouts."""
+
+    G: int | None
+    """The group size of a uniform allocation; None for a per-prompt allocation."""
+    rollouts: int
+    """Rollouts per pass over the corpus: Σ G_i."""
+    silent_rate: float | None
+    """Expected share of the drawn groups that are silent; None when no group is drawn."""
+    wasted_rollout_share: float | None
+    """Expected share of rollouts in silent groups: Σ G_i s_i / Σ G_i."""
+    fidelity: float | None
+    """Σ_i f_i(G_i) / Σ_i E[sqrt(p(1−p))] over all prompts (dropped ones deliver 0)."""
+    expected_signal: float
+    """The objective Σ_i f_i(G_i)."""
+
+
+@dataclass(frozen=True)
+class AllocationResult:
+    """A per-prompt allocation, its summary and the uniform-G baseline with the same budget."""
+
+    mode: Literal["budget", "eps"]
+    """``budget``: optimise Σ signal under Σ G_i ≤ budget; ``eps``: the per-prompt group-size law."""
+    budget: int | None
+    """The budget N given (``budget`` mode)."""
+    eps: float | None
+    """The ε given (``eps`` mode)."""
+    min_g: int
+    """Smallest group size of a kept prompt."""
+    max_g: int
+    """Largest group size."""
+    objective: str
+    """The objective maximised."""
+    method: str
+    """How: exact greedy, envelope greedy with a gap bound, or the ε law."""
+    drop_rule: str
+    """Which prompts are dropped."""
+    prompts: int
+    """Prompts in the corpus."""
+    prompts_kept: int
+    """Prompts given a group (G_i >= min_g)."""
+    prompts_dropped: int
+    """Prompts dropped (G_i = 0)."""
+    optimality_gap: float
+    """Upper bound on the objective's shortfall from the optimum (0: optimal; eps mode: not optimised, 0)."""
+    allocated: AllocationStats
+    """The per-prompt allocation."""
+    uniform: AllocationStats | None
+    """Every prompt at G = rollouts // prompts (same budget); None when that is below 1."""
+    per_prompt: pl.DataFrame = field(repr=False)
+    """One row per prompt: prompt, n, k, p_est, p_unreachable, G, silent_rate, fidelity, expected_sigma, drop."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Summary (the per-prompt rows go to ``--alloc-out``)."""
+        from dataclasses import asdict
+
+        return {
+            "mode": self.mode, "budget": self.budget, "eps": self.eps, "min_g": self.min_g, "max_g": self.max_g,
+            "objective": self.objective, "method": self.method, "drop_rule": self.drop_rule,
+            "prompts": self.prompts, "prompts_kept": self.prompts_kept, "prompts_dropped": self.prompts_dropped,
+            "optimality_gap": self.optimality_gap,
+            "allocated": asdict(self.allocated),
+            "uniform": None if self.uniform is None else asdict(self.uniform),
+        }
+
+    def section(self) -> Section:
+        """The allocation block of the plan view."""
+        head = (f"budget {self.budget} rollouts per pass" if self.mode == "budget" else f"ε = {self.eps:g}")
+        lines = (
+            f"{head}; G_i in [{self.min_g}, {self.max_g}]; {self.prompts_kept} prompts kept, "
+            f"{self.prompts_dropped} dropped ({self.drop_rule})",
+            f"objective: {self.objective}",
+            f"method: {self.method}",
+        )
+        a, u = self.allocated, self.uniform
+        uG = "—" if u is None else f"uniform G = {u.G}"
+
+        def col(s: AllocationStats | None, name: str) -> Any:
+            return None if s is None else getattr(s, name)
+
+        rows = tuple(
+            (label, getattr(a, name), col(u, name))
+            for label, name in (
+                ("rollouts used", "rollouts"),
+                ("expected silent rate", "silent_rate"),
+                ("rollouts in silent groups", "wasted_rollout_share"),
+                ("mean fidelity φ", "fidelity"),
+                ("total expected signal Σ E[σ]", "expected_signal"),
+            )
+        )
+        table = Table("allocation vs uniform G", ("", "per-prompt G_i", uG), rows,
+                      note="uniform: every prompt (none dropped) at G = rollouts used // prompts")
+        return Section("per-prompt allocation", lines=lines, tables=(table,))
+
+
+# ---------------------------------------------------------------- the library call
+
+
+def _stats(G: NDArray[np.int64], f: NDArray[np.float64], s: NDArray[np.float64], den: float,
+           uniform: int | None = None) -> AllocationStats:
+    drawn = G > 0
+    rollouts = int(G.sum())
+    n_drawn = int(drawn.sum())
+    return AllocationStats(
+        G=uniform,
+        rollouts=rollouts,
+        silent_rate=float(s[drawn].mean()) if n_drawn else None,
+        wasted_rollout_share=float((G * s)[drawn].sum() / rollouts) if rollouts else None,
+        fidelity=float(f.sum() / den) if den > 0 else None,
+        expected_signal=float(f.sum()),
+    )
+
+
+def _silent_at(corpus: Corpus, pair: NDArray[np.int64], G: NDArray[np.int64]) -> NDArray[np.float64]:
+    """Posterior E[silent] for prompts with pair index ``pair`` at group sizes ``G`` (NaN where G = 0)."""
+    from .core.estimators import silent_bayes
+
+    out = np.full(pair.size, np.nan)
+    combos = np.unique(np.stack([pair, G], axis=1), axis=0)
+    for g in np.unique(combos[:, 1]):
+        if g <= 0:
+            continue
+        js = combos[combos[:, 1] == g, 0]
+        vals = silent_bayes(corpus.n[js], corpus.k[js], int(g), corpus.prior).silent
+        lookup = dict(zip(js.tolist(), vals.tolist(), strict=True))
+        sel = G == g
+        out[sel] = [lookup[j] for j in pair[sel].tolist()]
+    return out
+
+
+def validate_options(budget: int | None, eps: float | None, min_g: int, max_g: int) -> None:
+    """ConfigError for impossible or contradictory allocation options."""
+    if budget is not None and eps is not None:
+        raise ConfigError("--budget and --eps are alternatives", location="--eps",
+                          remedy="give one of them (--budget N optimises; --eps E applies the group-size law)")
+    if min_g < 1:
+        raise ConfigError(f"must be at least 1, got {min_g}", location="--min-g", remedy="give --min-g >= 1")
+    if min_g > max_g:
+        raise ConfigError(f"--min-g {min_g} is larger than --max-g {max_g}", location="--min-g",
+                          remedy="give --min-g <= --max-g")
+    if eps is not None and not 0.0 < eps < 1.0:
+        raise ConfigError(f"must lie in (0, 1), got {eps:g}", location="--eps", remedy="give e.g. --eps 0.05")
+    if budget is not None and budget < 1:
+        raise ConfigError(f"must be positive, got {budget}", location="--budget", remedy="give rollouts per pass")
+
+
+def allocate(
+    corpus: Corpus,
+    prompts: Sequence[Any] | NDArray[Any],
+    n: ArrayLike,
+    k: ArrayLike,
+    *,
+    budget: int | None = None,
+    eps: float | None = None,
+    min_g: int = 2,
+    max_g: int = 256,
+) -> AllocationResult:
+    """Allocate per-prompt group sizes (see the module docstring); ``corpus`` must hold exactly these counts.
+
+    Raises ConfigError when the options contradict each other or the budget cannot give every
+    kept prompt ``min_g`` rollouts (dropped prompts need none).
+    """
+    import polars as pl
+
+    from .core.group_size import group_size_exact
+    from .core.prior import distinct_pairs
+    from .plan import posterior, posterior_sd, sigma_on_grid
+
+    validate_options(budget, eps, min_g, max_g)
+    if budget is None and eps is None:
+        raise ConfigError("nothing to allocate", location="--budget", remedy="give --budget N or --eps E")
+    n_u, k_u, _, pair = distinct_pairs(n, k)
+    if not (np.array_equal(n_u, corpus.n) and np.array_equal(k_u, corpus.k)):
+        raise ValueError("allocate: the corpus does not hold these (n, k) counts")
+    ids = np.asarray(prompts, dtype=object)
+    if ids.size != pair.size:
+        raise ValueError(f"allocate: {ids.size} prompt ids for {pair.size} counts")
+    post = posterior(corpus)
+    grid = corpus.prior.grid
+    Gs = np.arange(min_g, max_g + 1)
+    curves = post @ sigma_on_grid(grid, Gs)  # (pairs, L): f_j(G)
+    sd = posterior_sd(corpus, post)
+    p_est = post @ grid
+    p_unreach = post[:, grid == 0.0].sum(axis=1) + post[:, grid == 1.0].sum(axis=1)
+    drop_pair = (p_unreach > DROP_UNREACHABLE) | (curves[:, -1] < DROP_MIN_SIGNAL)
+    mult = np.bincount(pair, minlength=corpus.n.size).astype(np.int64)
+    kept_mult = np.where(drop_pair, 0, mult)
+    n_kept = int(kept_mult.sum())
+
+    G = np.zeros(pair.size, dtype=np.int64)
+    gap = 0.0
+    if eps is not None:
+        g_law = np.asarray(group_size_exact(np.clip(p_est, 1e-300, 1.0), eps), dtype=np.float64).reshape(-1)
+        g_law = np.where(np.isnan(g_law), max_g, g_law)
+        g_pair = np.clip(g_law, min_g, max_g).astype(np.int64)
+        G = np.where(drop_pair[pair], 0, g_pair[pair])
+        method = METHOD_EPS
+    else:
+        assert budget is not None
+        need = n_kept * min_g
+        if budget < need:
+            raise ConfigError(
+                f"budget {budget} is below {need} = {n_kept} kept prompts × --min-g {min_g} "
+                f"({int(mult.sum()) - n_kept} hopeless prompts dropped need none)",
+                location="--budget", remedy=f"give --budget >= {need} or a smaller --min-g")
+        res = greedy_allocate(curves, kept_mult, budget - need)
+        gap = res.gap
+        method = METHOD_GREEDY if res.concave else (
+            f"greedy on the upper concave envelope (some curve not concave; within {res.gap:.3g} of the optimum)")
+        # copies of pair j: the first extra[j] (in input order) take one more step
+        g_base = min_g + res.steps
+        G = np.where(drop_pair[pair], 0, g_base[pair])
+        for j in np.flatnonzero(res.extra):
+            members = np.flatnonzero(pair == j)
+            G[members[: int(res.extra[j])]] += 1
+    kept = G > 0
+    f = np.zeros(pair.size)
+    f[kept] = curves[pair[kept], G[kept] - min_g]
+    s = _silent_at(corpus, pair, G)
+    sd_i = sd[pair]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        phi = np.where(kept & (sd_i > 0), f / np.where(sd_i > 0, sd_i, 1.0), np.nan)
+    den = float(sd_i.sum())
+    allocated = _stats(G, f, np.nan_to_num(s), den)
+    uniform = None
+    n_all = pair.size
+    g_u = allocated.rollouts // n_all
+    if g_u >= 1:
+        f_u = (post @ sigma_on_grid(grid, [g_u]))[:, 0][pair]
+        s_u = _silent_at(corpus, pair, np.full(n_all, g_u))
+        uniform = _stats(np.full(n_all, g_u), f_u, s_u, den, uniform=g_u)
+    frame = pl.DataFrame({
+        "prompt": [str(x) for x in ids.tolist()],
+        "n": np.asarray(n, dtype=np.int64).reshape(-1),
+        "k": np.asarray(k, dtype=np.int64).reshape(-1),
+        "p_est": p_est[pair],
+        "p_unreachable": p_unreach[pair],
+        "G": G,
+        "silent_rate": s,
+        "fidelity": np.clip(phi, 0.0, 1.0),
+        "expected_sigma": f,
+        "drop": ~kept,
+    }).with_columns(pl.col("silent_rate", "fidelity").fill_nan(None))
+    return AllocationResult(
+        mode="eps" if eps is not None else "budget", budget=budget, eps=eps, min_g=min_g, max_g=max_g,
+        objective=OBJECTIVE, method=method, drop_rule=DROP_RULE, prompts=n_all,
+        prompts_kept=int(kept.sum()), prompts_dropped=int((~kept).sum()), optimality_gap=gap,
+        allocated=allocated, uniform=uniform, per_prompt=frame,
+    )
+
+
+def write_allocation(result: AllocationResult, path: Path) -> None:
+    """Write the per-prompt rows as csv, parquet or jsonl (by suffix), atomically."""
+    import io
+
+    from .output import write_atomic
+
+    suffix = path.suffix.lower()
+    if suffix not in ALLOC_SUFFIXES:
+        raise ConfigError(f"unknown file type {suffix or '(none)'!r}", location="--alloc-out",
+                          remedy="name the file .csv, .parquet or .jsonl")
+    if path.is_dir():
+        raise ConfigError("is a directory", location="--alloc-out", remedy="give a file name")
+    frame = result.per_prompt
+    if suffix == ".parquet":
+        buf = io.BytesIO()
+        frame.write_parquet(buf)
+        write_atomic(path, buf.getvalue())
+    elif suffix == ".csv":
+        write_atomic(path, frame.write_csv())
+    else:
+        write_atomic(path, frame.write_ndjson())

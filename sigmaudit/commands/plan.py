@@ -1,0 +1,105 @@
+"""``sigmaudit plan``: choose the group size before a run, and optionally each prompt's own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..cli import app
+from .inputs import (
+    GroupColOpt,
+    KColOpt,
+    NColOpt,
+    PathsArg,
+    PromptColOpt,
+    QuietOpt,
+    RateColOpt,
+    RewardColOpt,
+    SamplesOpt,
+    StepColOpt,
+    ThresholdOpt,
+)
+from .options import FormatOpt, OutputOpt, emit_result
+
+_TARGETS = "Targets"
+_ALLOC = "Per-prompt allocation"
+
+
+@app.command()
+def plan(
+    paths: PathsArg,
+    group_sizes: Annotated[list[int] | None, typer.Option(
+        "-G", "--group-size", min=1, show_default=False,
+        help="Group size to sweep (repeatable). Default: 2 4 8 12 16 24 32 48 64 96 128 192 256.")] = None,
+    batch_prompts: Annotated[int, typer.Option(
+        "--batch-prompts", min=1, help="Prompts per batch B for 'signal prompts per batch'.")] = 512,
+    max_silent: Annotated[float | None, typer.Option(
+        "--max-silent", rich_help_panel=_TARGETS, show_default=False,
+        help="Target: silent rate at most X (recommend the smallest G on the grid meeting every target).")] = None,
+    min_fidelity: Annotated[float | None, typer.Option(
+        "--min-fidelity", rich_help_panel=_TARGETS, show_default=False,
+        help="Target: mean fidelity φ at least Y.")] = None,
+    budget: Annotated[int | None, typer.Option(
+        "--budget", rich_help_panel=_ALLOC, show_default=False,
+        help="Allocate per-prompt G_i with Σ G_i ≤ N rollouts per pass, maximising total expected signal.")] = None,
+    eps: Annotated[float | None, typer.Option(
+        "--eps", rich_help_panel=_ALLOC, show_default=False,
+        help="Instead of --budget: G_i = exact group size for φ ≥ 1 − ε at each prompt's estimated p.")] = None,
+    min_g: Annotated[int, typer.Option("--min-g", rich_help_panel=_ALLOC, help="Smallest G_i of a kept prompt.")] = 2,
+    max_g: Annotated[int, typer.Option("--max-g", rich_help_panel=_ALLOC, help="Largest G_i.")] = 256,
+    alloc_out: Annotated[Path | None, typer.Option(
+        "--alloc-out", rich_help_panel=_ALLOC, dir_okay=False, show_default=False,
+        help="Write the per-prompt allocation here (.csv, .parquet or .jsonl). -o is the report.")] = None,
+    fmt: FormatOpt = None,
+    output: OutputOpt = None,
+    prompt_col: PromptColOpt = None,
+    reward_col: RewardColOpt = None,
+    step_col: StepColOpt = None,
+    group_col: GroupColOpt = None,
+    n_col: NColOpt = None,
+    k_col: KColOpt = None,
+    rate_col: RateColOpt = None,
+    samples: SamplesOpt = None,
+    threshold: ThresholdOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Predict, for each group size G, the silent rate, signal per batch, DAPO cost and fidelity.
+
+    Every column uses one estimator (bayes: posterior expectations under the corpus prior), so the
+    curve is smooth and monotone. With --max-silent/--min-fidelity, recommends the smallest G on
+    the grid meeting every target (exit 1 when none does). With --budget or --eps, also gives each
+    prompt its own G_i (--alloc-out writes them); hopeless prompts are dropped.
+
+    Example: sigmaudit plan rollouts.parquet --max-silent 0.3 --budget 20000 --alloc-out alloc.csv
+    """
+    from ..allocate import allocate, validate_options, write_allocation
+    from ..corpus import Corpus
+    from ..errors import ConfigError
+    from ..exitcodes import ExitCode
+    from ..plan import Targets
+    from ..plan import plan as run_plan
+    from .inputs import load_inputs
+
+    for name, value in (("--max-silent", max_silent), ("--min-fidelity", min_fidelity)):
+        if value is not None and not 0.0 <= value <= 1.0:
+            raise ConfigError(f"must lie in [0, 1], got {value:g}", location=name, remedy="give a rate such as 0.3")
+    validate_options(budget, eps, min_g, max_g)
+    if alloc_out is not None and budget is None and eps is None:
+        raise ConfigError("nothing to write", location="--alloc-out", remedy="add --budget N or --eps E")
+    loaded = load_inputs(paths, prompt_col=prompt_col, reward_col=reward_col, step_col=step_col,
+                         group_col=group_col, n_col=n_col, k_col=k_col, rate_col=rate_col, samples=samples,
+                         threshold=threshold, quiet=quiet)
+    pp = loaded.per_prompt
+    n, k = pp["n"].to_numpy(), pp["k"].to_numpy()
+    corpus = Corpus(n, k)
+    alloc = None
+    if budget is not None or eps is not None:
+        alloc = allocate(corpus, pp["prompt"].to_list(), n, k, budget=budget, eps=eps, min_g=min_g, max_g=max_g)
+    result = run_plan(corpus, group_sizes or None, batch_prompts=batch_prompts,
+                      targets=Targets(max_silent, min_fidelity), allocation=alloc)
+    if alloc is not None and alloc_out is not None:
+        write_allocation(alloc, alloc_out)
+    emit_result(result, fmt, output)
+    raise typer.Exit(int(ExitCode.FAILED if result.target_failed else ExitCode.OK))
