@@ -79,10 +79,14 @@ def band_share(p: ArrayLike, mass: ArrayLike, band: Band) -> float:
     """Share of the total mass Σ mass_i that falls on prompts with p_i in ``band``; NaN if total is 0."""
     pa = as_prob(p)
     m = np.broadcast_to(np.asarray(mass, dtype=np.float64), pa.shape)
-    total = float(m.sum())
+    inside = band.contains(pa)
+    mass_in, mass_out = float(m[inside].sum()), float(m[~inside].sum())
+    total = mass_in + mass_out
     if total <= 0:
         return float("nan")
-    return float(m[band.contains(pa)].sum() / total)
+    # in / (in + out), not in / m.sum(): the two sums round differently, which gave
+    # shares like 1.0000000000000002 when the band held all the mass
+    return mass_in / total
 
 
 def bin_shares(p: ArrayLike, mass: ArrayLike, bins: int = 10) -> NDArray[np.float64]:
