@@ -1,0 +1,78 @@
+"""``sigmaudit trend``: observed and forecast silent groups per training step.
+
+JSON contract (``--format json``), besides ``schema_version``:
+
+- ``steps``: one object per step (or bucket of ``every`` steps), in step order, with ``step`` (first
+  logged step of the bucket), ``step_last``, ``groups``, ``pass_rate`` (mean k/n over groups),
+  ``observed_silent`` = ``observed_all_wrong`` + ``observed_all_correct`` (shares of groups with
+  k = 0 / k = n), ``forecast_silent`` = ``forecast_all_wrong`` + ``forecast_all_correct`` (mean
+  estimate at each group's logged size), ``forecast`` ``{"G": rate or null}`` for each ``-G``.
+- ``G_logged``: the logged group size (null when sizes differ; ``G_logged_sizes`` lists them).
+- ``every``, ``estimator`` (bayes, plugin or unbiased), ``G`` (the extra sizes), ``dropped_groups``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ..cli import app
+from .inputs import (
+    GroupColOpt,
+    KColOpt,
+    NColOpt,
+    PathsArg,
+    PromptColOpt,
+    QuietOpt,
+    RateColOpt,
+    RewardColOpt,
+    SamplesOpt,
+    StepColOpt,
+    ThresholdOpt,
+)
+from .options import FormatOpt, OutputOpt, emit_result
+
+
+@app.command()
+def trend(
+    paths: PathsArg,
+    G: Annotated[list[int] | None, typer.Option("-G", "--group-size", min=1, show_default=False,
+                                                help="Also forecast the silent rate at this G (repeatable).")] = None,
+    every: Annotated[int, typer.Option("--every", min=1, help="One row per bucket of this many steps.")] = 1,
+    estimator: Annotated[str, typer.Option("--estimator", help="Forecast estimator: bayes (prior fitted to the run), "
+                                                               "plugin, or unbiased (G ≤ n).")] = "bayes",
+    step_col: StepColOpt = None,
+    prompt_col: PromptColOpt = None,
+    reward_col: RewardColOpt = None,
+    group_col: GroupColOpt = None,
+    n_col: NColOpt = None,
+    k_col: KColOpt = None,
+    rate_col: RateColOpt = None,
+    samples: SamplesOpt = None,
+    threshold: ThresholdOpt = None,
+    quiet: QuietOpt = False,
+    fmt: FormatOpt = None,
+    output: OutputOpt = None,
+) -> None:
+    """Silent groups per training step: observed (all-wrong / all-correct) against the forecast.
+
+    Needs a training-step column (detected, or named with --step-col). The forecast is the mean over
+    the step's groups of the estimated p^G + (1 − p)^G at the logged group size, and at each -G.
+
+    Example: sigmaudit trend rollouts.parquet -G 16 --every 5
+    """
+    from ..errors import ConfigError, SchemaError
+    from ..trend import trend as run_trend
+    from .inputs import load_inputs
+
+    if estimator not in ("bayes", "plugin", "unbiased"):
+        raise ConfigError(f"unknown estimator {estimator!r}", location="--estimator",
+                          remedy="choose bayes, plugin or unbiased")
+    loaded = load_inputs(paths, prompt_col=prompt_col, reward_col=reward_col, step_col=step_col,
+                         group_col=group_col, n_col=n_col, k_col=k_col, rate_col=rate_col, samples=samples,
+                         threshold=threshold, quiet=quiet)
+    if loaded.per_group is None or not loaded.has_steps:
+        raise SchemaError("the logs have no training-step information", remedy="name the step column with --step-col")
+    emit_result(run_trend(loaded.per_group, G=G or (), every=every, estimator=estimator), fmt,  # type: ignore[arg-type]
+                output)

@@ -1,0 +1,277 @@
+"""``sigmaudit trend``: silent groups per training step, observed and forecast.
+
+For logs with a training-step column, one row per step (or per bucket of
+``every`` steps): the logged groups, their mean pass rate, the observed silent
+fraction split into all-wrong (k = 0) and all-correct (k = n), and the
+closed-form forecast of the silent fraction implied by the step's pass rates,
+at the logged group size and at other G.
+
+The forecast is a mean over the step's groups of a per-group estimate of
+p^G + (1 − p)^G (THEORY.md, "Estimating from finite logs"); ``estimator``:
+
+- ``bayes`` (default): a grid prior over p fitted by EM to every logged group
+  of the run (one fit), and each group's posterior mean E[p^G + (1 − p)^G | k, n].
+  Any G. At the fitted prior the run-wide mean of this forecast reproduces the
+  modelled silent fraction, so per step it shows what the pass rates imply
+  without the plug-in's upward bias.
+- ``plugin``: silent(k/n, G). Biased upward for small n (p̂ = 1/8 already
+  implies (7/8)^8 = 0.34 silent at G = 8), so it sits above the observed rate.
+- ``unbiased``: [C(k, G) + C(n − k, G)] / C(n, G), defined for G ≤ n. For the
+  logged group itself (G = n) it *equals* the observed silent indicator, so
+  ``forecast_silent`` then repeats ``observed_silent``; useful at G < n.
+
+Everything is computed once per distinct (n, k) pair; a step only weights
+them by how many of its groups have that pair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+from numpy.typing import NDArray
+
+from .core.estimators import ESTIMATORS, Estimator
+from .errors import SchemaError
+from .render import Section, Table, View
+
+
+@dataclass(frozen=True)
+class TrendRow:
+    """One step (or bucket of steps)."""
+
+    step: int
+    """First logged step of the bucket (the step itself when ``every`` = 1)."""
+    step_last: int
+    """Last logged step of the bucket."""
+    groups: int
+    """Logged groups."""
+    pass_rate: float
+    """Mean over the groups of k/n."""
+    observed_silent: float
+    """Share of the groups with k ∈ {0, n}."""
+    observed_all_wrong: float
+    """Share with k = 0."""
+    observed_all_correct: float
+    """Share with k = n."""
+    forecast_silent: float | None
+    """Mean over the groups of the estimated silent chance at the group's own logged size n."""
+    forecast_all_wrong: float | None
+    """All-wrong part of ``forecast_silent``."""
+    forecast_all_correct: float | None
+    """All-correct part of ``forecast_silent``."""
+    forecast: dict[int, float | None]
+    """Estimated silent rate at each requested G (None where the estimator is undefined)."""
+
+
+@dataclass(frozen=True)
+class TrendResult:
+    """Silent groups over training."""
+
+    rows: tuple[TrendRow, ...]
+    """One per step or bucket, in step order."""
+    G_logged: int | None
+    """The logged group size n when every group has the same one, else None (see ``G_logged_sizes``)."""
+    G_logged_sizes: tuple[int, ...]
+    """Distinct logged group sizes."""
+    every: int
+    """Steps per bucket."""
+    estimator: Estimator
+    """Estimator behind the forecasts."""
+    G: tuple[int, ...]
+    """Other group sizes forecast."""
+    dropped_groups: int = 0
+    """Groups without a step value (left out)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON contract: ``steps`` (one object per row), ``G_logged``, ``every``, ``estimator``, ..."""
+        return {
+            "steps": [
+                {
+                    "step": r.step,
+                    "step_last": r.step_last,
+                    "groups": r.groups,
+                    "pass_rate": r.pass_rate,
+                    "observed_silent": r.observed_silent,
+                    "observed_all_wrong": r.observed_all_wrong,
+                    "observed_all_correct": r.observed_all_correct,
+                    "forecast_silent": r.forecast_silent,
+                    "forecast_all_wrong": r.forecast_all_wrong,
+                    "forecast_all_correct": r.forecast_all_correct,
+                    "forecast": {str(g): v for g, v in r.forecast.items()},
+                }
+                for r in self.rows
+            ],
+            "G_logged": self.G_logged,
+            "G_logged_sizes": list(self.G_logged_sizes),
+            "every": self.every,
+            "estimator": self.estimator,
+            "G": list(self.G),
+            "dropped_groups": self.dropped_groups,
+        }
+
+    def view(self) -> View:
+        """Per-step table and sparklines of the observed silent fraction, its branches and the forecast."""
+        from .sparkline import sparkline
+
+        logged = f"G = {self.G_logged}" if self.G_logged else "logged sizes " + ", ".join(map(str, self.G_logged_sizes))
+        cols = ["step"] + (["to"] if self.every > 1 else []) + [
+            "groups", "pass rate", "silent", "all wrong", "all correct", "forecast"]
+        cols += [f"forecast G={g}" for g in self.G]
+        rows = tuple(
+            (r.step, *((r.step_last,) if self.every > 1 else ()), r.groups, r.pass_rate, r.observed_silent,
+             r.observed_all_wrong, r.observed_all_correct, r.forecast_silent, *(r.forecast[g] for g in self.G))
+            for r in self.rows
+        )
+        note = (f"observed shares of the logged groups ({logged}); forecast = mean over the step's groups of the "
+                f"{self.estimator} estimate of p^G + (1 − p)^G at the logged size")
+        table = Table("per step" if self.every == 1 else f"per {self.every} steps", tuple(cols), rows, note=note)
+        width = 60
+        series = [
+            ("observed silent", [r.observed_silent for r in self.rows]),
+            ("  all correct", [r.observed_all_correct for r in self.rows]),
+            ("  all wrong", [r.observed_all_wrong for r in self.rows]),
+            ("forecast silent", [r.forecast_silent for r in self.rows]),
+            ("pass rate", [r.pass_rate for r in self.rows]),
+        ]
+        series += [(f"forecast G={g}", [r.forecast[g] for r in self.rows]) for g in self.G]
+        name_w = max(len(n) for n, _ in series)
+        lines = [f"{name:{name_w}}  {sparkline(vals, lo=0.0, hi=1.0, width=width)}  "
+                 f"{_fmt(vals[0])} → {_fmt(vals[-1])}" for name, vals in series]
+        lines.append(f"{'':{name_w}}  scale 0–1, step {self.rows[0].step} → {self.rows[-1].step_last}")
+        extra = (f"{self.dropped_groups} groups without a step value left out",) if self.dropped_groups else ()
+        return View("sigmaudit trend", (
+            Section("silent groups over training", lines=extra, tables=(table,)),
+            Section("trend", lines=tuple(lines)),
+        ))
+
+
+def _fmt(v: float | None) -> str:
+    return "—" if v is None else f"{v:.3f}"
+
+
+def _pair_estimates(
+    n: NDArray[np.int64], k: NDArray[np.int64], G: int | None, estimator: Estimator, prior: Any
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(all-correct, all-wrong) estimates per distinct pair at G (``None``: each pair's own n)."""
+    from .core.estimators import silent_estimate
+
+    if G is not None:
+        s = silent_estimate(n, k, G, estimator, prior)
+        return np.asarray(s.all_correct, dtype=np.float64), np.asarray(s.all_wrong, dtype=np.float64)
+    ac = np.empty(n.size)
+    aw = np.empty(n.size)
+    for size in np.unique(n):
+        m = n == size
+        s = silent_estimate(n[m], k[m], int(size), estimator, prior)
+        ac[m], aw[m] = s.all_correct, s.all_wrong
+    return ac, aw
+
+
+def trend(
+    per_group: pl.DataFrame,
+    *,
+    G: Sequence[int] = (),
+    every: int = 1,
+    estimator: Estimator = "bayes",
+) -> TrendResult:
+    """Per-step silent groups of a log reduced to groups (columns ``step``, ``n``, ``k``).
+
+    Raises SchemaError when no group has a step value (remedy: ``--step-col``)
+    and ValueError for bad ``G``, ``every`` or ``estimator``.
+    """
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"estimator must be one of {', '.join(ESTIMATORS)}, got {estimator!r}")
+    if int(every) != every or every < 1:
+        raise ValueError(f"every must be a whole number >= 1, got {every!r}")
+    Gs = tuple(dict.fromkeys(int(g) for g in G))
+    if any(g < 1 for g in Gs):
+        raise ValueError(f"G must be a whole number >= 1, got {min(Gs)}")
+    no_steps = SchemaError("the logs have no training-step information", remedy="name the step column with --step-col")
+    if "step" not in per_group.columns:
+        raise no_steps
+    df = per_group.select(pl.col("step").cast(pl.Int64), pl.col("n").cast(pl.Int64), pl.col("k").cast(pl.Int64))
+    dropped = int(df["step"].null_count())
+    df = df.filter(pl.col("step").is_not_null() & (pl.col("n") > 0))
+    if df.height == 0:
+        raise no_steps
+    first = int(df["step"].min())  # type: ignore[arg-type]
+    df = df.with_columns(((pl.col("step") - first) // every).alias("bucket"))
+    buckets = (df.group_by("bucket").agg(pl.col("step").min().alias("first"), pl.col("step").max().alias("last"))
+               .sort("bucket"))
+    bucket_ids = buckets["bucket"].to_numpy()
+    cells = df.group_by(["bucket", "n", "k"]).agg(pl.len().alias("count")).sort(["bucket", "n", "k"])
+    pairs = cells.group_by(["n", "k"]).agg(pl.col("count").sum()).sort(["n", "k"])
+    n_u, k_u, w_u = (pairs[c].to_numpy() for c in ("n", "k", "count"))
+    prior = None
+    if estimator == "bayes":
+        from .core.prior import fit_grid_prior
+
+        prior = fit_grid_prior(n_u, k_u, w_u.astype(np.float64))
+    # index of each cell's pair and bucket
+    pair_index = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(n_u, k_u, strict=True))}
+    cn, ck, cc = (cells[c].to_numpy() for c in ("n", "k", "count"))
+    ci = np.array([pair_index[(int(a), int(b))] for a, b in zip(cn, ck, strict=True)], dtype=np.int64)
+    cb = np.searchsorted(bucket_ids, cells["bucket"].to_numpy())
+    nb = bucket_ids.size
+    cc = cc.astype(np.float64)
+    groups = np.bincount(cb, weights=cc, minlength=nb)
+
+    def mean(values: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.bincount(cb, weights=cc * values[ci], minlength=nb) / groups
+
+    p_hat = k_u / n_u
+    pass_rate = mean(p_hat)
+    obs_aw = mean((k_u == 0).astype(np.float64))
+    obs_ac = mean((k_u == n_u).astype(np.float64))
+    f_ac, f_aw = (mean(x) for x in _pair_estimates(n_u, k_u, None, estimator, prior))
+    at_G = {}
+    for g in Gs:
+        ac, aw = _pair_estimates(n_u, k_u, g, estimator, prior)
+        at_G[g] = mean(ac + aw)
+
+    def opt(x: float) -> float | None:
+        return None if np.isnan(x) else float(x)
+
+    rows = tuple(
+        TrendRow(
+            step=int(buckets["first"][b]),
+            step_last=int(buckets["last"][b]),
+            groups=int(groups[b]),
+            pass_rate=float(pass_rate[b]),
+            observed_silent=float(obs_aw[b] + obs_ac[b]),
+            observed_all_wrong=float(obs_aw[b]),
+            observed_all_correct=float(obs_ac[b]),
+            forecast_silent=opt(f_ac[b] + f_aw[b]),
+            forecast_all_wrong=opt(f_aw[b]),
+            forecast_all_correct=opt(f_ac[b]),
+            forecast={g: opt(at_G[g][b]) for g in Gs},
+        )
+        for b in range(nb)
+    )
+    sizes = tuple(int(s) for s in np.unique(n_u))
+    return TrendResult(rows, sizes[0] if len(sizes) == 1 else None, sizes, int(every), estimator, Gs, dropped)
+
+
+def read_step_series(path: str | Path, value_col: str, step_col: str = "step") -> pl.DataFrame:
+    """A per-step series (``step``, ``value``) from a csv whose leading ``#``/``"#`` lines are comments.
+
+    For already-aggregated curves such as a paper's all-correct fraction per
+    training step (``dapo_fig3b_allcorrect.csv``). Values must lie in [0, 1].
+    """
+    from .loaders.readers import csv_skip_rows
+
+    p = Path(path)
+    df = pl.read_csv(p, skip_rows=csv_skip_rows(p))
+    for col in (step_col, value_col):
+        if col not in df.columns:
+            raise SchemaError(f"no column {col!r} (columns: {', '.join(df.columns)})", location=str(p))
+    out = df.select(pl.col(step_col).cast(pl.Int64).alias("step"), pl.col(value_col).cast(pl.Float64).alias("value"))
+    bad = out.filter(~pl.col("value").is_between(0.0, 1.0))
+    if bad.height:
+        raise SchemaError(f"{value_col} outside [0, 1]: {bad['value'][0]!r}", location=str(p))
+    return out.sort("step")
