@@ -67,6 +67,17 @@ def load_counts(paths: Sequence[str | Path], opts: LoadOptions | None = None,
     return _assemble(files, plans, partials, duplicates)
 
 
+def _may_overlap(partials: list[pl.DataFrame], plans: list[Plan]) -> bool:
+    """Could one group be split over several files? Not if each file holds its own steps
+    (per-step shards) or each row is its own group (grouped layouts)."""
+    if len(partials) < 2 or all(p.list_rewards for p in plans):
+        return False
+    steps = [set(p["step"].unique().to_list()) for p in partials]
+    if any(None in s for s in steps):
+        return True
+    return sum(len(s) for s in steps) != len(set().union(*steps))
+
+
 def _assemble(files: list[Path], plans: list[Plan], partials: list[pl.DataFrame],
               duplicates: int) -> LoadedCounts:
     allp = pl.concat(partials, how="vertical") if partials else pl.DataFrame(schema=PARTIAL_SCHEMA)
@@ -78,10 +89,11 @@ def _assemble(files: list[Path], plans: list[Plan], partials: list[pl.DataFrame]
     grouped = all(p.has_groups for p in plans)
     per_group = None
     if grouped:
-        per_group = (allp.group_by(["step", "gid", "prompt"]).agg(pl.col("n").sum(),
-                                                                  pl.col("k").sum())
-                     .filter(pl.col("n") > 0).sort(["step", "prompt", "gid"], nulls_last=True)
-                     .select("step", "prompt", "n", "k"))
+        if _may_overlap(partials, plans):
+            allp = (allp.group_by(["step", "gid", "prompt"])
+                    .agg(pl.col("n").sum(), pl.col("k").sum())
+                    .sort(["step", "prompt", "gid"], nulls_last=True))
+        per_group = allp.filter(pl.col("n") > 0).select("step", "prompt", "n", "k")
         base = per_group
     else:
         base = allp

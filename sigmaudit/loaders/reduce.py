@@ -44,6 +44,8 @@ def _finish(src: Source, plan: Plan, df: pl.DataFrame, gid: pl.Expr) -> pl.DataF
     prompt = pl.concat_str([pl.col(c).cast(pl.Utf8) for c in plan.prompt], separator=" | ",
                            ignore_nulls=True)
     step = pl.col(plan.step) if plan.step else pl.lit(None)
+    order = [c for c in (plan.step, *plan.prompt, plan.group, "__row") if c and c in df.columns]
+    df = df.sort(list(dict.fromkeys(order)), nulls_last=True)  # raw keys: cheap to sort
     try:
         out = df.select(
             step.cast(pl.Int64).alias("step"), gid.cast(pl.Utf8).alias("gid"),
