@@ -69,7 +69,8 @@ def _comb_ratio(m: NDArray[np.int64], n: NDArray[np.int64], g: int) -> NDArray[n
     mf, nf = m.astype(np.float64), n.astype(np.float64)
     safe_m = np.where(ok, mf, float(g))
     log_r = gammaln(safe_m + 1) - gammaln(safe_m - g + 1) - gammaln(nf + 1) + gammaln(nf - g + 1)
-    return np.where(ok, np.exp(np.minimum(log_r, 0.0)), 0.0)
+    # m == n (a unanimous log) is exactly 1; log-gamma rounding would give 1 − 2e-15
+    return np.where(ok, np.where(m == n, 1.0, np.exp(np.minimum(log_r, 0.0))), 0.0)
 
 
 def silent_unbiased(n: ArrayLike, k: ArrayLike, G: ArrayLike) -> SilentEstimate:
