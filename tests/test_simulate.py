@@ -1,0 +1,190 @@
+"""The controlled training run (sigmaudit.simulate): gains against brute force, closed forms, the run itself."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from sigmaudit.core.advantages import (
+    drgrpo_advantages,
+    grpo_advantages,
+    policy_update,
+    rloo_advantages,
+    sign_advantages,
+)
+from sigmaudit.core.fidelity import expected_sigma
+from sigmaudit.render import Format, render
+from sigmaudit.simulate import (
+    SIM_RULES,
+    SeriesReport,
+    corpus_initial_p,
+    expected_gain,
+    expected_sigma_fast,
+    gain_table,
+    parse_rules,
+    r_squared,
+    sign_gain,
+    simulate,
+)
+from sigmaudit.sparkline import sparkline
+
+ADVANTAGES = {"grpo": grpo_advantages, "drgrpo": drgrpo_advantages, "rloo": rloo_advantages,
+              "sign": sign_advantages}
+
+
+def brute_force_update(k: int, G: int, p: float, rule: str) -> float:
+    """(1/G) Σ A_i (r_i − p): the per-sample update with the Bernoulli-logit score d log π/dθ = r − p."""
+    r = np.array([1.0] * k + [0.0] * (G - k))
+    scores = (r - p)[:, None]
+    return float(policy_update(ADVANTAGES[rule](r), scores)[0])
+
+
+@pytest.mark.parametrize("rule", ["grpo", "drgrpo", "rloo", "sign"])
+@pytest.mark.parametrize("G", [1, 2, 5, 8, 16])
+@pytest.mark.parametrize("p", [0.03, 0.5, 0.81])
+def test_gain_equals_per_sample_update(rule: str, G: int, p: float) -> None:
+    """THEORY identity: with s̄₊ = 1 − p and s̄₋ = −p (Δs = 1) the update is σ, σ², σ²G/(G−1); sign p + (k/G)(1−2p)."""
+    ks = np.arange(G + 1)
+    fast = sign_gain(ks, G, p) if rule == "sign" else gain_table(G, rule)  # type: ignore[arg-type]
+    for k in ks:
+        assert fast[k] == pytest.approx(brute_force_update(int(k), G, p, rule), abs=1e-12)
+
+
+def test_grpo_gain_is_sigma_and_dapo_drops_only_silent_groups() -> None:
+    G = 8
+    sigma = np.sqrt(np.arange(G + 1) * (G - np.arange(G + 1))) / G
+    np.testing.assert_allclose(gain_table(G, "grpo"), sigma)
+    np.testing.assert_allclose(gain_table(G, "dapo"), sigma)  # σ = 0 on the silent groups anyway
+
+
+def test_sign_rule_moves_unanimous_groups() -> None:
+    assert sign_gain(8, 8, 0.9) == pytest.approx(0.1)  # all correct: 1 − p
+    assert sign_gain(0, 8, 0.2) == pytest.approx(0.2)  # all wrong: p
+    assert gain_table(8, "grpo")[8] == 0.0 and gain_table(8, "grpo")[0] == 0.0
+
+
+@pytest.mark.parametrize("G", [1, 3, 8, 32, 80])
+def test_expected_sigma_fast_matches_core(G: int) -> None:
+    p = np.array([0.0, 1e-6, 0.01, 0.2, 0.5, 0.77, 0.999, 1.0])
+    np.testing.assert_allclose(expected_sigma_fast(p, G), expected_sigma(p, G), rtol=1e-10, atol=1e-15)
+
+
+def _binom_mean(f, G: int, p: float) -> float:
+    return sum(math.comb(G, k) * p**k * (1 - p) ** (G - k) * f(k) for k in range(G + 1))
+
+
+@pytest.mark.parametrize("p", [0.04, 0.3, 0.5, 0.95])
+def test_expected_gain_against_exact_sums(p: float) -> None:
+    G, m = 8, 4
+    es = _binom_mean(lambda k: math.sqrt(k * (G - k)) / G, G, p)
+    s = p**G + (1 - p) ** G
+    assert expected_gain(p, G, "grpo") == pytest.approx(es, rel=1e-12)
+    assert expected_gain(p, G, "drgrpo") == pytest.approx(_binom_mean(lambda k: k * (G - k) / G**2, G, p))
+    assert expected_gain(p, G, "rloo") == pytest.approx(_binom_mean(lambda k: k * (G - k) / (G * (G - 1)), G, p))
+    assert expected_gain(p, G, "sign") == pytest.approx(_binom_mean(lambda k: float(sign_gain(k, G, p)), G, p))
+    assert expected_gain(p, G, "sign") == pytest.approx(2 * p * (1 - p))
+    assert expected_gain(p, G, "dapo", m) == pytest.approx(es * sum(s**j for j in range(m)), rel=1e-12)
+
+
+def test_r_squared() -> None:
+    assert r_squared([1, 2, 3], [1, 2, 3]) == 1.0
+    assert r_squared([1, 2, 3], [2, 2, 2]) == 0.0
+    assert math.isnan(r_squared([1, 1], [1, 2]))
+
+
+def test_parse_rules() -> None:
+    assert parse_rules("GRPO, dapo,grpo") == ("grpo", "dapo")
+    assert set(SIM_RULES) == {"grpo", "drgrpo", "dapo", "rloo", "sign"}
+    with pytest.raises(ValueError, match="foo"):
+        parse_rules("grpo,foo")
+
+
+def test_corpus_initial_p_excludes_unanimous_and_clips() -> None:
+    p, usable, excluded, resampled = corpus_initial_p([10, 10, 10, 100, 10], [0, 10, 5, 1, 9], None, 0)
+    assert (usable, excluded, resampled) == (3, 2, False)
+    np.testing.assert_allclose(p, [0.5, 0.02, 0.9])
+    p, *_ , resampled = corpus_initial_p([10, 10], [5, 9], 50, 0)
+    assert p.size == 50 and resampled and set(np.round(p, 6)) <= {0.5, 0.9}
+    with pytest.raises(ValueError, match="strictly between"):
+        corpus_initial_p([4, 4], [0, 4], None, 0)
+
+
+def test_simulate_is_deterministic_and_seed_dependent() -> None:
+    kw = {"prompts": 300, "steps": 12, "rules": "grpo,drgrpo,dapo,rloo,sign"}
+    a = json.dumps(simulate(seed=7, **kw).to_dict())
+    b = json.dumps(simulate(seed=7, **kw).to_dict())
+    c = json.dumps(simulate(seed=8, **kw).to_dict())
+    assert a == b
+    assert a != c
+
+
+def test_each_rule_has_its_own_stream() -> None:
+    alone = simulate(prompts=200, steps=8, seed=3, rules="dapo").run("dapo")
+    together = simulate(prompts=200, steps=8, seed=3, rules="grpo,drgrpo,dapo").run("dapo")
+    assert alone == together
+
+
+def test_series_shapes_and_bounds() -> None:
+    res = simulate(prompts=200, steps=9, seed=1, rules="grpo,sign")
+    d = res.to_dict()
+    assert d["rules"] == ["grpo", "sign"]
+    for rule in d["rules"]:
+        s = d["series"][rule]
+        assert set(s) == {"silent_measured", "silent_forecast", "hard_quartile", "mean_p", "extreme_share",
+                          "extreme_share_forecast"}
+        for values in s.values():
+            assert len(values) == 9
+            assert all(v is None or 0.0 <= v <= 1.0 for v in values)
+        assert d["samples"][rule] == 200 * 9 * 8
+    assert d["dapo_oversampling"] is None
+    assert res.hard_quartile_size == 50
+
+
+@pytest.fixture(scope="module")
+def small_run():
+    return simulate(prompts=1500, steps=60, seed=11)
+
+
+def test_qualitative_claims_at_small_size(small_run) -> None:
+    """The expected behaviour of issue #5, checked rather than tuned."""
+    d = small_run.to_dict()
+    assert d["r2_silent"] >= 0.99
+    hq = d["hard_quartile_final"]
+    assert hq["grpo"] > hq["drgrpo"] + 0.1  # GRPO lifts the hardest quarter clearly more
+    assert hq["dapo"] >= hq["grpo"]  # DAPO fastest ...
+    assert d["dapo_oversampling"] > 1.5  # ... at a cost
+    assert d["samples"]["dapo"] > 1.5 * d["samples"]["grpo"]
+    assert d["hard_quartile_initial"] < min(hq.values())
+    for rule in d["rules"]:  # the realised extreme share follows the closed form
+        s = d["summary"][rule]
+        assert s["extreme_share_mean"] == pytest.approx(s["extreme_share_forecast_mean"], abs=0.02)
+
+
+def test_every_format_renders(small_run) -> None:
+    for fmt in Format:
+        text = render(small_run, fmt)
+        assert text.endswith("\n")
+    csv_text = render(SeriesReport(small_run), Format.csv)
+    lines = csv_text.splitlines()
+    assert lines[0] == "step,rule,silent_measured,silent_forecast,hard_quartile,mean_p,extreme_share," \
+                       "extreme_share_forecast"
+    assert len(lines) == 1 + 60 * 3
+
+
+def test_bad_arguments() -> None:
+    for kw in ({"prompts": 0}, {"G": 0}, {"steps": 0}, {"lr": 0.0}, {"dapo_max_tries": 0}, {"rules": "foo"}):
+        with pytest.raises(ValueError):
+            simulate(**kw)  # type: ignore[arg-type]
+
+
+def test_sparkline() -> None:
+    assert sparkline([0.0, 0.5, 1.0], lo=0.0, hi=1.0) == "▁▅█"
+    assert sparkline([2.0, 2.0]) == "▁▁"
+    assert sparkline([None, float("nan"), 1.0, 3.0]) == "  ▁█"
+    assert sparkline([5.0], lo=0.0, hi=1.0) == "█"
+    assert sparkline(list(range(100)), width=10) == "▁▂▃▃▄▅▆▆▇█"  # levels round(7·i·11/99)
+    assert len(sparkline(list(range(100)), width=1)) == 1
+    assert sparkline([]) == ""
