@@ -157,7 +157,16 @@ def test_help_lists_the_options(capsys):
         assert opt in out
 
 
-def test_golden_markdown(capsys, log):
+def test_golden_markdown(capsys, log, monkeypatch):
+    """The rendered report of a fixed corpus. The prior is pinned (uniform on 11 points) so that the golden
+    file tracks the layout and the closed forms, not the EM fit (tested in test_scan_properties.py)."""
+    import numpy as np
+
+    from sigmaudit.core.prior import GridPrior
+    from sigmaudit.corpus import Corpus
+
+    pinned = GridPrior(grid=np.linspace(0.0, 1.0, 11), weights=np.full(11, 1 / 11), iterations=0, log_likelihood=0.0)
+    monkeypatch.setattr(Corpus, "prior", property(lambda self: pinned))
     code, out, _ = run(capsys, "scan", str(log), "-f", "markdown", "-q")
     assert code == 0
     if os.environ.get("SIGMAUDIT_REGEN_GOLDEN") == "1":
