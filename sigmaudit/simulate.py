@@ -361,11 +361,11 @@ class SimulateResult:
         table = Table(
             "per rule",
             ("rule", "R²", "silent end", "hard ¼ end", "mean p end", "extreme", "expected", "samples",
-             "drawn/used"),
+             "oversample"),
             rows,
             note="R²: forecast mean silent(p, G) vs measured silent fraction over steps. extreme: "
                  "share of the update on p < 0.1 or p > 0.9, mean over steps (realised vs expected gain). "
-                 "drawn/used: groups drawn per group entering an update.",
+                 "oversample: groups drawn per group entering an update.",
             digits=3,
         )
         width = 40
