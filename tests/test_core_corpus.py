@@ -1,0 +1,105 @@
+"""Corpus: distinct (n, k) pairs and corpus-level silent rates (sigmaudit.corpus)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sigmaudit.core.estimators import silent_plugin, silent_unbiased
+from sigmaudit.core.silent import silent_rate
+from sigmaudit.corpus import Corpus, CorpusSilent
+
+
+def simulate(seed: int, n_prompts: int, w0: float, w1: float, a: float, b: float, n: int = 8):
+    """True p (never-solved w0, always-solved w1, Beta(a, b) otherwise) and k ~ Binom(n, p)."""
+    rng = np.random.default_rng(seed)
+    kind = rng.choice(3, size=n_prompts, p=[w0, w1, 1 - w0 - w1])
+    p = np.where(kind == 0, 0.0, np.where(kind == 1, 1.0, rng.beta(a, b, n_prompts)))
+    return p, rng.binomial(n, p)
+
+
+N = np.array([8, 8, 8, 4, 8, 4, 16])
+K = np.array([0, 3, 0, 4, 8, 4, 5])
+
+
+def test_corpus_collapses_to_distinct_pairs() -> None:
+    c = Corpus(N, K)
+    assert c.n_prompts == 7
+    assert c.n.size == 5  # (8,0) ×2, (4,4) ×2, and three singletons
+    assert c.weight.sum() == 7
+    assert c.min_samples == 4
+    np.testing.assert_allclose(c.p_hat, c.k / c.n)
+    # a weighted mean over pairs is the plain mean over prompts
+    assert c.mean(c.p_hat) == pytest.approx(float(np.mean(K / N)), rel=1e-14)
+
+
+def test_empty_corpus_is_rejected() -> None:
+    with pytest.raises(ValueError, match="zero prompts|at least one prompt"):
+        Corpus(np.array([], dtype=int), np.array([], dtype=int))
+
+
+def test_default_estimator_switches_at_min_samples() -> None:
+    c = Corpus(N, K)
+    assert c.default_estimator(4) == "unbiased"
+    assert c.default_estimator(5) == "bayes"
+    assert c.silent(4).estimator == "unbiased"
+    assert c.silent(5).estimator == "bayes"
+
+
+def test_corpus_rates_are_means_over_prompts() -> None:
+    c = Corpus(N, K)
+    for G in (1, 2, 4):
+        out = c.silent(G, "unbiased")
+        assert isinstance(out, CorpusSilent) and out.G == G
+        assert out.silent_rate == pytest.approx(float(np.mean(silent_unbiased(N, K, G).silent)), rel=1e-12)
+        assert out.silent_rate == pytest.approx(out.all_wrong_rate + out.all_correct_rate, rel=1e-12)
+    plug = c.silent(16, "plugin")
+    assert plug.silent_rate == pytest.approx(float(np.mean(silent_plugin(N, K, 16).silent)), rel=1e-12)
+    # Jensen: the mean of the per-prompt rates exceeds the rate at the mean p̂
+    assert plug.silent_rate > silent_rate(float(np.mean(K / N)), 16)
+
+
+def test_unbiased_is_undefined_beyond_min_samples() -> None:
+    out = Corpus(N, K).silent(8, "unbiased")
+    assert out.silent_rate is None and out.all_wrong_rate is None and out.all_correct_rate is None
+    assert out.estimator == "unbiased"
+
+
+def test_prior_is_fitted_once() -> None:
+    c = Corpus(N, K)
+    assert c.prior is c.prior
+    assert c.prior.weights.sum() == pytest.approx(1.0, rel=1e-12)
+
+
+# Model-based corpus silent rate at G = 2n against the truth. Measured over 50 seeds per
+# mixture (five mixtures, 3000 prompts, n = 8, G = 16) the error est − true had mean −0.003
+# and SD 0.0085; |error| > 0.01 in 26% of seeds (max 0.028). With 20,000 prompts: SD 0.0037,
+# 5% above 0.01. The −0.003 bias comes from EM's early stop (tol 1e-7 per prompt); the spread
+# from E[p^16] not being identified by 8 samples per prompt. The two mixtures and seeds 0, 1
+# below were fixed before looking at their results; the 0.01 tolerance is the requirement.
+MIXTURES = {
+    "20% never, 10% always, Beta(0.5, 0.5)": (0.2, 0.1, 0.5, 0.5),
+    "30% never, 20% always, Beta(2, 5)": (0.3, 0.2, 2.0, 5.0),
+}
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("mixture", list(MIXTURES))
+def test_model_based_silent_rate_at_twice_the_logged_n(mixture: str, seed: int) -> None:
+    w0, w1, a, b = MIXTURES[mixture]
+    n, n_prompts = 8, 3000
+    p, k = simulate(seed, n_prompts, w0, w1, a, b, n)
+    c = Corpus(np.full(n_prompts, n), k)
+    out = c.silent(2 * n)
+    assert out.estimator == "bayes"
+    truth = float(np.mean(silent_rate(p, 2 * n)))
+    assert abs(out.silent_rate - truth) <= 0.01, (out.silent_rate, truth)
+    assert out.silent_rate == pytest.approx(out.all_wrong_rate + out.all_correct_rate, rel=1e-12)
+
+
+@pytest.mark.xfail(strict=True, reason="known limit: 3000 prompts, U-shaped Beta(0.3, 0.3), seed 1: "
+                   "model-based 0.4449 vs true 0.4272 (error +0.0177 > 0.01)")
+def test_model_based_silent_rate_known_miss() -> None:
+    p, k = simulate(1, 3000, 0.0, 0.0, 0.3, 0.3)
+    out = Corpus(np.full(3000, 8), k).silent(16)
+    assert abs(out.silent_rate - float(np.mean(silent_rate(p, 16)))) <= 0.01
