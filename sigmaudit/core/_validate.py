@@ -28,6 +28,10 @@ def as_group_size(G: ArrayLike, name: str = "G", minimum: int = 1) -> NDArray[np
     bad = ~np.isfinite(arr) | (arr != np.round(arr)) | (arr < minimum)
     if np.any(bad):
         raise ValueError(f"{name} must be a whole number >= {minimum}, got {_first_bad(arr, bad)!r}")
+    # int64 conversion of larger values wraps to negative numbers (1e20 -> -2**63)
+    huge = arr > 2.0**62
+    if np.any(huge):
+        raise ValueError(f"{name} must be at most 2**62, got {_first_bad(arr, huge)!r}")
     return arr.astype(np.int64)
 
 
