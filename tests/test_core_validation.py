@@ -149,3 +149,9 @@ def test_valid_edges_are_accepted() -> None:
     assert group_size.group_size_exact(0.5, 0.999) == 2
     assert group_size.group_size_closed_form(0.5, 1e-9) == 500_000_000
     assert silent.silent_rate(0.5, 8.0) == silent.silent_rate(0.5, 8)  # whole floats are fine
+
+
+@pytest.mark.parametrize(("name", "fn"), G_USERS, ids=[name for name, _ in G_USERS])
+def test_group_size_too_large_for_int64(name, fn) -> None:
+    # 1e20 used to wrap to -2**63 in the int64 conversion (silent_rate(0.5, 1e20) gave inf)
+    _check(lambda: fn(1e20), 1e20)
