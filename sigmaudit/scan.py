@@ -7,7 +7,7 @@ or per prompt; corpus rates are means over prompts (THEORY.md, "Silent groups").
 
 Default estimates follow one rule everywhere: the unbiased (hypergeometric)
 estimate where it exists for every prompt (n >= G), else the model-based one
-(a grid prior over p fitted to the corpus by EM). Each row says which.
+(posterior mean under a prior over p fitted to the whole corpus, :attr:`Corpus.prior`). Each row says which.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class SilentRow:
     unbiased: float | None
     """Hypergeometric estimate; None unless every prompt has n >= G."""
     bayes: float
-    """Model-based estimate: posterior mean under the corpus's grid prior (any G)."""
+    """Model-based estimate: posterior mean under the prior over p fitted to the corpus (any G)."""
     estimate: float
     """The default estimate: ``unbiased`` where it exists, else ``bayes`` (see ``estimator``)."""
     estimator: str

@@ -81,7 +81,7 @@ def _silent(r: ScanReport) -> Section:
                s.bayes) for s in r.silent),
         note=(
             f"Means over {r.prompts:,} prompts. estimate = unbiased (hypergeometric; needs n ≥ G for every prompt, "
-            f"min n = {min_n:,}) else model-based (grid prior over p fitted by EM); all-wrong/all-correct split "
+            f"min n = {min_n:,}) else model-based (prior over p fitted to the corpus); all-wrong/all-correct split "
             "the estimate. Plug-in p̂^G + (1−p̂)^G is biased when n is small. — = undefined."
         ),
     )

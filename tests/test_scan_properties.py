@@ -40,7 +40,7 @@ def counts(draw) -> tuple[list[int], list[int]]:
     return n, k
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(counts(), st.lists(st.integers(1, 80), min_size=1, max_size=4, unique=True), st.floats(0.005, 0.5))
 def test_random_counts_never_crash_and_rates_lie_in_unit_interval(nk, sizes, eps):
     n, k = nk
