@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .core.estimators import Estimator, silent_estimate
-from .core.prior import GridPrior, distinct_pairs, fit_grid_prior
+from .core.prior import GridPrior, distinct_pairs, fit_corpus_prior
 
 
 @dataclass(frozen=True)
@@ -67,8 +67,10 @@ class Corpus:
 
     @cached_property
     def prior(self) -> GridPrior:
-        """Grid prior over p fitted to the whole corpus by EM (model-based estimator)."""
-        return fit_grid_prior(self.n, self.k, self.weight)
+        """Prior over p fitted to the whole corpus (model-based estimator): Beta plus point
+        masses at 0 and 1 when it fits, else the nonparametric grid prior (see
+        :func:`sigmaudit.core.prior.fit_corpus_prior`)."""
+        return fit_corpus_prior(self.n, self.k, self.weight)
 
     def unbiased_available(self, G: int) -> bool:
         """The hypergeometric estimate exists for every prompt (n >= G everywhere)."""

