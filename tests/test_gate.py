@@ -1,0 +1,134 @@
+"""The check gate (sigmaudit.gate): the pure pass/fail function, metric values against references."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from math import comb
+
+import numpy as np
+import pytest
+from scipy.stats import binom
+
+from sigmaudit.corpus import Corpus
+from sigmaudit.gate import METRICS, Check, CheckResult, Threshold, check, evaluate, github_annotations, passes
+
+# ---------------------------------------------------------------- truth table of the gate
+
+TRUTH_TABLE = [
+    # value, kind, limit, passes
+    (0.30, "max", 0.30, True),  # equal holds
+    (0.29, "max", 0.30, True),
+    (0.31, "max", 0.30, False),
+    (0.0, "max", 0.0, True),
+    (1.0, "max", 1.0, True),
+    (1e-12, "max", 0.0, False),  # a hair above 0 is not 0
+    (0.90, "min", 0.90, True),
+    (0.91, "min", 0.90, True),
+    (0.89, "min", 0.90, False),
+    (1.0, "min", 1.0, True),
+    (None, "max", 1.0, False),  # undefined never passes
+    (None, "min", 0.0, False),
+    (float("nan"), "max", 1.0, False),
+    (float("nan"), "min", 0.0, False),
+]
+
+
+@pytest.mark.parametrize(("value", "kind", "limit", "expected"), TRUTH_TABLE)
+def test_passes_truth_table(value, kind, limit, expected):
+    assert passes(value, kind, limit) is expected
+
+
+def test_passes_rejects_unknown_kind():
+    with pytest.raises(ValueError, match="'between'"):
+        passes(0.5, "between", 0.5)  # type: ignore[arg-type]
+
+
+def test_evaluate_orders_by_metric_and_reports_each():
+    values = {"silent_rate": 0.5, "fidelity": 0.8, "never_solved_rate": 0.1}
+    checks = evaluate(values, [Threshold("never_solved_rate", 0.05), Threshold("fidelity", 0.7),
+                               Threshold("silent_rate", 0.5)])
+    assert [c.name for c in checks] == ["silent_rate", "fidelity", "never_solved_rate"]
+    assert [c.passed for c in checks] == [True, True, False]
+    assert [c.op for c in checks] == ["<=", ">=", "<="]
+    assert checks[2].sentence() == "never_solved_rate 0.1000 > limit 0.0500"
+    assert checks[1].sentence() == "fidelity 0.8000 >= limit 0.7000"
+
+
+def test_missing_value_fails():
+    (c,) = evaluate({"fidelity": None}, [Threshold("fidelity", 0.0)])
+    assert c.value is None and not c.passed
+    assert c.sentence() == "fidelity undefined < limit 0.0000"
+
+
+# ---------------------------------------------------------------- values on a hand-built corpus
+
+N = np.array([8, 8, 8, 8, 8, 8, 20])
+K = np.array([0, 2, 4, 8, 8, 5, 1])
+
+
+def _unbiased(n: int, k: int, g: int) -> tuple[Fraction, Fraction]:
+    return Fraction(comb(n - k, g), comb(n, g)), Fraction(comb(k, g), comb(n, g))
+
+
+def _reference_fidelity(corpus: Corpus, G: int) -> float:
+    """Posterior by scipy's binomial pmf; E[σ] by a direct sum over k."""
+    grid, w = corpus.prior.grid, corpus.prior.weights
+    ks = np.arange(G + 1)
+    sig = np.sqrt(ks * (G - ks)) / G
+    es = np.array([binom.pmf(ks, G, p) @ sig for p in grid])
+    sd = np.sqrt(grid * (1 - grid))
+    num = den = 0.0
+    for n, k, m in zip(corpus.n, corpus.k, corpus.weight, strict=True):
+        post = binom.pmf(k, n, grid) * w
+        post /= post.sum()
+        num += m * post @ es
+        den += m * post @ sd
+    return num / den
+
+
+def test_metric_values_match_references():
+    corpus = Corpus(N, K)
+    thresholds = [Threshold(name, 0.5) for name in METRICS]
+    res = check(corpus, 4, thresholds)
+    assert res.estimator == "unbiased"  # n >= 4 everywhere
+    values = {c.name: c.value for c in res.checks}
+    aw = [_unbiased(int(n), int(k), 4) for n, k in zip(N, K, strict=True)]
+    all_wrong = sum(a for a, _ in aw) / len(aw)
+    all_correct = sum(b for _, b in aw) / len(aw)
+    assert values["all_wrong_rate"] == pytest.approx(float(all_wrong), abs=1e-12)
+    assert values["all_correct_rate"] == pytest.approx(float(all_correct), abs=1e-12)
+    assert values["silent_rate"] == pytest.approx(float(all_wrong + all_correct), abs=1e-12)
+    assert values["never_solved_rate"] == pytest.approx(1 / 7)
+    # GRPO mass sqrt(p̂(1−p̂)); only p̂ = 1/20 lies in the extreme band with non-zero mass
+    p_hat = K / N
+    mass = np.sqrt(p_hat * (1 - p_hat))
+    assert values["extreme_share"] == pytest.approx(mass[-1] / mass.sum(), rel=1e-12)
+    assert values["fidelity"] == pytest.approx(_reference_fidelity(corpus, 4), rel=1e-9)
+
+
+def test_bayes_when_some_prompt_has_fewer_samples_than_G():
+    res = check(Corpus(N, K), 12, [Threshold("silent_rate", 1.0)])
+    assert res.estimator == "bayes"
+    assert res.passed and 0.0 < res.checks[0].value < 1.0
+
+
+def test_passed_iff_every_check_passes():
+    corpus = Corpus(N, K)
+    ok = check(corpus, 4, [Threshold("never_solved_rate", 1 / 7), Threshold("silent_rate", 1.0)])
+    assert ok.passed and not ok.failed
+    bad = check(corpus, 4, [Threshold("never_solved_rate", 0.14), Threshold("silent_rate", 1.0)])
+    assert not bad.passed and [c.name for c in bad.failed] == ["never_solved_rate"]
+
+
+def test_contract_and_annotations():
+    res = CheckResult(passed=False, G=16, estimator="bayes", prompts=3, checks=(
+        Check("silent_rate", 0.5, 0.3, "max", False), Check("fidelity", 0.9, 0.8, "min", True)))
+    d = res.to_dict()
+    assert list(d) == ["passed", "G", "estimator", "fidelity_estimator", "prompts", "checks"]
+    assert d["checks"][0] == {"name": "silent_rate", "value": 0.5, "limit": 0.3, "kind": "max", "passed": False,
+                              "op": "<="}
+    assert github_annotations(res) == [
+        "::error title=sigmaudit check (silent_rate)::silent_rate 0.5000 > limit 0.3000 at G = 16 "
+        "(silent-group rate at G)"]
+    assert not math.isnan(d["checks"][1]["value"])
