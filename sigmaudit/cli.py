@@ -47,6 +47,7 @@ def _root(
 from .commands import calc as _calc  # noqa: E402,F401
 from .commands import check as _check  # noqa: E402,F401
 from .commands import plan as _plan  # noqa: E402,F401
+from .commands import report as _report  # noqa: E402,F401
 from .commands import scan as _scan  # noqa: E402,F401
 from .commands import simulate as _simulate  # noqa: E402,F401
 from .commands import trend as _trend  # noqa: E402,F401
@@ -63,8 +64,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from .errors import SigmauditError
 
-    command = typer.main.get_command(app)
     try:
+        command = typer.main.get_command(app)
         rv = command.main(args=argv, prog_name="sigmaudit", standalone_mode=False)
     except typer.Exit as exc:
         return int(exc.exit_code)

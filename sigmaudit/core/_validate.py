@@ -35,9 +35,9 @@ def as_group_size(G: ArrayLike, name: str = "G", minimum: int = 1) -> NDArray[np
     return arr.astype(np.int64)
 
 
-def as_counts(n: ArrayLike, k: ArrayLike) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """(n, k) as int64 arrays with 0 <= k <= n and n >= 1."""
-    n_arr = as_group_size(n, "n")
+def as_counts(n: ArrayLike, k: ArrayLike, n_name: str = "n") -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """(n, k) as int64 arrays with 0 <= k <= n and n >= 1 (``n_name`` names n in messages)."""
+    n_arr = as_group_size(n, n_name)
     k_raw = np.asarray(k, dtype=np.float64)
     bad = ~np.isfinite(k_raw) | (k_raw != np.round(k_raw)) | (k_raw < 0)
     if np.any(bad):
@@ -47,7 +47,7 @@ def as_counts(n: ArrayLike, k: ArrayLike) -> tuple[NDArray[np.int64], NDArray[np
     over = k_arr > n_arr
     if np.any(over):
         i = np.flatnonzero(over.ravel())[0]
-        raise ValueError(f"k must not exceed n, got k={k_arr.flat[i]} > n={n_arr.flat[i]}")
+        raise ValueError(f"k must not exceed {n_name}, got k={k_arr.flat[i]} > {n_name}={n_arr.flat[i]}")
     return n_arr, k_arr
 
 

@@ -19,7 +19,7 @@ RULES: tuple[Rule, ...] = ("grpo", "drgrpo", "dapo", "rloo")
 
 def group_sigma(k: ArrayLike, G: ArrayLike) -> NDArray[np.float64] | float:
     """σ(k, G) = sqrt(k (G − k)) / G, the population std of G binary rewards with k right."""
-    G_arr, k_arr = as_counts(G, k)
+    G_arr, k_arr = as_counts(G, k, "G")
     sigma = np.sqrt(k_arr * (G_arr - k_arr)) / G_arr
     return scalar_or_array(sigma, (k, G))
 
@@ -29,7 +29,7 @@ def update_gain(k: ArrayLike, G: ArrayLike, rule: Rule = "grpo") -> NDArray[np.f
 
     RLOO with G = 1 has no leave-one-out baseline; its gain is 0 (σ = 0 there).
     """
-    G_arr, k_arr = as_counts(G, k)
+    G_arr, k_arr = as_counts(G, k, "G")
     sigma = np.sqrt(k_arr * (G_arr - k_arr)) / G_arr
     if rule == "grpo":
         gain = sigma
