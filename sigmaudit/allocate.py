@@ -391,18 +391,24 @@ def allocate(
     )
 
 
-def write_allocation(result: AllocationResult, path: Path) -> None:
-    """Write the per-prompt rows as csv, parquet or jsonl (by suffix), atomically."""
-    import io
-
-    from .output import write_atomic
-
+def check_alloc_path(path: Path) -> str:
+    """The file type of ``--alloc-out`` (its lower-case suffix); ConfigError when unknown or a directory."""
     suffix = path.suffix.lower()
     if suffix not in ALLOC_SUFFIXES:
         raise ConfigError(f"unknown file type {suffix or '(none)'!r}", location="--alloc-out",
                           remedy="name the file .csv, .parquet or .jsonl")
     if path.is_dir():
         raise ConfigError("is a directory", location="--alloc-out", remedy="give a file name")
+    return suffix
+
+
+def write_allocation(result: AllocationResult, path: Path) -> None:
+    """Write the per-prompt rows as csv, parquet or jsonl (by suffix), atomically."""
+    import io
+
+    from .output import write_atomic
+
+    suffix = check_alloc_path(path)
     frame = result.per_prompt
     if suffix == ".parquet":
         buf = io.BytesIO()

@@ -110,3 +110,23 @@ def test_impossible_options_exit_2(capsys, counts, tmp_path, monkeypatch, args, 
     assert code == 2 and out == ""
     assert err.startswith(f"sigmaudit: error: {message}") and len(err.splitlines()) == 1
     assert not (tmp_path / "a.csv").exists()
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "markdown", "csv"])
+def test_every_format_with_allocation(capsys, counts, fmt):
+    code, out, err = run(capsys, "plan", counts, "-G", "4", "-G", "8", "--eps", "0.2", "--max-g", "16",
+                         "-f", fmt, "-q")
+    assert code == 0 and err == "" and out.endswith("\n")
+    if fmt == "json":
+        assert json.loads(out)["allocation"]["mode"] == "eps"
+    elif fmt == "csv":
+        assert out.splitlines()[0].startswith("G,silent")
+    else:
+        assert "per-prompt allocation" in out and "uniform G =" in out
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "markdown", "csv"])
+def test_check_every_format(capsys, counts, fmt):
+    code, out, err = run(capsys, "check", counts, "-G", "4", "--max-silent", "1", "-f", fmt, "-q")
+    assert code == 0 and err == ""
+    assert ("silent_rate" in out) and (json.loads(out)["passed"] if fmt == "json" else True)

@@ -74,7 +74,7 @@ def plan(
 
     Example: sigmaudit plan rollouts.parquet --max-silent 0.3 --budget 20000 --alloc-out alloc.csv
     """
-    from ..allocate import allocate, validate_options, write_allocation
+    from ..allocate import allocate, check_alloc_path, validate_options, write_allocation
     from ..corpus import Corpus
     from ..errors import ConfigError
     from ..exitcodes import ExitCode
@@ -88,6 +88,8 @@ def plan(
     validate_options(budget, eps, min_g, max_g)
     if alloc_out is not None and budget is None and eps is None:
         raise ConfigError("nothing to write", location="--alloc-out", remedy="add --budget N or --eps E")
+    if alloc_out is not None:
+        check_alloc_path(alloc_out)
     loaded = load_inputs(paths, prompt_col=prompt_col, reward_col=reward_col, step_col=step_col,
                          group_col=group_col, n_col=n_col, k_col=k_col, rate_col=rate_col, samples=samples,
                          threshold=threshold, quiet=quiet)
