@@ -100,7 +100,7 @@ def _silent(r: ScanReport) -> Section:
                 ("  all-correct", o.all_correct),
                 ("rollouts in silent groups", o.rollout_share),
                 (f"expected silent rate at G = {o.G} ({o.expected_estimator})", o.expected),
-                ("expected silent groups", o.expected_groups),
+                ("expected silent groups", f"{o.expected_groups:,.1f}"),
             ),
         ))
     if r.filtered_warning:
@@ -121,7 +121,7 @@ def _wasted(r: ScanReport) -> Section:
             ("rollouts in silent groups (share)", w.silent_rollout_share),
             ("  in all-wrong groups", w.all_wrong_share),
             ("  in all-correct groups", w.all_correct_share),
-            (f"effective rollouts of {w.rollouts:,} logged", w.effective_rollouts),
+            (f"effective rollouts of {w.rollouts:,} logged", f"{w.effective_rollouts:,.0f}"),
             (f"effective rollouts per group of {w.G}", w.effective_rollouts_per_group),
         ),
         digits=4,
@@ -148,7 +148,7 @@ def _mass(r: ScanReport) -> Section:
     hist = r.pass_rate.histogram
     bins = Table(
         "share of gradient mass by p̂ bin",
-        ("p̂ bin", "prompts", *cols),
+        ("p̂ bin", "prompt share", *cols),
         tuple((label, hist[i] / r.prompts, *(b.bins[i] for b in rules))
               for i, label in enumerate(_bin_labels(len(hist)))),
         digits=3,
