@@ -1,0 +1,110 @@
+"""``sigmaudit report``: one self-contained HTML page of charts and tables (scan, plan, trend)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..cli import app
+from .inputs import (
+    GroupColOpt,
+    KColOpt,
+    NColOpt,
+    PathsArg,
+    PromptColOpt,
+    QuietOpt,
+    RateColOpt,
+    RewardColOpt,
+    SamplesOpt,
+    StepColOpt,
+    ThresholdOpt,
+    load_inputs,
+)
+
+DEFAULT_OUTPUT = Path("sigmaudit-report.html")
+_TARGETS = "Targets (for the recommendation)"
+
+
+def _eps(value: float) -> float:
+    if not 0.0 < value < 1.0:
+        raise typer.BadParameter(f"must lie in the open interval (0, 1), got {value:g}")
+    return value
+
+
+def _rate(value: float | None) -> float | None:
+    if value is not None and not 0.0 <= value <= 1.0:
+        raise typer.BadParameter(f"must lie in [0, 1], got {value:g}")
+    return value
+
+
+@app.command()
+def report(
+    paths: PathsArg,
+    output: Annotated[Path, typer.Option(
+        "--output", "-o", dir_okay=False,
+        help="HTML file to write (atomically, only after success); '-' writes the page to stdout.")
+    ] = DEFAULT_OUTPUT,
+    G: Annotated[list[int] | None, typer.Option(
+        "-G", "--group-size", min=1, show_default=False,
+        help="Group size for the silent-group table and the G sweep (repeatable; default: scan 4…64, "
+             "sweep 2…256).")] = None,
+    g_main: Annotated[int | None, typer.Option(
+        "--g-main", min=1, show_default=False,
+        help="G for wasted compute, finite-G mass and the group-size check; marked on the charts when no G is "
+             "recommended (default: most common logged group size, else 8).")] = None,
+    eps: Annotated[float, typer.Option("--eps", callback=_eps,
+                                       help="Fidelity shortfall ε for the group-size law (φ ≥ 1 − ε).")] = 0.05,
+    max_silent: Annotated[float | None, typer.Option(
+        "--max-silent", callback=_rate, rich_help_panel=_TARGETS, show_default=False,
+        help="Recommend the smallest swept G with silent rate at most X.")] = None,
+    min_fidelity: Annotated[float | None, typer.Option(
+        "--min-fidelity", callback=_rate, rich_help_panel=_TARGETS, show_default=False,
+        help="Recommend the smallest swept G with mean fidelity φ at least Y.")] = None,
+    title: Annotated[str | None, typer.Option("--title", show_default=False,
+                                              help="Page title (default: names the first file).")] = None,
+    quiet: QuietOpt = False,
+    prompt_col: PromptColOpt = None,
+    reward_col: RewardColOpt = None,
+    step_col: StepColOpt = None,
+    group_col: GroupColOpt = None,
+    n_col: NColOpt = None,
+    k_col: KColOpt = None,
+    rate_col: RateColOpt = None,
+    samples: SamplesOpt = None,
+    threshold: ThresholdOpt = None,
+) -> None:
+    """Write one self-contained HTML report: charts and tables for people who would rather look than read.
+
+    Pass-rate histogram (never/always-solved marked), silent rate versus G split into all-wrong and
+    all-correct, fidelity versus G at the quartiles of p̂, GRPO vs Dr. GRPO gradient mass by difficulty,
+    silent groups per training step (when the logs have steps), then the scan and plan tables. The page
+    has inline SVG and CSS only: it opens offline and makes no network request. Needs matplotlib
+    (pip install 'sigmaudit[report]'). Targets only choose the G marked as recommended: the report
+    exits 0 even when none is met (use 'plan' or 'check' as a gate). Writes sigmaudit-report.html in
+    the current folder unless -o says otherwise; the path is printed on stderr.
+
+    Example: sigmaudit report rollouts.parquet --max-silent 0.5 -o report.html
+    """
+    from ..errors import ConfigError
+    from ..output import emit, note
+    from ..plan import Targets
+    from ..report import build_report
+
+    try:
+        from ..render.html import render_html
+    except ImportError as exc:  # matplotlib is an optional dependency
+        raise ConfigError(f"the HTML report needs matplotlib ({exc})",
+                          remedy="pip install 'sigmaudit[report]'") from exc
+    to_stdout = str(output) == "-"
+    loaded = load_inputs(paths, prompt_col=prompt_col, reward_col=reward_col, step_col=step_col,
+                         group_col=group_col, n_col=n_col, k_col=k_col, rate_col=rate_col, samples=samples,
+                         threshold=threshold, quiet=quiet, progress=sys.stderr.isatty())
+    data = build_report(loaded, G=tuple(G) if G else None, g_main=g_main, eps=eps,
+                        targets=Targets(max_silent, min_fidelity), title=title)
+    page = render_html(data)
+    emit(page, None if to_stdout else output)
+    if not to_stdout and not quiet:
+        note(f"wrote {output} ({len(page.encode()) / 1024:,.0f} KiB)")

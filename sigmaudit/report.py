@@ -1,0 +1,204 @@
+"""``sigmaudit report``: the scan, the plan and the trend of one set of logs, gathered for a chart renderer.
+
+:func:`build_report` runs the existing library calls — :func:`sigmaudit.scan.audit`,
+:func:`sigmaudit.plan.plan`, :func:`sigmaudit.trend.trend` (when the logs have
+steps) and :func:`sigmaudit.core.fidelity.fidelity` for the per-quartile curves —
+and returns a :class:`ReportData`. No new math lives here: every number of the
+report is one of those results' fields, or φ(p̂_q, G) at a quartile p̂_q the scan
+already reports. The HTML renderer (:mod:`sigmaudit.render.html`) only draws
+and lays them out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .render import Section, View
+
+if TYPE_CHECKING:
+    from .loaders import LoadedCounts
+    from .plan import PlanResult, Targets
+    from .scan import ScanReport
+    from .trend import TrendResult
+
+CURVE_POINTS = 48
+"""Group sizes (log-spaced, whole numbers) at which each fidelity curve is evaluated."""
+QUANTILE_NAMES = {0.25: "lower quartile", 0.5: "median", 0.75: "upper quartile"}
+"""How the quantiles of p̂ are named in captions and legends."""
+
+
+@dataclass(frozen=True)
+class FidelityCurve:
+    """Fidelity φ(p̂_q, G) along G at one quantile p̂_q of p̂ over the in-between prompts."""
+
+    quantile: float
+    """0.25, 0.5 or 0.75."""
+    p_hat: float
+    """The quantile of p̂ over prompts with 0 < k < n (from the scan's group-size rows)."""
+    G: tuple[int, ...]
+    """Group sizes, ascending."""
+    fidelity: tuple[float, ...]
+    """φ(p_hat, G) for each G (exact sum, :func:`sigmaudit.core.fidelity.fidelity`)."""
+    exact_G: int | None
+    """Smallest G with φ(p_hat, G) >= 1 − ε (the scan's exact group-size law); None when unreachable."""
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """Everything ``sigmaudit report`` draws: the scan, the G sweep, the trend and the fidelity curves."""
+
+    title: str
+    """Title of the report."""
+    files: tuple[str, ...]
+    """Files read, in order."""
+    scan: ScanReport
+    """The audit (``sigmaudit scan``) at ``g_main`` and ``eps``."""
+    plan: PlanResult
+    """The G sweep (``sigmaudit plan``; model-based estimator) and its recommendation."""
+    trend: TrendResult | None
+    """Silent groups per training step (``sigmaudit trend``, bayes); None when the logs have no steps."""
+    g_main: int
+    """The group size of the scan's wasted-compute, finite-G mass and group-size figures."""
+    chosen_G: int
+    """The G marked on the charts: the plan's recommendation when there is one, else ``g_main``."""
+    chosen_by: str
+    """Why ``chosen_G``: ``recommended`` (smallest G meeting the targets) or ``g-main``."""
+    eps: float
+    """Fidelity shortfall ε of the group-size law (φ >= 1 − ε)."""
+    fidelity_curves: tuple[FidelityCurve, ...]
+    """φ along G at the quartiles and median of p̂ over the in-between prompts (empty when there are none)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON contract: title, files, g_main, chosen_G, chosen_by, eps, scan, plan, trend, fidelity_curves."""
+        return {
+            "title": self.title,
+            "files": list(self.files),
+            "g_main": self.g_main,
+            "chosen_G": self.chosen_G,
+            "chosen_by": self.chosen_by,
+            "eps": self.eps,
+            "scan": self.scan.to_dict(),
+            "plan": self.plan.to_dict(),
+            "trend": None if self.trend is None else self.trend.to_dict(),
+            "fidelity_curves": [
+                {"quantile": c.quantile, "p_hat": c.p_hat, "G": list(c.G), "fidelity": list(c.fidelity),
+                 "exact_G": c.exact_G}
+                for c in self.fidelity_curves
+            ],
+        }
+
+    def views(self) -> tuple[View, ...]:
+        """The views of the parts, in report order: scan, plan, and trend when there are steps."""
+        parts = [self.scan.view(), self.plan.view()]
+        if self.trend is not None:
+            parts.append(self.trend.view())
+        return tuple(parts)
+
+    def view(self) -> View:
+        """Every section of the scan, plan and trend views, prefixed by the command each comes from."""
+        sections = [
+            Section(f"{v.title.removeprefix('sigmaudit ')}: {s.title}", s.lines, s.tables)
+            for v in self.views() for s in v.sections
+        ]
+        return View(self.title, tuple(sections))
+
+
+def curve_G(sweep_G: Sequence[int], points: int = CURVE_POINTS) -> tuple[int, ...]:
+    """Whole-number group sizes, log-spaced from the smallest to the largest swept G, plus the swept ones."""
+    lo, hi = min(sweep_G), max(sweep_G)
+    grid = np.unique(np.round(np.geomspace(lo, hi, points)).astype(np.int64)) if hi > lo else np.array([lo])
+    return tuple(sorted({*(int(g) for g in grid), *(int(g) for g in sweep_G)}))
+
+
+def fidelity_curves(scan: ScanReport, Gs: Sequence[int]) -> tuple[FidelityCurve, ...]:
+    """φ(p̂_q, G) along ``Gs`` at each quantile row of the scan's group-size law."""
+    from .core.fidelity import fidelity
+
+    G_arr = np.asarray(Gs, dtype=np.int64)
+    return tuple(
+        FidelityCurve(
+            quantile=q.quantile,
+            p_hat=q.p_hat,
+            G=tuple(int(g) for g in G_arr),
+            fidelity=tuple(float(v) for v in np.atleast_1d(fidelity(q.p_hat, G_arr))),
+            exact_G=q.exact,
+        )
+        for q in scan.group_size.quantiles
+    )
+
+
+def default_title(files: Sequence[str]) -> str:
+    """``sigmaudit report — rollouts.parquet`` (first file, and how many more)."""
+    from pathlib import Path
+
+    if not files:
+        return "sigmaudit report"
+    first = Path(files[0]).name
+    more = f" and {len(files) - 1} more file{'s' if len(files) > 2 else ''}" if len(files) > 1 else ""
+    return f"sigmaudit report — {first}{more}"
+
+
+def build_report(
+    loaded: LoadedCounts,
+    G: Sequence[int] | None = None,
+    *,
+    g_main: int | None = None,
+    eps: float = 0.05,
+    targets: Targets | None = None,
+    title: str | None = None,
+) -> ReportData:
+    """Audit, plan and (with steps) trend one set of loaded logs.
+
+    Parameters
+    ----------
+    loaded
+        Counts from :func:`sigmaudit.loaders.load_counts`.
+    G
+        Group sizes for both the scan's silent-group table and the plan's sweep; default each
+        command's own (scan 4…64, plan 2…256).
+    g_main
+        Group size of the scan's wasted-compute, finite-G mass and group-size figures (default: most
+        common logged group size, else 8); also the G marked when the plan recommends none.
+    eps
+        Fidelity shortfall ε of the group-size law.
+    targets
+        ``--max-silent`` / ``--min-fidelity`` for the plan's recommendation.
+    title
+        Report title; default names the first file.
+    """
+    from .corpus import Corpus
+    from .errors import SchemaError
+    from .plan import DEFAULT_G_GRID, Targets
+    from .plan import plan as run_plan
+    from .scan import DEFAULT_G, audit
+    from .trend import trend as run_trend
+
+    targets = targets or Targets()
+    scan = audit(loaded, G=tuple(G) if G else DEFAULT_G, g_main=g_main, eps=eps)
+    pp = loaded.per_prompt
+    corpus = Corpus(pp["n"].to_numpy(), pp["k"].to_numpy())
+    plan = run_plan(corpus, tuple(G) if G else DEFAULT_G_GRID, targets=targets)
+    trend = None
+    if loaded.has_steps and loaded.per_group is not None and loaded.per_group.height:
+        try:
+            trend = run_trend(loaded.per_group, estimator="bayes")
+        except SchemaError:  # a step column whose values are all missing: no trend, the rest stands
+            trend = None
+    main = scan.wasted.G
+    chosen, chosen_by = (plan.recommended_G, "recommended") if plan.recommended_G is not None else (main, "g-main")
+    return ReportData(
+        title=title or default_title(loaded.files),
+        files=tuple(loaded.files),
+        scan=scan,
+        plan=plan,
+        trend=trend,
+        g_main=main,
+        chosen_G=int(chosen),
+        chosen_by=chosen_by,
+        eps=float(eps),
+        fidelity_curves=fidelity_curves(scan, curve_G([r.G for r in plan.sweep])),
+    )
