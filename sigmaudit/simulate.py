@@ -59,8 +59,6 @@ DEFAULT_MIXTURE: tuple[tuple[float, float, float], ...] = ((0.4, 0.5, 4.0), (0.4
 """(weight, a, b) of the default Beta mixture of initial pass rates."""
 P_CLIP = (0.02, 0.98)
 """Initial pass rates are clipped to this range (a prompt at p ∈ {0, 1} would never move)."""
-DENSE_G_MAX = 64
-"""Up to this G, E[σ] is summed densely over k = 0..G (fast per step); above it the core's windowed sum."""
 
 
 # --------------------------------------------------------------------------- gains
@@ -80,27 +78,6 @@ def gain_table(G: int, rule: SimRule) -> NDArray[np.float64]:
     return np.asarray(update_gain(np.arange(G + 1), G, rule), dtype=np.float64)  # type: ignore[arg-type]
 
 
-def expected_sigma_fast(p: ArrayLike, G: int) -> NDArray[np.float64]:
-    """E[σ](p, G) = Σ_k Binom(k; G, p) σ(k, G), for many p at one G (exact sum).
-
-    Dense over k = 0..G for G <= :data:`DENSE_G_MAX` (cheap at every step of a
-    simulation); the core's :func:`~sigmaudit.core.fidelity.expected_sigma`
-    otherwise. p may be exactly 0 or 1 (E[σ] = 0 there).
-    """
-    from scipy.special import gammaln, xlog1py, xlogy
-
-    pa = np.asarray(p, dtype=np.float64)
-    if G > DENSE_G_MAX:
-        from .core.fidelity import expected_sigma
-
-        return np.asarray(expected_sigma(pa, G), dtype=np.float64)
-    k = np.arange(G + 1, dtype=np.float64)
-    log_c = gammaln(G + 1.0) - gammaln(k + 1.0) - gammaln(G - k + 1.0)
-    sigma = np.sqrt(k * (G - k)) / G
-    log_pmf = log_c + xlogy(k, pa[..., None]) + xlog1py(G - k, -pa[..., None])
-    return np.exp(log_pmf) @ sigma
-
-
 def expected_gain(p: ArrayLike, G: int, rule: SimRule, dapo_max_tries: int = 4) -> NDArray[np.float64]:
     """Expected per-prompt update E[gain] at difficulty p (the finite-G closed forms).
 
@@ -108,17 +85,18 @@ def expected_gain(p: ArrayLike, G: int, rule: SimRule, dapo_max_tries: int = 4) 
     draws, so each of the ≤ m draws adds E[σ] times the chance of reaching it);
     rloo p(1−p) (G ≥ 2, else 0); sign 2p(1−p).
     """
+    from .core.fidelity import expected_sigma
     from .core.silent import dapo_expected_draws
 
     pa = np.asarray(p, dtype=np.float64)
     v = pa * (1.0 - pa)
     if rule == "grpo":
-        return expected_sigma_fast(pa, G)
+        return np.asarray(expected_sigma(pa, G), dtype=np.float64)
     if rule == "drgrpo":
         return v * (1.0 - 1.0 / G)
     if rule == "dapo":
         draws = np.asarray(dapo_expected_draws(pa, G, dapo_max_tries), dtype=np.float64)
-        return expected_sigma_fast(pa, G) * draws
+        return np.asarray(expected_sigma(pa, G), dtype=np.float64) * draws
     if rule == "rloo":
         return v if G > 1 else np.zeros_like(v)
     if rule == "sign":

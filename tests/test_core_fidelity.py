@@ -131,3 +131,13 @@ def test_array_inputs_match_scalar_calls_and_deduplicate() -> None:
     assert grid[1, 0] == pytest.approx(0.25, rel=1e-14)
     assert isinstance(expected_sigma(0.5, 8), float)
     assert isinstance(fidelity(0.5, 8), float)
+
+
+@pytest.mark.parametrize("G", [1, 2, 3, 8, 33, 64])
+def test_dense_and_windowed_sums_agree(G: int) -> None:
+    """The dense path (G <= 64) and the windowed path are two independent codings of one sum."""
+    from sigmaudit.core.fidelity import _expected_sigma_dense, _expected_sigma_windowed
+
+    p = np.array([1e-9, 1e-6, 0.01, 0.2, 0.5, 0.77, 0.999, 1 - 1e-9])
+    Gs = np.full(p.size, G)
+    np.testing.assert_allclose(_expected_sigma_dense(p, Gs), _expected_sigma_windowed(p, Gs), rtol=1e-11, atol=1e-300)

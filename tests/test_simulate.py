@@ -15,14 +15,12 @@ from sigmaudit.core.advantages import (
     rloo_advantages,
     sign_advantages,
 )
-from sigmaudit.core.fidelity import expected_sigma
 from sigmaudit.render import Format, render
 from sigmaudit.simulate import (
     SIM_RULES,
     SeriesReport,
     corpus_initial_p,
     expected_gain,
-    expected_sigma_fast,
     gain_table,
     parse_rules,
     r_squared,
@@ -64,12 +62,6 @@ def test_sign_rule_moves_unanimous_groups() -> None:
     assert sign_gain(8, 8, 0.9) == pytest.approx(0.1)  # all correct: 1 − p
     assert sign_gain(0, 8, 0.2) == pytest.approx(0.2)  # all wrong: p
     assert gain_table(8, "grpo")[8] == 0.0 and gain_table(8, "grpo")[0] == 0.0
-
-
-@pytest.mark.parametrize("G", [1, 3, 8, 32, 80])
-def test_expected_sigma_fast_matches_core(G: int) -> None:
-    p = np.array([0.0, 1e-6, 0.01, 0.2, 0.5, 0.77, 0.999, 1.0])
-    np.testing.assert_allclose(expected_sigma_fast(p, G), expected_sigma(p, G), rtol=1e-10, atol=1e-15)
 
 
 def _binom_mean(f, G: int, p: float) -> float:

@@ -15,6 +15,7 @@ for p near 0 or 1. Every function is evaluated once per distinct (p, G) pair.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -35,8 +36,47 @@ def _log_binom_coef(G: NDArray[np.float64], k: NDArray[np.float64]) -> NDArray[n
     return np.asarray(_lgamma(G + 1.0) - _lgamma(k + 1.0) - _lgamma(G - k + 1.0), dtype=np.float64)
 
 
+DENSE_G_MAX = 64
+"""Up to this G the sum runs densely over k = 0..G from a cached table of log C(G, k)."""
+
+
+@functools.cache
+def _dense_tables() -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """log C(G, k) and σ(k, G) for 0 <= k <= G <= DENSE_G_MAX (rows G, columns k; -inf/0 beyond G)."""
+    g = np.arange(DENSE_G_MAX + 1, dtype=np.float64)[:, None]
+    k = np.arange(DENSE_G_MAX + 1, dtype=np.float64)[None, :]
+    valid = k <= g
+    kk = np.where(valid, k, 0.0)
+    log_c = np.where(valid, _log_binom_coef(np.broadcast_to(g, kk.shape), kk), -np.inf)
+    with np.errstate(invalid="ignore"):
+        sigma = np.where(valid & (g > 0), np.sqrt(np.maximum(kk * (g - kk), 0.0)) / np.maximum(g, 1.0), 0.0)
+    return log_c, sigma
+
+
+def _expected_sigma_dense(p: NDArray[np.float64], G: NDArray[np.int64]) -> NDArray[np.float64]:
+    """E[σ] for pairs with 0 < p < 1 and G <= DENSE_G_MAX: one vectorised sum over k."""
+    log_c, sigma = _dense_tables()
+    width = int(G.max()) + 1
+    k = np.arange(width, dtype=np.float64)[None, :]
+    g = G[:, None].astype(np.float64)
+    log_pmf = log_c[G, :width] + k * np.log(p)[:, None] + (g - k) * np.log1p(-p)[:, None]
+    return np.sum(np.exp(log_pmf) * sigma[G, :width], axis=1)
+
+
 def _expected_sigma_pairs(p: NDArray[np.float64], G: NDArray[np.int64]) -> NDArray[np.float64]:
-    """E[σ] for 1-D arrays of pairs with 0 < p < 1 (no validation, no de-duplication).
+    """E[σ] for 1-D arrays of pairs with 0 < p < 1 (no validation, no de-duplication)."""
+    small = G <= DENSE_G_MAX
+    if np.all(small):
+        return _expected_sigma_dense(p, G) if p.size else np.zeros(0)
+    out = np.empty(p.size)
+    if np.any(small):
+        out[small] = _expected_sigma_dense(p[small], G[small])
+    out[~small] = _expected_sigma_windowed(p[~small], G[~small])
+    return out
+
+
+def _expected_sigma_windowed(p: NDArray[np.float64], G: NDArray[np.int64]) -> NDArray[np.float64]:
+    """E[σ] for pairs with 0 < p < 1, summing only the window of k holding the binomial mass.
 
     Log-binomial weights: log C(G, lo) from lgamma once per pair, then the
     recurrence log C(G, k+1) = log C(G, k) + log(G − k) − log(k + 1) summed
@@ -84,7 +124,10 @@ def _per_distinct_pair(p: NDArray[np.float64], G: NDArray[np.int64]) -> NDArray[
     flat_p, flat_G = pb.ravel(), Gb.ravel()
     out = np.zeros(flat_p.size)
     inner = (flat_p > 0.0) & (flat_p < 1.0)
-    if np.any(inner):
+    if np.any(inner) and int(flat_G[inner].max()) <= DENSE_G_MAX:
+        # The dense sum costs less than finding the distinct pairs.
+        out[inner] = _expected_sigma_dense(flat_p[inner], flat_G[inner])
+    elif np.any(inner):
         pairs = np.stack([flat_p[inner], flat_G[inner].astype(np.float64)], axis=1)
         uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
         vals = _expected_sigma_pairs(uniq[:, 0], uniq[:, 1].astype(np.int64))
