@@ -223,14 +223,22 @@ class RuleRun:
     """Groups sampled over the run (DAPO counts its redraws)."""
     groups_used: int
     """Groups that entered an update batch (DAPO: the kept, non-silent ones; others: all)."""
+    groups_scheduled: int
+    """One group per prompt per step: prompts × steps (what a rule without redraws samples)."""
     samples: int
     """Answers sampled: ``groups_drawn`` × G."""
     r2_silent: float | None
     """R² of ``silent_forecast`` against ``silent_measured`` over steps (None if undefined)."""
 
     @property
-    def oversampling(self) -> float | None:
-        """groups_drawn / groups_used (1 for rules that use every group)."""
+    def oversampling(self) -> float:
+        """groups_drawn / groups_scheduled: samples relative to one group per prompt per step
+        (1 for rules without redraws; at most the retry cap for DAPO)."""
+        return self.groups_drawn / self.groups_scheduled
+
+    @property
+    def draws_per_used_group(self) -> float | None:
+        """groups_drawn / groups_used: groups sampled per group that produced an update."""
         return self.groups_drawn / self.groups_used if self.groups_used else None
 
 
@@ -268,7 +276,7 @@ class SimulateResult:
 
     @property
     def dapo_oversampling(self) -> float | None:
-        """DAPO's groups drawn per group used (None without a DAPO arm)."""
+        """DAPO's samples relative to one group per prompt per step (None without a DAPO arm)."""
         run = self.run("dapo")
         return run.oversampling if run else None
 
@@ -304,6 +312,7 @@ class SimulateResult:
                     "groups_used": r.groups_used,
                     "samples": r.samples,
                     "oversampling": r.oversampling,
+                    "draws_per_used_group": r.draws_per_used_group,
                 }
                 for r in self.runs
             },
@@ -343,7 +352,7 @@ class SimulateResult:
             rows,
             note="R²: forecast mean silent(p, G) vs measured silent fraction over steps. extreme: "
                  "share of the update on p < 0.1 or p > 0.9, mean over steps (realised vs expected gain). "
-                 "oversample: groups drawn per group entering an update.",
+                 "oversample: groups drawn per prompt per step (DAPO's redraws; at most the retry cap).",
             digits=3,
         )
         width = 40
@@ -444,6 +453,7 @@ def _run_rule(
         mean_p=tuple(mp),
         groups_drawn=drawn,
         groups_used=used,
+        groups_scheduled=p.size * cfg.steps,
         samples=drawn * G,
         r2_silent=_none_if_nan(r_squared(measured, forecast)),
     )

@@ -10,11 +10,13 @@ JSON contract (``--format json``), besides ``schema_version``:
   steps, GRPO arm (null without it).
 - ``hard_quartile_initial``; ``hard_quartile_final``: ``{rule: mean p of the initially hardest
   quarter after the last step}``.
-- ``dapo_oversampling``: DAPO's groups drawn / groups used (null without a DAPO arm).
+- ``dapo_oversampling``: DAPO's samples relative to one group per prompt per step, i.e. groups
+  drawn / (prompts × steps), between 1 and ``dapo_max_tries`` (null without a DAPO arm).
 - ``samples``: ``{rule: answers sampled}``.
 - ``summary``: ``{rule: {r2_silent, silent_measured_mean, silent_forecast_mean, extreme_share_mean,
   extreme_share_forecast_mean, hard_quartile_final, mean_p_final, groups_drawn, groups_used, samples,
-  oversampling}}``.
+  oversampling, draws_per_used_group}}`` (``draws_per_used_group``: groups drawn per group that
+  produced an update).
 - ``series``: ``{rule: {silent_measured, silent_forecast, hard_quartile, mean_p, extreme_share,
   extreme_share_forecast}}``, lists of length ``steps``; entry i is step i + 1 (silent and
   extreme-share values at the p the step drew with; hard_quartile and mean_p after its update).
