@@ -447,7 +447,7 @@ def _charts(d: ReportData) -> list[tuple[str, str, str, bool]]:
     Gs = [r.G for r in p.sweep]
     est_note = (f"Model-based (bayes) estimate for every G: posterior expectations under a prior over p fitted to "
                 f"the corpus, mean over {p.prompts:,} prompts")
-    target_note = (f"targets: {p.targets.describe()}" if p.targets.given else "no target given (--max-silent, "
+    target_note = (f"Targets: {p.targets.describe()}" if p.targets.given else "No target given (--max-silent, "
                    "--min-fidelity), so the marked G is --g-main")
     charts = [
         ("Pass rates",
