@@ -20,9 +20,15 @@ and the result reports the largest possible shortfall from the optimum (``optima
 ``--eps E`` instead gives each kept prompt the exact group size for φ ≥ 1 − ε at its
 posterior-mean p (:func:`sigmaudit.core.group_size.group_size_exact`), clipped to [min_g, max_g].
 
-Drop rule: a prompt is dropped (G = 0, no budget) when its posterior probability of being never
-or always solved, P(p ∈ {0, 1} | n, k), exceeds 1/2, or when its expected signal at max_g is
-below 0.001 (0.2 % of the 0.5 a p = 1/2 prompt approaches).
+Drop rule: a prompt is a drop candidate (G = 0, no budget) when its posterior probability of
+being never or always solved, P(p ∈ {0, 1} | n, k), exceeds 1/2, or when its expected signal at
+max_g is below 0.001 (0.2 % of the 0.5 a p = 1/2 prompt approaches). With a budget, a
+non-negligible candidate is re-admitted (best first, while the budget covers min_g for it) when
+one group of min_g earns more expected signal per rollout than the last rollout the greedy
+bought for the other prompts (0 when budget is left over): dropping it would then lose signal.
+As a guard, the allocation keeping every non-negligible prompt replaces the result when it gives
+more total signal, so the result never loses to a uniform G ≥ min_g. The greedy is exact over
+the kept prompts; choosing the kept set is this rule, not an exhaustive search.
 """
 
 from __future__ import annotations
@@ -51,7 +57,9 @@ OBJECTIVE = ("maximise Σ_i E[E[σ](p, G_i) | n_i, k_i] "
              "(total expected GRPO signal, posterior under the corpus grid prior)")
 DROP_RULE = (f"dropped when posterior P(p ∈ {{0, 1}}) > {DROP_UNREACHABLE:g} "
              f"or expected signal at max-g < {DROP_MIN_SIGNAL:g}")
-METHOD_GREEDY = "greedy on marginal gains (exact: every curve checked concave in G)"
+READMIT_RULE = ("; with --budget, a candidate that is not negligible is re-admitted when a group of min-g for it "
+                "earns more expected signal per rollout than the last rollout the budget buys elsewhere")
+METHOD_GREEDY = "greedy on marginal gains (exact over the kept prompts: every curve checked concave in G)"
 METHOD_EPS = "per-prompt group-size law: exact G for φ ≥ 1 − ε at the posterior-mean p, clipped to [min-g, max-g]"
 _CONCAVE_TOL = 1e-13
 ALLOC_SUFFIXES = (".csv", ".parquet", ".jsonl", ".ndjson")
@@ -94,6 +102,8 @@ class GreedyResult:
     """Every curve was concave (the allocation is optimal)."""
     gap: float
     """Upper bound on the objective's shortfall from the optimum (0 when concave)."""
+    threshold: float
+    """Smallest marginal gain bought (the value of the last rollout); 0 when budget is left over."""
 
 
 def greedy_allocate(curves: NDArray[np.float64], mult: ArrayLike, extra_budget: int) -> GreedyResult:
@@ -111,6 +121,7 @@ def greedy_allocate(curves: NDArray[np.float64], mult: ArrayLike, extra_budget: 
         work[j] = upper_concave_envelope(curves[j])
     steps = np.zeros(J, dtype=np.int64)
     extra = np.zeros(J, dtype=np.int64)
+    threshold = 0.0
     if L > 1 and extra_budget > 0:
         gains = np.diff(work, axis=1)  # (J, L-1)
         jj, tt = np.meshgrid(np.arange(J), np.arange(L - 1), indexing="ij")
@@ -126,6 +137,9 @@ def greedy_allocate(curves: NDArray[np.float64], mult: ArrayLike, extra_budget: 
         left = extra_budget - (int(cum[n_full - 1]) if n_full else 0)
         if n_full < order.size and left > 0:
             extra[jj[order[n_full]]] = left
+            threshold = float(g[order[n_full]])
+        elif n_full < order.size:
+            threshold = float(g[order[n_full - 1]]) if n_full else float(g[order[0]])
     gap = 0.0
     if not concave_rows.all():
         idx = np.arange(J)
@@ -133,7 +147,15 @@ def greedy_allocate(curves: NDArray[np.float64], mult: ArrayLike, extra_budget: 
         hi_steps = np.minimum(steps + 1, L - 1)
         hi = (work[idx, hi_steps] - curves[idx, hi_steps]) * extra
         gap = float(np.sum(lo + hi))
-    return GreedyResult(steps=steps, extra=extra, concave=bool(concave_rows.all()), gap=gap)
+    return GreedyResult(steps=steps, extra=extra, concave=bool(concave_rows.all()), gap=gap, threshold=threshold)
+
+
+def _greedy_value(curves: NDArray[np.float64], mult: NDArray[np.int64], res: GreedyResult) -> float:
+    """Σ over copies of the curve value at the allocation (copies with ``mult`` 0 count nothing)."""
+    idx = np.arange(curves.shape[0])
+    base = curves[idx, res.steps] * (mult - res.extra)
+    up = curves[idx, np.minimum(res.steps + 1, curves.shape[1] - 1)] * res.extra
+    return float(np.sum(np.where(mult > 0, base + up, 0.0)))
 
 
 # ---------------------------------------------------------------- result objects
@@ -346,6 +368,33 @@ def allocate(
                 f"({int(mult.sum()) - n_kept} hopeless prompts dropped need none)",
                 location="--budget", remedy=f"give --budget >= {need} or a smaller --min-g")
         res = greedy_allocate(curves, kept_mult, budget - need)
+        # Re-admit a candidate when one group of min-g for it earns more expected signal per
+        # rollout than the last rollout the budget bought elsewhere (0 when budget is left over),
+        # best first while it fits, until no candidate qualifies. Negligible prompts never return.
+        per_rollout = curves[:, 0] / min_g
+        negligible = curves[:, -1] < DROP_MIN_SIGNAL
+        for _ in range(8):
+            cands = np.flatnonzero(drop_pair & ~negligible & (per_rollout > res.threshold))
+            readmit = []
+            for j in cands[np.argsort(-per_rollout[cands], kind="stable")]:
+                if need + int(mult[j]) * min_g > budget:
+                    break
+                readmit.append(j)
+                need += int(mult[j]) * min_g
+            if not readmit:
+                break
+            drop_pair[readmit] = False
+            kept_mult = np.where(drop_pair, 0, mult)
+            res = greedy_allocate(curves, kept_mult, budget - need)
+        # Guard: keep every non-negligible prompt if that gives more total signal (that greedy is
+        # exact over those prompts, so the result never loses to a uniform G >= min-g on them).
+        alt_mult = np.where(negligible, 0, mult)
+        need_alt = int(alt_mult.sum()) * min_g
+        if (drop_pair & ~negligible).any() and budget >= need_alt:
+            alt = greedy_allocate(curves, alt_mult, budget - need_alt)
+            if _greedy_value(curves, alt_mult, alt) > _greedy_value(curves, kept_mult, res):
+                drop_pair = negligible.copy()
+                kept_mult, res = alt_mult, alt
         gap = res.gap
         method = METHOD_GREEDY if res.concave else (
             f"greedy on the upper concave envelope (some curve not concave; within {res.gap:.3g} of the optimum)")
@@ -385,7 +434,8 @@ def allocate(
     }).with_columns(pl.col("silent_rate", "fidelity").fill_nan(None))
     return AllocationResult(
         mode="eps" if eps is not None else "budget", budget=budget, eps=eps, min_g=min_g, max_g=max_g,
-        objective=OBJECTIVE, method=method, drop_rule=DROP_RULE, prompts=n_all,
+        objective=OBJECTIVE, method=method, drop_rule=DROP_RULE + (READMIT_RULE if budget is not None else ""),
+        prompts=n_all,
         prompts_kept=int(kept.sum()), prompts_dropped=int((~kept).sum()), optimality_gap=gap,
         allocated=allocated, uniform=uniform, per_prompt=frame,
     )

@@ -209,3 +209,18 @@ def test_alloc_out_unknown_suffix(tmp_path):
     with pytest.raises(ConfigError) as err:
         write_allocation(_alloc(budget=40), tmp_path / "alloc.xlsx")
     assert err.value.location == "--alloc-out"
+
+
+def test_candidates_readmitted_only_when_they_beat_the_marginal_rollout():
+    # k = 0 of n = 8: posterior P(p = 0) > 1/2, but some chance of being learnable
+    n = np.array([8] * 6 + [8, 8, 8])
+    k = np.array([0] * 6 + [2, 4, 6])
+    corpus, ids = Corpus(n, k), list(range(9))
+    assert allocate(corpus, ids, n, k, budget=6).per_prompt["drop"].to_list() == [True] * 6 + [False] * 3
+    tight = allocate(corpus, ids, n, k, budget=12, max_g=64)
+    spare = allocate(corpus, ids, n, k, budget=10_000, max_g=64)  # spare budget: the candidates earn > 0
+    assert spare.prompts_dropped == 0 and spare.allocated.rollouts == 9 * 64
+    big = allocate(corpus, ids, n, k, budget=3 * 64 + 6 * 2 + 40, max_g=64)
+    assert big.prompts_dropped == 0  # the last rollouts are worth less than a first group for them
+    for res in (tight, big):
+        assert res.uniform is not None and res.allocated.expected_signal >= res.uniform.expected_signal - 1e-12

