@@ -5,7 +5,7 @@ maximise the total expected realised GRPO signal
 
     Σ_i f_i(G_i),   f_i(G) = E[ E[σ](p, G) | n_i, k_i ]
 
-the posterior expectation (corpus grid prior, as in ``plan``'s sweep) of the exact expected
+the posterior expectation (corpus prior, as in ``plan``'s sweep) of the exact expected
 update size E[σ](p, G) of THEORY.md. f_i is computed once per distinct (n, k) pair as the
 posterior matrix times a (grid p × G) table of E[σ].
 
@@ -54,7 +54,7 @@ DROP_UNREACHABLE = 0.5
 DROP_MIN_SIGNAL = 1e-3
 """...or when its expected signal E[σ] at max_g is below this."""
 OBJECTIVE = ("maximise Σ_i E[E[σ](p, G_i) | n_i, k_i] "
-             "(total expected GRPO signal, posterior under the corpus grid prior)")
+             "(total expected GRPO signal, posterior under the corpus prior)")
 DROP_RULE = (f"dropped when posterior P(p ∈ {{0, 1}}) > {DROP_UNREACHABLE:g} "
              f"or expected signal at max-g < {DROP_MIN_SIGNAL:g}")
 READMIT_RULE = ("; with --budget, a candidate that is not negligible is re-admitted when a group of min-g for it "

@@ -40,10 +40,10 @@ DEFAULT_G_GRID: tuple[int, ...] = (2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192
 DEFAULT_BATCH_PROMPTS = 512
 """Prompts per batch B for ``signal_prompts_per_batch``."""
 ESTIMATOR = "bayes"
-"""The sweep's estimator: posterior expectations under the corpus grid prior."""
+"""The sweep's estimator: posterior expectations under the corpus prior."""
 FIDELITY_DEFINITION = (
     "Σ_i E[E[σ](p, G) | n_i, k_i] / Σ_i E[sqrt(p(1−p)) | n_i, k_i]: mean φ weighted by GRPO mass, "
-    "posterior expectations under the corpus grid prior"
+    "posterior expectations under the corpus prior"
 )
 
 
@@ -209,7 +209,7 @@ class PlanResult:
     batch_prompts: int
     """Prompts per batch B used for ``signal_prompts_per_batch``."""
     estimator: str = ESTIMATOR
-    """Estimator of every sweep column: ``bayes`` (posterior expectations under the corpus grid prior)."""
+    """Estimator of every sweep column: ``bayes`` (posterior expectations under the corpus prior)."""
     fidelity_definition: str = FIDELITY_DEFINITION
     """How the ``fidelity`` column is computed."""
     allocation: AllocationResult | None = None
@@ -247,7 +247,7 @@ class PlanResult:
         )
         cols = ("G", "silent", "all-wrong", "all-correct", "fidelity φ", f"signal prompts / {B}",
                 "rollouts / signal prompt", "DAPO groups / kept")
-        note = (f"estimator: {self.estimator} (posterior expectations under the corpus grid prior, every G); "
+        note = (f"estimator: {self.estimator} (posterior expectations under the corpus prior, every G); "
                 "fidelity weighted by GRPO mass")
         sweep = Table("G sweep", cols, rows, note=note)
         rec = "none" if self.recommended_G is None else str(self.recommended_G)
