@@ -185,7 +185,7 @@ def test_charts_render_deterministically():
 
 def test_marked_G_and_target_appear_in_the_charts(data, page):
     assert f"G = {data.chosen_G} (recommended)" in page
-    assert "target ≤ 0.5" in page
+    assert "target silent ≤ 0.5" in page
     assert f"Recommended G = <b>{data.plan.recommended_G}</b>" in page
 
 

@@ -258,6 +258,7 @@ def _percent_axis(ax: Axes, top: float = 1.0) -> None:
 
 def pass_rate_chart(histogram: Sequence[int], never: int, always: int, prompts: int) -> str:
     """Bars of prompts per p̂ bin (width 0.1); the never-solved (k = 0) and always-solved (k = n) prompts in colour."""
+    from matplotlib.ticker import MaxNLocator
 
     def draw(fig: Figure, ax: Axes) -> None:
         bins = len(histogram)
@@ -275,6 +276,7 @@ def pass_rate_chart(histogram: Sequence[int], never: int, always: int, prompts: 
         ax.set_xticks([i / bins for i in range(bins + 1)])
         ax.set_xlabel("pass rate p̂ = k/n of a prompt")
         ax.set_ylabel("prompts")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylim(0, max(histogram) * 1.28 if max(histogram) else 1)
         ax.grid(axis="x", visible=False)
         _legend(fig)
@@ -326,7 +328,8 @@ def silent_chart(Gs: Sequence[int], all_wrong: Sequence[float], all_correct: Seq
         ax.axhline(floor, color=CORPUS, linestyle=":", linewidth=1.0,
                    label=f"floor as G → ∞: {pct(floor)} (p = 0 or 1)")
         if max_silent is not None:
-            ax.axhline(max_silent, color=GRPO, linestyle="--", linewidth=1.2, label=f"target ≤ {max_silent:g}")
+            ax.axhline(max_silent, color=GRPO, linestyle="--", linewidth=1.6, zorder=5,
+                       label=f"target silent ≤ {max_silent:g}")
         if g_main is not None and g_main != chosen:
             _mark_G(ax, g_main, f"G = {g_main} (--g-main)", style=":", y=0.1)
         _mark_G(ax, chosen, f"G = {chosen} ({chosen_label})")
@@ -339,7 +342,7 @@ def silent_chart(Gs: Sequence[int], all_wrong: Sequence[float], all_correct: Seq
 
 
 def fidelity_chart(curves: Sequence[FidelityCurve], sweep_G: Sequence[int], corpus: Sequence[float | None],
-                   eps: float, chosen: int, chosen_label: str) -> str:
+                   eps: float, chosen: int, chosen_label: str, min_fidelity: float | None = None) -> str:
     """φ(p̂_q, G) along G at the quartiles of p̂; the corpus mean, 1 − ε and the chosen G marked."""
     from ..report import QUANTILE_NAMES
 
@@ -357,6 +360,9 @@ def fidelity_chart(curves: Sequence[FidelityCurve], sweep_G: Sequence[int], corp
             ax.plot([g for g, _ in pts], [v for _, v in pts], color=CORPUS, linestyle="--", marker="o", markersize=3,
                     linewidth=1.1, label="corpus (GRPO-mass-weighted, bayes)")
         ax.axhline(1.0 - eps, color=GREY, linestyle=":", linewidth=1.2, label=f"1 − ε = {1 - eps:g}")
+        if min_fidelity is not None:
+            ax.axhline(min_fidelity, color=GRPO, linestyle="--", linewidth=1.6, zorder=5,
+                       label=f"target corpus φ ≥ {min_fidelity:g}")
         _mark_G(ax, chosen, f"G = {chosen} ({chosen_label})")
         _log2_axis(ax, xs)
         ax.set_ylim(0.0, 1.02)
@@ -417,7 +423,8 @@ def _cards(d: ReportData) -> str:
          "of prompts never / always solved in the log"),
         ("—" if d.plan.recommended_G is None else f"G = {d.plan.recommended_G}",
          f"recommended ({d.plan.targets.describe()})"),
-        (f"{pct(s.mass_share.grpo.extreme)} vs {pct(s.mass_share.drgrpo.extreme)}",
+        (f"{pct(s.mass_share.grpo.extreme)} vs {pct(s.mass_share.drgrpo.extreme)}"
+         if not math.isnan(s.mass_share.grpo.extreme) else "no mass",
          "gradient mass on extreme prompts (p̂ < 0.1 or > 0.9): GRPO vs Dr. GRPO, large G"),
     ]
     if s.observed_silent is not None:
@@ -464,7 +471,8 @@ def _charts(d: ReportData) -> list[tuple[str, str, str, bool]]:
          f"{esc(target_note)}. At G = {d.chosen_G}: "
          + esc(_at(p, d.chosen_G)), False),
         ("Fidelity versus G",
-         fidelity_chart(d.fidelity_curves, Gs, [r.fidelity for r in p.sweep], d.eps, d.chosen_G, chosen_label),
+         fidelity_chart(d.fidelity_curves, Gs, [r.fidelity for r in p.sweep], d.eps, d.chosen_G, chosen_label,
+                        p.targets.min_fidelity),
          f"Fidelity φ(p, G) = E[σ](p, G) / sqrt(p(1−p)): the share of the large-G update a group of G delivers, "
          f"exact binomial sum at the quartiles of p̂ over the {s.group_size.in_between_prompts:,} prompts with "
          f"0 < k < n ({s.group_size.unreachable_prompts:,} with p̂ ∈ {{0, 1}} are unreachable). Dots: the smallest "
