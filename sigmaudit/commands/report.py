@@ -81,10 +81,10 @@ def report(
     Pass-rate histogram (never/always-solved marked), silent rate versus G split into all-wrong and
     all-correct, fidelity versus G at the quartiles of p̂, GRPO vs Dr. GRPO gradient mass by difficulty,
     silent groups per training step (when the logs have steps), then the scan and plan tables. The page
-    has inline SVG and CSS only: it opens offline and makes no network request. Needs matplotlib
-    (pip install 'sigmaudit[report]'). Targets only choose the G marked as recommended: the report
-    exits 0 even when none is met (use 'plan' or 'check' as a gate). Writes sigmaudit-report.html in
-    the current folder unless -o says otherwise; the path is printed on stderr.
+    has inline SVG and CSS only: it opens offline and makes no network request. Targets only choose the
+    G marked as recommended: the report exits 0 even when none is met (use 'plan' or 'check' as a gate).
+    Writes sigmaudit-report.html in the current folder unless -o says otherwise; the path is printed on
+    stderr.
 
     Example: sigmaudit report rollouts.parquet --max-silent 0.5 -o report.html
     """
@@ -95,9 +95,8 @@ def report(
 
     try:
         from ..render.html import render_html
-    except ImportError as exc:  # matplotlib is an optional dependency
-        raise ConfigError(f"the HTML report needs matplotlib ({exc})",
-                          remedy="pip install 'sigmaudit[report]'") from exc
+    except ImportError as exc:  # a broken or stripped install: matplotlib is a dependency
+        raise ConfigError(f"the HTML report needs matplotlib ({exc})", remedy="pip install matplotlib") from exc
     to_stdout = str(output) == "-"
     loaded = load_inputs(paths, prompt_col=prompt_col, reward_col=reward_col, step_col=step_col,
                          group_col=group_col, n_col=n_col, k_col=k_col, rate_col=rate_col, samples=samples,
