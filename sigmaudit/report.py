@@ -170,7 +170,6 @@ def build_report(
     title
         Report title; default names the first file.
     """
-    from .corpus import Corpus
     from .errors import SchemaError
     from .plan import DEFAULT_G_GRID, Targets
     from .plan import plan as run_plan
@@ -179,9 +178,7 @@ def build_report(
 
     targets = targets or Targets()
     scan = audit(loaded, G=tuple(G) if G else DEFAULT_G, g_main=g_main, eps=eps)
-    pp = loaded.per_prompt
-    corpus = Corpus(pp["n"].to_numpy(), pp["k"].to_numpy())
-    plan = run_plan(corpus, tuple(G) if G else DEFAULT_G_GRID, targets=targets)
+    plan = run_plan(loaded.corpus, tuple(G) if G else DEFAULT_G_GRID, targets=targets)
     trend = None
     if loaded.has_steps and loaded.per_group is not None and loaded.per_group.height:
         try:

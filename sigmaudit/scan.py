@@ -480,12 +480,10 @@ def audit(
     eps
         Fidelity shortfall ε of the group-size law (φ >= 1 − ε).
     """
-    from .corpus import Corpus
 
     _validate(tuple(G), g_main, eps)
     sizes = tuple(sorted({int(g) for g in G}))
-    pp = loaded.per_prompt
-    corpus = Corpus(pp["n"].to_numpy(), pp["k"].to_numpy())
+    corpus = loaded.corpus
     per_group = loaded.per_group
     if g_main is None:
         g_main = _mode(per_group["n"].to_numpy()) if per_group is not None and per_group.height else FALLBACK_G_MAIN

@@ -52,3 +52,15 @@ def test_write_atomic_replaces_and_leaves_no_temp(tmp_path):
     write_atomic(target, "new")
     assert target.read_text() == "new"
     assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
+def test_write_atomic_gives_ordinary_permissions(tmp_path):
+    import os
+
+    target = tmp_path / "new.txt"
+    old = os.umask(0o022)
+    try:
+        write_atomic(target, "x")
+    finally:
+        os.umask(old)
+    assert target.stat().st_mode & 0o777 == 0o644

@@ -88,10 +88,7 @@ def check(
     loaded = load_inputs(paths, prompt_col=prompt_col, reward_col=reward_col, step_col=step_col,
                          group_col=group_col, n_col=n_col, k_col=k_col, rate_col=rate_col, samples=samples,
                          threshold=threshold, quiet=quiet)
-    from ..corpus import Corpus
-
-    pp = loaded.per_prompt
-    result = run_check(Corpus(pp["n"].to_numpy(), pp["k"].to_numpy()), G, thresholds)
+    result = run_check(loaded.corpus, G, thresholds)
     emit_result(result, fmt, output)
     if os.environ.get("GITHUB_ACTIONS"):
         for line in github_annotations(result):

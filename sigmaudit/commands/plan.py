@@ -75,7 +75,6 @@ def plan(
     Example: sigmaudit plan rollouts.parquet --max-silent 0.3 --budget 20000 --alloc-out alloc.csv
     """
     from ..allocate import allocate, check_alloc_path, validate_options, write_allocation
-    from ..corpus import Corpus
     from ..errors import ConfigError
     from ..exitcodes import ExitCode
     from ..plan import Targets
@@ -95,7 +94,7 @@ def plan(
                          threshold=threshold, quiet=quiet)
     pp = loaded.per_prompt
     n, k = pp["n"].to_numpy(), pp["k"].to_numpy()
-    corpus = Corpus(n, k)
+    corpus = loaded.corpus
     alloc = None
     if budget is not None or eps is not None:
         alloc = allocate(corpus, pp["prompt"].to_list(), n, k, budget=budget, eps=eps, min_g=min_g, max_g=max_g)

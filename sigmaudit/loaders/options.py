@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 import polars as pl
+
+if TYPE_CHECKING:
+    from ..corpus import Corpus
 
 LAYOUTS = ("long", "grouped", "counts", "verl", "trl", "open-instruct", "prime-rl")
 
@@ -60,3 +65,11 @@ class LoadedCounts:
     """The column the rewards (or counts) came from."""
     has_steps: bool
     """A step column was found and used."""
+
+    @cached_property
+    def corpus(self) -> Corpus:
+        """The per-prompt counts as a :class:`~sigmaudit.corpus.Corpus`, built once per load
+        (so its prior is fitted once however many figures use it)."""
+        from ..corpus import Corpus
+
+        return Corpus(self.per_prompt["n"].to_numpy(), self.per_prompt["k"].to_numpy())
