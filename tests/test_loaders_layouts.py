@@ -41,7 +41,7 @@ def test_long_csv_without_steps_has_no_groups(tmp_path):
     assert lc.per_group is None
     assert (lc.layout, lc.n_rows, lc.missing_rewards, lc.reward_source) == ("long", 6, 0, "reward")
     assert lc.n_single_sample_prompts == 1
-    assert "1 prompts have a single sample" in lc.notes
+    assert "1 prompt has a single sample (counted; its p̂ is 0 or 1)" in lc.notes
     assert lc.notes[0].startswith("detected long layout: prompt = prompt_id")
     assert not lc.has_steps
 
