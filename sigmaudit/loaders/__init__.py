@@ -94,15 +94,14 @@ def _assemble(files: list[Path], plans: list[Plan], partials: list[pl.DataFrame]
                     .agg(pl.col("n").sum(), pl.col("k").sum())
                     .sort(["step", "prompt", "gid"], nulls_last=True))
         per_group = allp.filter(pl.col("n") > 0).select("step", "prompt", "n", "k")
-        base = per_group
-    else:
-        base = allp
-    per_prompt = (base.group_by("prompt").agg(pl.col("n").sum(), pl.col("k").sum())
-                  .filter(pl.col("n") > 0).sort("prompt"))
+    # One group-by gives both the per-prompt counts and the prompts whose rewards are all
+    # missing: dropping per_group's n = 0 rows changes no prompt's sums.
+    summed = allp.group_by("prompt").agg(pl.col("n").sum(), pl.col("k").sum())
+    per_prompt = summed.filter(pl.col("n") > 0).sort("prompt")
     if per_prompt.height == 0:
         raise SchemaError("every reward is missing (null or NaN)", location=str(files[0]),
                           remedy="check --reward-col")
-    n_all_missing = allp.group_by("prompt").agg(pl.col("n").sum()).filter(pl.col("n") == 0).height
+    n_all_missing = summed.height - per_prompt.height
     singles = int((per_prompt["n"] == 1).sum())
     notes = list(dict.fromkeys(p.note for p in plans))
     if len(files) > 1:
