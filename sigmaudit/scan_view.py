@@ -50,7 +50,8 @@ def _corpus(r: ScanReport) -> Section:
     if r.missing_rewards:
         lines.append(f"{r.missing_rewards:,} missing (null/NaN) rewards excluded, not counted as wrong")
     if r.single_sample_prompts:
-        lines.append(f"{r.single_sample_prompts:,} prompt{' has' if r.single_sample_prompts == 1 else 's have'} a single sample (p̂ is 0 or 1)")
+        have = "prompt has" if r.single_sample_prompts == 1 else "prompts have"
+        lines.append(f"{r.single_sample_prompts:,} {have} a single sample (p̂ is 0 or 1)")
     pr = r.pass_rate
     rate = Table(
         f"pass rate p̂ = k/n over {r.prompts:,} prompts",

@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..cli import app
-from .inputs import (
-    GroupColOpt,
-    KColOpt,
-    NColOpt,
-    PathsArg,
-    PromptColOpt,
-    QuietOpt,
-    RateColOpt,
-    RewardColOpt,
-    SamplesOpt,
-    StepColOpt,
-    ThresholdOpt,
-)
+from .inputs import reads_logs
+
+if TYPE_CHECKING:
+    from ..gate import Threshold
+    from ..loaders import LoadedCounts
+
 from .options import FormatOpt, OutputOpt, emit_result
 
 _GATE = "Thresholds (at least one)"
@@ -29,9 +22,31 @@ def _rate(help_text: str, flag: str) -> object:
     return typer.Option(flag, rich_help_panel=_GATE, show_default=False, help=help_text)
 
 
+def _thresholds(
+    *, max_silent: float | None, max_all_wrong: float | None, max_all_correct: float | None,
+    max_extreme_share: float | None, min_fidelity: float | None, max_never_solved: float | None, **_: object,
+) -> list[Threshold]:
+    """The thresholds given, each checked to lie in [0, 1]; at least one is required."""
+    from ..errors import ConfigError
+    from ..gate import METRICS, Threshold
+
+    given = {"silent_rate": max_silent, "all_wrong_rate": max_all_wrong, "all_correct_rate": max_all_correct,
+             "extreme_share": max_extreme_share, "fidelity": min_fidelity, "never_solved_rate": max_never_solved}
+    for name, value in given.items():
+        if value is not None and not 0.0 <= value <= 1.0:
+            raise ConfigError(f"must lie in [0, 1], got {value:g}", location=METRICS[name][1],
+                              remedy="give a rate such as 0.3")
+    thresholds = [Threshold(name, v) for name, v in given.items() if v is not None]
+    if not thresholds:
+        raise ConfigError("give at least one threshold", location="check",
+                          remedy="e.g. --max-silent 0.4 (see 'sigmaudit check --help')")
+    return thresholds
+
+
 @app.command()
+@reads_logs(validate=_thresholds)
 def check(
-    paths: PathsArg,
+    loaded: LoadedCounts,
     G: Annotated[int, typer.Option("-G", "--group-size", min=1, help="Group size the training run uses.")],
     max_silent: Annotated[float | None, _rate("Fail when the silent rate exceeds X.", "--max-silent")] = None,
     max_all_wrong: Annotated[float | None, _rate("Fail when the all-wrong rate exceeds X.", "--max-all-wrong")] = None,
@@ -45,16 +60,6 @@ def check(
                                                     "--max-never-solved")] = None,
     fmt: FormatOpt = None,
     output: OutputOpt = None,
-    prompt_col: PromptColOpt = None,
-    reward_col: RewardColOpt = None,
-    step_col: StepColOpt = None,
-    group_col: GroupColOpt = None,
-    n_col: NColOpt = None,
-    k_col: KColOpt = None,
-    rate_col: RateColOpt = None,
-    samples: SamplesOpt = None,
-    threshold: ThresholdOpt = None,
-    quiet: QuietOpt = False,
 ) -> None:
     """Gate: exit 0 when every threshold holds at G, 1 when any fails, 2 when it cannot run.
 
@@ -67,27 +72,13 @@ def check(
     import os
     import sys
 
-    from ..errors import ConfigError
     from ..exitcodes import ExitCode
-    from ..gate import Threshold, github_annotations
     from ..gate import check as run_check
-    from .inputs import load_inputs
+    from ..gate import github_annotations
 
-    given = {"silent_rate": max_silent, "all_wrong_rate": max_all_wrong, "all_correct_rate": max_all_correct,
-             "extreme_share": max_extreme_share, "fidelity": min_fidelity, "never_solved_rate": max_never_solved}
-    from ..gate import METRICS
-
-    for name, value in given.items():
-        if value is not None and not 0.0 <= value <= 1.0:
-            raise ConfigError(f"must lie in [0, 1], got {value:g}", location=METRICS[name][1],
-                              remedy="give a rate such as 0.3")
-    thresholds = [Threshold(name, v) for name, v in given.items() if v is not None]
-    if not thresholds:
-        raise ConfigError("give at least one threshold", location="check",
-                          remedy="e.g. --max-silent 0.4 (see 'sigmaudit check --help')")
-    loaded = load_inputs(paths, prompt_col=prompt_col, reward_col=reward_col, step_col=step_col,
-                         group_col=group_col, n_col=n_col, k_col=k_col, rate_col=rate_col, samples=samples,
-                         threshold=threshold, quiet=quiet)
+    thresholds = _thresholds(max_silent=max_silent, max_all_wrong=max_all_wrong, max_all_correct=max_all_correct,
+                             max_extreme_share=max_extreme_share, min_fidelity=min_fidelity,
+                             max_never_solved=max_never_solved)
     result = run_check(loaded.corpus, G, thresholds)
     emit_result(result, fmt, output)
     if os.environ.get("GITHUB_ACTIONS"):

@@ -7,8 +7,12 @@ per-prompt counts (printing the loader's notes on stderr).
 
 from __future__ import annotations
 
+import functools
+import inspect
+import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -119,3 +123,67 @@ def load_inputs(
         for line in loaded.notes:
             note(line)
     return loaded
+
+
+_LAYOUT_PARAMS: tuple[tuple[str, Any, Any], ...] = (
+    ("prompt_col", PromptColOpt, None),
+    ("reward_col", RewardColOpt, None),
+    ("step_col", StepColOpt, None),
+    ("group_col", GroupColOpt, None),
+    ("n_col", NColOpt, None),
+    ("k_col", KColOpt, None),
+    ("rate_col", RateColOpt, None),
+    ("samples", SamplesOpt, None),
+    ("threshold", ThresholdOpt, None),
+)
+
+
+def reads_logs(
+    command: Callable[..., Any] | None = None, *, validate: Callable[..., None] | None = None
+) -> Any:
+    """Give a command the log inputs: the paths argument, the layout overrides and ``--quiet``.
+
+    The decorated function takes ``loaded`` (the :class:`~sigmaudit.loaders.LoadedCounts`)
+    instead of paths and overrides, and ``quiet`` if it asks for it. The CLI sees the
+    paths first, the command's own options next, then ``--quiet`` and the layout
+    overrides (in their own help panel). ``validate``, called with the command's own
+    options before any file is read, rejects impossible options early. A progress
+    indicator shows on stderr only when both streams are terminals and the output is
+    the terminal table.
+    """
+    if command is None:
+        return functools.partial(reads_logs, validate=validate)
+    own = inspect.signature(command)  # annotations as strings: ``loaded``'s type is only imported for checkers
+    wants_quiet = "quiet" in own.parameters
+    keyword = inspect.Parameter.KEYWORD_ONLY
+
+    def resolved(p: inspect.Parameter) -> inspect.Parameter:
+        ann = p.annotation
+        if isinstance(ann, str):
+            ann = eval(ann, command.__globals__)  # noqa: S307 - the command's own annotation
+        return p.replace(kind=keyword, annotation=ann)
+
+    params = [inspect.Parameter("paths", keyword, annotation=PathsArg)]
+    params += [resolved(p) for name, p in own.parameters.items() if name not in ("loaded", "quiet")]
+    params.append(inspect.Parameter("quiet", keyword, default=False, annotation=QuietOpt))
+    params += [inspect.Parameter(name, keyword, default=dflt, annotation=ann) for name, ann, dflt in _LAYOUT_PARAMS]
+
+    @functools.wraps(command)
+    def wrapper(**kwargs: Any) -> Any:
+        from ..render import Format
+
+        paths = kwargs.pop("paths")
+        layout = {name: kwargs.pop(name) for name, _, _ in _LAYOUT_PARAMS}
+        quiet = kwargs.pop("quiet")
+        if validate is not None:
+            validate(**kwargs)
+        progress = sys.stderr.isatty() and sys.stdout.isatty() and kwargs.get("fmt") in (None, Format.table)
+        loaded = load_inputs(paths, **layout, quiet=quiet, progress=progress)
+        if wants_quiet:
+            kwargs["quiet"] = quiet
+        return command(loaded=loaded, **kwargs)
+
+    wrapper.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
+    del wrapper.__wrapped__  # Typer must read the new signature, not the command's
+    return wrapper

@@ -3,33 +3,44 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..cli import app
-from .inputs import (
-    GroupColOpt,
-    KColOpt,
-    NColOpt,
-    PathsArg,
-    PromptColOpt,
-    QuietOpt,
-    RateColOpt,
-    RewardColOpt,
-    SamplesOpt,
-    StepColOpt,
-    ThresholdOpt,
-)
+from .inputs import reads_logs
+
+if TYPE_CHECKING:
+    from ..loaders import LoadedCounts
+
 from .options import FormatOpt, OutputOpt, emit_result
 
 _TARGETS = "Targets"
 _ALLOC = "Per-prompt allocation"
 
 
+def _check_options(
+    *, max_silent: float | None, min_fidelity: float | None, budget: int | None, eps: float | None,
+    min_g: int, max_g: int, alloc_out: Path | None, **_: object,
+) -> None:
+    """Reject impossible options before any log is read."""
+    from ..allocate import check_alloc_path, validate_options
+    from ..errors import ConfigError
+
+    for name, value in (("--max-silent", max_silent), ("--min-fidelity", min_fidelity)):
+        if value is not None and not 0.0 <= value <= 1.0:
+            raise ConfigError(f"must lie in [0, 1], got {value:g}", location=name, remedy="give a rate such as 0.3")
+    validate_options(budget, eps, min_g, max_g)
+    if alloc_out is not None and budget is None and eps is None:
+        raise ConfigError("nothing to write", location="--alloc-out", remedy="add --budget N or --eps E")
+    if alloc_out is not None:
+        check_alloc_path(alloc_out)
+
+
 @app.command()
+@reads_logs(validate=_check_options)
 def plan(
-    paths: PathsArg,
+    loaded: LoadedCounts,
     group_sizes: Annotated[list[int] | None, typer.Option(
         "-G", "--group-size", min=1, show_default=False,
         help="Group size to sweep (repeatable). Default: 2 4 8 12 16 24 32 48 64 96 128 192 256.")] = None,
@@ -54,16 +65,6 @@ def plan(
         help="Write the per-prompt allocation here (.csv, .parquet or .jsonl). -o is the report.")] = None,
     fmt: FormatOpt = None,
     output: OutputOpt = None,
-    prompt_col: PromptColOpt = None,
-    reward_col: RewardColOpt = None,
-    step_col: StepColOpt = None,
-    group_col: GroupColOpt = None,
-    n_col: NColOpt = None,
-    k_col: KColOpt = None,
-    rate_col: RateColOpt = None,
-    samples: SamplesOpt = None,
-    threshold: ThresholdOpt = None,
-    quiet: QuietOpt = False,
 ) -> None:
     """Predict, for each group size G, the silent rate, signal per batch, DAPO cost and fidelity.
 
@@ -74,24 +75,11 @@ def plan(
 
     Example: sigmaudit plan rollouts.parquet --max-silent 0.3 --budget 20000 --alloc-out alloc.csv
     """
-    from ..allocate import allocate, check_alloc_path, validate_options, write_allocation
-    from ..errors import ConfigError
+    from ..allocate import allocate, write_allocation
     from ..exitcodes import ExitCode
     from ..plan import Targets
     from ..plan import plan as run_plan
-    from .inputs import load_inputs
 
-    for name, value in (("--max-silent", max_silent), ("--min-fidelity", min_fidelity)):
-        if value is not None and not 0.0 <= value <= 1.0:
-            raise ConfigError(f"must lie in [0, 1], got {value:g}", location=name, remedy="give a rate such as 0.3")
-    validate_options(budget, eps, min_g, max_g)
-    if alloc_out is not None and budget is None and eps is None:
-        raise ConfigError("nothing to write", location="--alloc-out", remedy="add --budget N or --eps E")
-    if alloc_out is not None:
-        check_alloc_path(alloc_out)
-    loaded = load_inputs(paths, prompt_col=prompt_col, reward_col=reward_col, step_col=step_col,
-                         group_col=group_col, n_col=n_col, k_col=k_col, rate_col=rate_col, samples=samples,
-                         threshold=threshold, quiet=quiet)
     pp = loaded.per_prompt
     n, k = pp["n"].to_numpy(), pp["k"].to_numpy()
     corpus = loaded.corpus

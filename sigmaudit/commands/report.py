@@ -2,27 +2,16 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..cli import app
-from .inputs import (
-    GroupColOpt,
-    KColOpt,
-    NColOpt,
-    PathsArg,
-    PromptColOpt,
-    QuietOpt,
-    RateColOpt,
-    RewardColOpt,
-    SamplesOpt,
-    StepColOpt,
-    ThresholdOpt,
-    load_inputs,
-)
+from .inputs import reads_logs
+
+if TYPE_CHECKING:
+    from ..loaders import LoadedCounts
 
 DEFAULT_OUTPUT = Path("sigmaudit-report.html")
 _TARGETS = "Targets (for the recommendation)"
@@ -41,8 +30,9 @@ def _rate(value: float | None) -> float | None:
 
 
 @app.command()
+@reads_logs
 def report(
-    paths: PathsArg,
+    loaded: LoadedCounts,
     output: Annotated[Path, typer.Option(
         "--output", "-o", dir_okay=False,
         help="HTML file to write (atomically, only after success); '-' writes the page to stdout.")
@@ -65,16 +55,7 @@ def report(
         help="Recommend the smallest swept G with mean fidelity φ at least Y.")] = None,
     title: Annotated[str | None, typer.Option("--title", show_default=False,
                                               help="Page title (default: names the first file).")] = None,
-    quiet: QuietOpt = False,
-    prompt_col: PromptColOpt = None,
-    reward_col: RewardColOpt = None,
-    step_col: StepColOpt = None,
-    group_col: GroupColOpt = None,
-    n_col: NColOpt = None,
-    k_col: KColOpt = None,
-    rate_col: RateColOpt = None,
-    samples: SamplesOpt = None,
-    threshold: ThresholdOpt = None,
+    quiet: bool = False,
 ) -> None:
     """Write one self-contained HTML report: charts and tables for people who would rather look than read.
 
@@ -98,9 +79,6 @@ def report(
     except ImportError as exc:  # a broken or stripped install: matplotlib is a dependency
         raise ConfigError(f"the HTML report needs matplotlib ({exc})", remedy="pip install matplotlib") from exc
     to_stdout = str(output) == "-"
-    loaded = load_inputs(paths, prompt_col=prompt_col, reward_col=reward_col, step_col=step_col,
-                         group_col=group_col, n_col=n_col, k_col=k_col, rate_col=rate_col, samples=samples,
-                         threshold=threshold, quiet=quiet, progress=sys.stderr.isatty())
     data = build_report(loaded, G=tuple(G) if G else None, g_main=g_main, eps=eps,
                         targets=Targets(max_silent, min_fidelity), title=title)
     page = render_html(data)

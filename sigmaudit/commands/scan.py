@@ -2,27 +2,16 @@
 
 from __future__ import annotations
 
-import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..cli import app
-from .inputs import (
-    GroupColOpt,
-    KColOpt,
-    NColOpt,
-    PathsArg,
-    PromptColOpt,
-    QuietOpt,
-    RateColOpt,
-    RewardColOpt,
-    SamplesOpt,
-    StepColOpt,
-    ThresholdOpt,
-    load_inputs,
-)
+from .inputs import reads_logs
 from .options import FormatOpt, OutputOpt, emit_result
+
+if TYPE_CHECKING:
+    from ..loaders import LoadedCounts
 
 
 def _eps(value: float) -> float:
@@ -32,8 +21,9 @@ def _eps(value: float) -> float:
 
 
 @app.command()
+@reads_logs
 def scan(
-    paths: PathsArg,
+    loaded: LoadedCounts,
     G: Annotated[list[int] | None, typer.Option("-G", "--group-size", min=1, show_default=False,
                                                 help="Group size G >= 1 to report (repeatable; default 4 8 16 32 64).")
                  ] = None,
@@ -44,16 +34,6 @@ def scan(
                                        help="Fidelity shortfall ε for the group-size law (φ ≥ 1 − ε).")] = 0.05,
     fmt: FormatOpt = None,
     output: OutputOpt = None,
-    quiet: QuietOpt = False,
-    prompt_col: PromptColOpt = None,
-    reward_col: RewardColOpt = None,
-    step_col: StepColOpt = None,
-    group_col: GroupColOpt = None,
-    n_col: NColOpt = None,
-    k_col: KColOpt = None,
-    rate_col: RateColOpt = None,
-    samples: SamplesOpt = None,
-    threshold: ThresholdOpt = None,
 ) -> None:
     """Audit rollout logs: silent groups, wasted compute, gradient mass and group size.
 
@@ -64,14 +44,9 @@ def scan(
 
     Example: sigmaudit scan rollouts.parquet -G 8 -G 16 --format json
     """
-    from ..output import note, resolve_format
-    from ..render import Format
+    from ..output import note
     from ..scan import DEFAULT_G, audit
 
-    table = resolve_format(fmt, output) is Format.table
-    loaded = load_inputs(paths, prompt_col=prompt_col, reward_col=reward_col, step_col=step_col,
-                         group_col=group_col, n_col=n_col, k_col=k_col, rate_col=rate_col, samples=samples,
-                         threshold=threshold, quiet=quiet, progress=table and sys.stderr.isatty())
     report = audit(loaded, G=tuple(G) if G else DEFAULT_G, g_main=g_main, eps=eps)
     if report.filtered_warning:
         note(f"warning: {report.filtered_warning}")

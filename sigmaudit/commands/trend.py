@@ -13,45 +13,36 @@ JSON contract (``--format json``), besides ``schema_version``:
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..cli import app
-from .inputs import (
-    GroupColOpt,
-    KColOpt,
-    NColOpt,
-    PathsArg,
-    PromptColOpt,
-    QuietOpt,
-    RateColOpt,
-    RewardColOpt,
-    SamplesOpt,
-    StepColOpt,
-    ThresholdOpt,
-)
+from .inputs import reads_logs
+
+if TYPE_CHECKING:
+    from ..loaders import LoadedCounts
+
 from .options import FormatOpt, OutputOpt, emit_result
 
 
+def _check_estimator(*, estimator: str, **_: object) -> None:
+    from ..errors import ConfigError
+
+    if estimator not in ("bayes", "plugin", "unbiased"):
+        raise ConfigError(f"unknown estimator {estimator!r}", location="--estimator",
+                          remedy="choose bayes, plugin or unbiased")
+
+
 @app.command()
+@reads_logs(validate=_check_estimator)
 def trend(
-    paths: PathsArg,
+    loaded: LoadedCounts,
     G: Annotated[list[int] | None, typer.Option("-G", "--group-size", min=1, show_default=False,
                                                 help="Also forecast the silent rate at this G (repeatable).")] = None,
     every: Annotated[int, typer.Option("--every", min=1, help="One row per bucket of this many steps.")] = 1,
     estimator: Annotated[str, typer.Option("--estimator", help="Forecast estimator: bayes (prior fitted to the run), "
                                                                "plugin, or unbiased (G ≤ n).")] = "bayes",
-    step_col: StepColOpt = None,
-    prompt_col: PromptColOpt = None,
-    reward_col: RewardColOpt = None,
-    group_col: GroupColOpt = None,
-    n_col: NColOpt = None,
-    k_col: KColOpt = None,
-    rate_col: RateColOpt = None,
-    samples: SamplesOpt = None,
-    threshold: ThresholdOpt = None,
-    quiet: QuietOpt = False,
     fmt: FormatOpt = None,
     output: OutputOpt = None,
 ) -> None:
@@ -62,16 +53,9 @@ def trend(
 
     Example: sigmaudit trend rollouts.parquet -G 16 --every 5
     """
-    from ..errors import ConfigError, SchemaError
+    from ..errors import SchemaError
     from ..trend import trend as run_trend
-    from .inputs import load_inputs
 
-    if estimator not in ("bayes", "plugin", "unbiased"):
-        raise ConfigError(f"unknown estimator {estimator!r}", location="--estimator",
-                          remedy="choose bayes, plugin or unbiased")
-    loaded = load_inputs(paths, prompt_col=prompt_col, reward_col=reward_col, step_col=step_col,
-                         group_col=group_col, n_col=n_col, k_col=k_col, rate_col=rate_col, samples=samples,
-                         threshold=threshold, quiet=quiet)
     if loaded.per_group is None or not loaded.has_steps:
         raise SchemaError("the logs have no training-step information", remedy="name the step column with --step-col")
     emit_result(run_trend(loaded.per_group, G=G or (), every=every, estimator=estimator), fmt,  # type: ignore[arg-type]

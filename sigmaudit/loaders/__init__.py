@@ -113,7 +113,8 @@ def _assemble(files: list[Path], plans: list[Plan], partials: list[pl.DataFrame]
     if n_all_missing:
         notes.append(f"{n_all_missing} prompts dropped: all their rewards are missing")
     if singles:
-        notes.append(f"{singles} prompt{' has' if singles == 1 else 's have'} a single sample (counted; its p̂ is 0 or 1)")
+        have = "prompt has" if singles == 1 else "prompts have"
+        notes.append(f"{singles} {have} a single sample (counted; its p̂ is 0 or 1)")
     plan = plans[0]
     reward_source = (plan.k or plan.rate or "") if layout == "counts" else (plan.reward or "")
     if reward_source == "__rewards":
