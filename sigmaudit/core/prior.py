@@ -118,14 +118,13 @@ def fit_grid_prior(
     n_u, k_u, c_u = _pairs(n, k, weights)
     g = default_grid() if grid is None else np.asarray(grid, dtype=np.float64)
     lik, shift = _scaled_lik(n_u, k_u, g)
-    lik_t = np.ascontiguousarray(lik.T)
     c_norm = c_u / c_u.sum()
 
     def marginal(w: NDArray[np.float64]) -> NDArray[np.float64]:
         return _matvec(lik, w)
 
     def em_step(w: NDArray[np.float64], marg: NDArray[np.float64]) -> NDArray[np.float64]:
-        w = w * _matvec(lik_t, c_norm / marg)
+        w = w * _rmatvec(lik, c_norm / marg)
         return w / w.sum()
 
     def mean_ll(marg: NDArray[np.float64]) -> float:
@@ -186,27 +185,39 @@ def _scaled_lik(
     Subnormal entries (below 2.2e-308 of the row's maximum) are set to 0: they change no
     marginal at double precision but slow every product with them down several-fold.
     """
-    log_l = _log_lik(n, k, grid)
-    shift = log_l.max(axis=1, keepdims=True)
-    lik = np.exp(log_l - shift)
+    lik = _log_lik(n, k, grid)
+    shift = lik.max(axis=1, keepdims=True)
+    lik -= shift  # in place: this matrix is the EM's largest allocation
+    np.exp(lik, out=lik)
     lik[lik < np.finfo(np.float64).tiny] = 0.0
     return lik, shift
 
 
-def _matvec(a: NDArray[np.float64], x: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``a @ x`` for a C-contiguous matrix, on one thread.
+_BLAS_CELLS = 1 << 22
+"""Matrices with at least this many cells are multiplied by BLAS, smaller ones by einsum."""
 
-    The EM runs hundreds of small matrix-vector products; OpenBLAS's threaded gemv spins
-    waiting for its helper threads, which on a loaded machine made each product ~10x slower
-    in wall and CPU time than this single-threaded loop (benchmarks/README.md).
+
+def _matvec(a: NDArray[np.float64], x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``a @ x`` for a C-contiguous matrix.
+
+    The EM runs hundreds of matrix-vector products. On small matrices OpenBLAS's threaded
+    gemv spends more time waiting for its helper threads than computing (on a loaded machine
+    each product took ~10x longer, in wall and CPU time, than einsum's single-threaded loop);
+    from a few million cells on, BLAS's threads pay off even on a loaded machine
+    (benchmarks/README.md).
     """
-    return np.einsum("ij,j->i", a, x)
+    return a @ x if a.size >= _BLAS_CELLS else np.einsum("ij,j->i", a, x)
+
+
+def _rmatvec(a: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``a.T @ y`` for a C-contiguous matrix (see :func:`_matvec`)."""
+    return y @ a if a.size >= _BLAS_CELLS else np.einsum("ij,i->j", a, y)
 
 
 def _grid_log_likelihood(
     lik: NDArray[np.float64], shift: NDArray[np.float64], c: NDArray[np.float64], w: NDArray[np.float64]
 ) -> float:
-    return float(c @ (np.log(lik @ w) + shift[:, 0]))
+    return float(c @ (np.log(_matvec(lik, w)) + shift[:, 0]))
 
 
 def beta_cell_masses(a: float, b: float, grid: NDArray[np.float64]) -> NDArray[np.float64]:
