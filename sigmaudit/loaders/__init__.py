@@ -78,6 +78,19 @@ def _may_overlap(partials: list[pl.DataFrame], plans: list[Plan]) -> bool:
     return sum(len(s) for s in steps) != len(set().union(*steps))
 
 
+SLICE_ROWS = 2_000_000
+"""Per-prompt sums over more groups than this are taken slice by slice (smaller hash tables)."""
+
+
+def _sum_by_prompt(frame: pl.DataFrame) -> pl.DataFrame:
+    """n and k summed per prompt, over zero-copy slices of ``frame`` and then over their sums."""
+    sums = (pl.col("n").sum(), pl.col("k").sum())
+    parts = [part.group_by("prompt").agg(*sums) for part in frame.iter_slices(SLICE_ROWS)]
+    if len(parts) <= 1:
+        return parts[0] if parts else frame.group_by("prompt").agg(*sums)
+    return pl.concat(parts).group_by("prompt").agg(*sums)
+
+
 def _assemble(files: list[Path], plans: list[Plan], partials: list[pl.DataFrame],
               duplicates: int) -> LoadedCounts:
     allp = pl.concat(partials, how="vertical") if partials else pl.DataFrame(schema=PARTIAL_SCHEMA)
@@ -93,10 +106,12 @@ def _assemble(files: list[Path], plans: list[Plan], partials: list[pl.DataFrame]
             allp = (allp.group_by(["step", "gid", "prompt"])
                     .agg(pl.col("n").sum(), pl.col("k").sum())
                     .sort(["step", "prompt", "gid"], nulls_last=True))
-        per_group = allp.filter(pl.col("n") > 0).select("step", "prompt", "n", "k")
+        per_group = allp.select("step", "prompt", "n", "k")
+        if (per_group["n"] == 0).any():  # filter only when needed: it copies every column
+            per_group = per_group.filter(pl.col("n") > 0)
     # One group-by gives both the per-prompt counts and the prompts whose rewards are all
     # missing: dropping per_group's n = 0 rows changes no prompt's sums.
-    summed = allp.group_by("prompt").agg(pl.col("n").sum(), pl.col("k").sum())
+    summed = _sum_by_prompt(allp)
     per_prompt = summed.filter(pl.col("n") > 0).sort("prompt")
     if per_prompt.height == 0:
         raise SchemaError("every reward is missing (null or NaN)", location=str(files[0]),
