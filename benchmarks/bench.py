@@ -3,6 +3,8 @@
     python benchmarks/gen_logs.py --steps 1000          # once: 8.2M rows
     python benchmarks/bench.py benchmarks/data/long_1000.parquet --repeats 5
     python benchmarks/bench.py --startup --repeats 9    # sigmaudit --help / calc start-up
+    git worktree add /tmp/sigmaudit-before <rev>         # then: before/after in one session
+    python benchmarks/bench.py benchmarks/data/long_1000.parquet --before /tmp/sigmaudit-before
 
 Runs are alternated (scan, duckdb, pandas, pyarrow, scan, ...) so machine load drifts hit every
 tool alike; the table shows medians of wall time, CPU time (user + sys) and peak memory.
@@ -31,8 +33,11 @@ PY = sys.executable
 
 def commands(path: str, G: int) -> dict[str, list[str]]:
     base = [PY, str(HERE / "baselines.py")]
+    scan = ["-m", "sigmaudit", "scan", path, "-G", str(G), "--format", "json"]
     return {
-        "scan": [PY, "-m", "sigmaudit", "scan", path, "-G", str(G), "--format", "json"],
+        "scan": [PY, *scan],
+        # the same command from another checkout (see --before); PYTHONPATH wins over the editable install
+        "before": ["env", f"PYTHONPATH={os.environ.get('SIGMAUDIT_BEFORE', '')}", PY, "-P", *scan],
         "duckdb": [*base, "duckdb", path, str(G)],
         "pandas": [*base, "pandas", path, str(G)],
         "pyarrow": [*base, "pyarrow", path, str(G)],
@@ -89,9 +94,14 @@ def main() -> None:
     ap.add_argument("-G", type=int, default=8)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--tools", default="scan,duckdb,pandas,pyarrow",
-                    help="comma-separated subset of scan, duckdb, pandas, pyarrow")
+                    help="comma-separated subset of scan, duckdb, pandas, pyarrow (and before)")
     ap.add_argument("--startup", action="store_true", help="time sigmaudit --help and calc instead")
+    ap.add_argument("--before", metavar="DIR",
+                    help="also time `scan` from the checkout DIR (e.g. a `git worktree` of an older commit)")
     args = ap.parse_args()
+    if args.before:
+        os.environ["SIGMAUDIT_BEFORE"] = str(Path(args.before).resolve())
+        args.tools = "before," + args.tools
     if args.startup:
         cmds = startup_commands()
         label = "start-up"
