@@ -20,7 +20,7 @@ app = typer.Typer(
         "Dr. GRPO spend their gradient. Exit codes: 0 ok, 1 a gate/target failed, 2 could not run."
     ),
     no_args_is_help=True,
-    rich_markup_mode="markdown",
+    rich_markup_mode=None,
     add_completion=False,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
