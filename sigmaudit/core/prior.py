@@ -246,13 +246,26 @@ def fit_atoms_beta_prior(
     prior is returned discretised on the grid (Beta mass per cell), with its
     parameters (``w0``, ``w1``, ``v1``, ``a1``, ``b1``, ...).
     """
-    from scipy.optimize import minimize
-    from scipy.special import betaln
-
     if components not in (1, 2):
         raise ValueError(f"components must be 1 or 2, got {components!r}")
     n_u, k_u, c_u = _pairs(n, k, weights)
     g = default_grid() if grid is None else np.asarray(grid, dtype=np.float64)
+    return _fit_atoms_beta(n_u, k_u, c_u, g, components, None)
+
+
+def _fit_atoms_beta(
+    n_u: NDArray[np.int64],
+    k_u: NDArray[np.int64],
+    c_u: NDArray[np.float64],
+    g: NDArray[np.float64],
+    components: int,
+    scaled: tuple[NDArray[np.float64], NDArray[np.float64]] | None,
+) -> tuple[GridPrior, dict[str, float]]:
+    """:func:`fit_atoms_beta_prior` on distinct pairs; ``scaled`` is ``_scaled_lik(n_u, k_u, g)``
+    when the caller already has it (it costs as much as the optimisation on many pairs)."""
+    from scipy.optimize import minimize
+    from scipy.special import betaln
+
     nf, kf = n_u.astype(np.float64), k_u.astype(np.float64)
     log_zero = np.where(k_u == 0, 0.0, -np.inf)
     log_one = np.where(k_u == n_u, 0.0, -np.inf)
@@ -290,7 +303,7 @@ def fit_atoms_beta_prior(
         params |= {f"v{j + 1}": float(wts[2 + j]), f"a{j + 1}": float(a), f"b{j + 1}": float(b)}
     w[0] += wts[0]
     w[-1] += wts[1]
-    lik, shift = _scaled_lik(n_u, k_u, g)
+    lik, shift = _scaled_lik(n_u, k_u, g) if scaled is None else scaled
     prior = GridPrior(grid=g, weights=w, iterations=int(best.nit), kind=f"beta+atoms/{components}",
                       log_likelihood=_grid_log_likelihood(lik, shift, c_u, w))
     return prior, params
@@ -316,9 +329,12 @@ def fit_corpus_prior(n: ArrayLike, k: ArrayLike, weights: ArrayLike | None = Non
     # Bound the EM's work on corpora with many distinct (n, k) pairs (~2e8 multiply-adds).
     max_iter = int(np.clip(2e8 / (n_u.size * GRID_SIZE), 150, 3000))
     grid_prior = fit_grid_prior(n_u, k_u, c_u, max_iter=max_iter)
+    scaled = None  # the likelihood matrix, computed once for both candidates
     for components in (1, 2):
         try:
-            candidate, _ = fit_atoms_beta_prior(n_u, k_u, c_u, grid=grid_prior.grid, components=components)
+            if scaled is None:
+                scaled = _scaled_lik(n_u, k_u, grid_prior.grid)
+            candidate, _ = _fit_atoms_beta(n_u, k_u, c_u, grid_prior.grid, components, scaled)
         except (ValueError, FloatingPointError):  # pragma: no cover - optimiser failure falls back
             continue
         if 2.0 * (grid_prior.log_likelihood - candidate.log_likelihood) <= LR_THRESHOLD:
