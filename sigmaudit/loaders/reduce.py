@@ -116,6 +116,11 @@ def step_ranges(src: Source, plan: Plan) -> list[pl.Expr] | None:
         return None
     if not src.schema[plan.step].is_integer():
         return None
+    try:  # the row count is in the footer: no data read, and no pyarrow import for small files
+        if src.lf.select(pl.len()).collect().item() <= CHUNK_ROWS:
+            return None
+    except POLARS_ERRORS:
+        return None
     import pyarrow.parquet as pq
 
     try:
