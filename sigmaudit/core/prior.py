@@ -86,12 +86,13 @@ class GridPrior:
     def posterior(self, n: ArrayLike, k: ArrayLike) -> NDArray[np.float64]:
         """Posterior masses over ``grid`` for each (n, k): shape (len(n), len(grid))."""
         n_arr, k_arr = as_counts(n, k)
-        log_post = _log_lik(n_arr.ravel(), k_arr.ravel(), self.grid)
+        post = _log_lik(n_arr.ravel(), k_arr.ravel(), self.grid)  # updated in place from here on
         with np.errstate(divide="ignore"):
-            log_post = log_post + np.log(self.weights)[None, :]
-        log_post -= log_post.max(axis=1, keepdims=True)
-        post = np.exp(log_post)
-        return post / post.sum(axis=1, keepdims=True)
+            post += np.log(self.weights)[None, :]
+        post -= post.max(axis=1, keepdims=True)
+        np.exp(post, out=post)
+        post /= post.sum(axis=1, keepdims=True)
+        return post
 
     def posterior_mean(self, n: ArrayLike, k: ArrayLike, values: ArrayLike) -> NDArray[np.float64]:
         """E[f(p) | n, k] for f given by its ``values`` on the grid (shape (len(grid),) or (len(grid), m))."""
