@@ -48,15 +48,15 @@ class TrendRow:
     """First logged step of the bucket (the step itself when ``every`` = 1)."""
     step_last: int
     """Last logged step of the bucket."""
-    groups: int
-    """Logged groups."""
-    pass_rate: float
-    """Mean over the groups of k/n."""
-    observed_silent: float
-    """Share of the groups with k ∈ {0, n}."""
-    observed_all_wrong: float
+    groups: int | None
+    """Logged groups (None for a per-step series, which has none)."""
+    pass_rate: float | None
+    """Mean over the groups of k/n (a series: its pass-rate column, if any)."""
+    observed_silent: float | None
+    """Share of the groups with k ∈ {0, n} (a series: its silent column, or the sum of its branches)."""
+    observed_all_wrong: float | None
     """Share with k = 0."""
-    observed_all_correct: float
+    observed_all_correct: float | None
     """Share with k = n."""
     forecast_silent: float | None
     """Mean over the groups of the estimated silent chance at the group's own logged size n."""
@@ -80,12 +80,14 @@ class TrendResult:
     """Distinct logged group sizes."""
     every: int
     """Steps per bucket."""
-    estimator: Estimator
-    """Estimator behind the forecasts."""
+    estimator: Estimator | None
+    """Estimator behind the forecasts (None for a per-step series: nothing to forecast from)."""
     G: tuple[int, ...]
     """Other group sizes forecast."""
     dropped_groups: int = 0
     """Groups without a step value (left out)."""
+    source: str = "groups"
+    """``groups`` (a log reduced to groups) or ``series`` (a file of per-step shares)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON contract: ``steps`` (one object per row), ``G_logged``, ``every``, ``estimator``, ..."""
@@ -112,6 +114,7 @@ class TrendResult:
             "estimator": self.estimator,
             "G": list(self.G),
             "dropped_groups": self.dropped_groups,
+            "source": self.source,
         }
 
     def view(self) -> View:
@@ -129,6 +132,15 @@ class TrendResult:
         )
         note = (f"observed shares of the logged groups ({logged}); forecast = mean over the step's groups of the "
                 f"{self.estimator} estimate of p^G + (1 − p)^G at the logged size")
+        if self.source == "series":
+            note = "a per-step series of shares as published or logged: no groups, so no forecast"
+        if self.source == "series":  # only the shares the file holds
+            present = [(name, attr) for name, attr in (
+                ("pass rate", "pass_rate"), ("silent", "observed_silent"), ("all wrong", "observed_all_wrong"),
+                ("all correct", "observed_all_correct")) if any(getattr(r, attr) is not None for r in self.rows)]
+            cols = ["step"] + (["to"] if self.every > 1 else []) + [name for name, _ in present]
+            rows = tuple((r.step, *((r.step_last,) if self.every > 1 else ()),
+                          *(getattr(r, attr) for _, attr in present)) for r in self.rows)
         table = Table("per step" if self.every == 1 else f"per {self.every} steps", tuple(cols), rows, note=note)
         width = 60
         series = [
@@ -139,6 +151,7 @@ class TrendResult:
             ("pass rate", [r.pass_rate for r in self.rows]),
         ]
         series += [(f"forecast G={g}", [r.forecast[g] for r in self.rows]) for g in self.G]
+        series = [(name, vals) for name, vals in series if any(v is not None for v in vals)]
         name_w = max(len(n) for n, _ in series)
         lines = [f"{name:{name_w}}  {sparkline(vals, lo=0.0, hi=1.0, width=width)}  "
                  f"{_fmt(vals[0])} → {_fmt(vals[-1])}" for name, vals in series]
@@ -255,6 +268,40 @@ def trend(
     )
     sizes = tuple(int(s) for s in np.unique(n_u))
     return TrendResult(rows, sizes[0] if len(sizes) == 1 else None, sizes, int(every), estimator, Gs, dropped)
+
+
+def trend_from_series(series: pl.DataFrame, *, every: int = 1, G: Sequence[int] = ()) -> TrendResult:
+    """A per-step series of shares (``LoadedCounts.series``) as a :class:`TrendResult` with no forecast.
+
+    Buckets of ``every`` steps average the shares of their rows. ``observed_silent`` is the
+    file's silent column, else the sum of its two branches when both are present.
+    """
+    if int(every) != every or every < 1:
+        raise ValueError(f"every must be a whole number >= 1, got {every!r}")
+    fields = ("observed_all_correct", "observed_all_wrong", "observed_silent", "pass_rate")
+    df = series.with_columns(*(pl.lit(None, dtype=pl.Float64).alias(f) for f in fields if f not in series.columns))
+    first = int(df["step"].min())  # type: ignore[arg-type]
+    rows_df = (df.with_columns(((pl.col("step") - first) // every).alias("bucket"))
+               .group_by("bucket").agg(pl.col("step").min().alias("first"), pl.col("step").max().alias("last"),
+                                       *(pl.col(f).mean() for f in fields))
+               .sort("bucket"))
+
+    def silent(r: dict[str, Any]) -> float | None:
+        if r["observed_silent"] is not None:
+            return r["observed_silent"]
+        if r["observed_all_correct"] is not None and r["observed_all_wrong"] is not None:
+            return r["observed_all_correct"] + r["observed_all_wrong"]
+        return None
+
+    Gs = tuple(dict.fromkeys(int(g) for g in G))
+    rows = tuple(
+        TrendRow(step=int(r["first"]), step_last=int(r["last"]), groups=None, pass_rate=r["pass_rate"],
+                 observed_silent=silent(r), observed_all_wrong=r["observed_all_wrong"],
+                 observed_all_correct=r["observed_all_correct"], forecast_silent=None, forecast_all_wrong=None,
+                 forecast_all_correct=None, forecast=dict.fromkeys(Gs))
+        for r in rows_df.iter_rows(named=True)
+    )
+    return TrendResult(rows, None, (), int(every), None, Gs, 0, source="series")
 
 
 def read_step_series(path: str | Path, value_col: str, step_col: str = "step") -> pl.DataFrame:

@@ -92,6 +92,7 @@ def load_inputs(
     threshold: float | None = None,
     quiet: bool = False,
     progress: bool = False,
+    series_ok: bool = True,
 ) -> LoadedCounts:
     """Load per-prompt counts from the given paths; notes go to stderr unless ``quiet``.
 
@@ -119,6 +120,11 @@ def load_inputs(
             loaded = load_counts(paths, opts, progress=callback)
     else:
         loaded = load_counts(paths, opts)
+    if loaded.layout == "series" and not series_ok:
+        from ..errors import SchemaError
+
+        raise SchemaError("is a per-step series of shares (no per-prompt counts to audit)",
+                          location=loaded.files[0], remedy="use 'sigmaudit trend' for a series")
     if not quiet:
         for line in loaded.notes:
             note(line)
@@ -139,7 +145,10 @@ _LAYOUT_PARAMS: tuple[tuple[str, Any, Any], ...] = (
 
 
 def reads_logs(
-    command: Callable[..., Any] | None = None, *, validate: Callable[..., None] | None = None
+    command: Callable[..., Any] | None = None,
+    *,
+    validate: Callable[..., None] | None = None,
+    series_ok: bool = False,
 ) -> Any:
     """Give a command the log inputs: the paths argument, the layout overrides and ``--quiet``.
 
@@ -149,10 +158,11 @@ def reads_logs(
     overrides (in their own help panel). ``validate``, called with the command's own
     options before any file is read, rejects impossible options early. A progress
     indicator shows on stderr only when both streams are terminals and the output is
-    the terminal table.
+    the terminal table. A per-step series of shares (layout ``series``) reaches only
+    commands declared ``series_ok``; the others say it has no per-prompt counts.
     """
     if command is None:
-        return functools.partial(reads_logs, validate=validate)
+        return functools.partial(reads_logs, validate=validate, series_ok=series_ok)
     own = inspect.signature(command)  # annotations as strings: ``loaded``'s type is only imported for checkers
     wants_quiet = "quiet" in own.parameters
     keyword = inspect.Parameter.KEYWORD_ONLY
@@ -178,7 +188,7 @@ def reads_logs(
         if validate is not None:
             validate(**kwargs)
         progress = sys.stderr.isatty() and sys.stdout.isatty() and kwargs.get("fmt") in (None, Format.table)
-        loaded = load_inputs(paths, **layout, quiet=quiet, progress=progress)
+        loaded = load_inputs(paths, **layout, quiet=quiet, progress=progress, series_ok=series_ok)
         if wants_quiet:
             kwargs["quiet"] = quiet
         return command(loaded=loaded, **kwargs)

@@ -88,7 +88,7 @@ def simulate(
 
     counts = None
     if init_from:
-        pp = load_inputs(list(init_from)).per_prompt
+        pp = load_inputs(list(init_from), series_ok=False).per_prompt
         counts = (pp["n"].to_numpy(), pp["k"].to_numpy())
     result = run_simulate(prompts=prompts, G=G, steps=steps, lr=lr, seed=seed, dapo_max_tries=dapo_max_tries,
                           rules=rules, init_counts=counts, init_label=", ".join(map(str, init_from or [])))

@@ -35,7 +35,7 @@ def _check_estimator(*, estimator: str, **_: object) -> None:
 
 
 @app.command()
-@reads_logs(validate=_check_estimator)
+@reads_logs(validate=_check_estimator, series_ok=True)
 def trend(
     loaded: LoadedCounts,
     G: Annotated[list[int] | None, typer.Option("-G", "--group-size", min=1, show_default=False,
@@ -55,7 +55,11 @@ def trend(
     """
     from ..errors import SchemaError
     from ..trend import trend as run_trend
+    from ..trend import trend_from_series
 
+    if loaded.series is not None:
+        emit_result(trend_from_series(loaded.series, every=every, G=G or ()), fmt, output)
+        return
     if loaded.per_group is None or not loaded.has_steps:
         raise SchemaError("the logs have no training-step information", remedy="name the step column with --step-col")
     emit_result(run_trend(loaded.per_group, G=G or (), every=every, estimator=estimator), fmt,  # type: ignore[arg-type]

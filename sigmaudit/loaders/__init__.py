@@ -23,6 +23,7 @@ from .paths import expand_paths
 from .plan import Plan
 from .readers import scan
 from .reduce import PARTIAL_SCHEMA, Partial, reduce_counts, reduce_lists, reduce_samples
+from .series import read_series, series_columns
 
 __all__ = ["LAYOUTS", "LoadOptions", "LoadedCounts", "load_counts"]
 
@@ -52,6 +53,10 @@ def load_counts(paths: Sequence[str | Path], opts: LoadOptions | None = None,
     with tempfile.TemporaryDirectory(prefix="sigmaudit-") as tmp:
         for index, path in enumerate(files):
             src = scan(path, Path(tmp))
+            if index == 0 and len(files) == 1 and _is_plain(opts):
+                found = series_columns(src.schema, opts.step_col)
+                if found is not None:
+                    return _series(path, src, *found)
             plan = detect(src.schema, opts, str(path))
             if plans and plan.layout != plans[0].layout:
                 raise SchemaError(
@@ -65,6 +70,22 @@ def load_counts(paths: Sequence[str | Path], opts: LoadOptions | None = None,
             if progress is not None:
                 progress(read)
     return _assemble(files, plans, partials, duplicates)
+
+
+def _is_plain(opts: LoadOptions) -> bool:
+    """No option names a prompt, reward or count column (which would rule out a series)."""
+    return not any((opts.prompt_col, opts.reward_col, opts.group_col, opts.n_col, opts.k_col, opts.rate_col))
+
+
+def _series(path: Path, src, step: str, mapping: dict[str, str]) -> LoadedCounts:  # noqa: ANN001
+    frame = read_series(src.lf, step, mapping, str(path))
+    cols = ", ".join(f"{col} as {field}" for field, col in mapping.items())
+    return LoadedCounts(
+        per_prompt=pl.DataFrame(schema={"prompt": pl.Utf8, "n": pl.Int64, "k": pl.Int64}), per_group=None,
+        layout="series", files=(str(path),), n_rows=frame.height, missing_rewards=0, n_single_sample_prompts=0,
+        notes=(f"detected a per-step series ({frame.height} steps, step from {step}; {cols}): shares only, "
+               "no groups or prompts",),
+        reward_source=", ".join(mapping.values()), has_steps=True, series=frame)
 
 
 def _may_overlap(partials: list[pl.DataFrame], plans: list[Plan]) -> bool:

@@ -11,7 +11,7 @@ import polars as pl
 if TYPE_CHECKING:
     from ..corpus import Corpus
 
-LAYOUTS = ("long", "grouped", "counts", "verl", "trl", "open-instruct", "prime-rl")
+LAYOUTS = ("long", "grouped", "counts", "verl", "trl", "open-instruct", "prime-rl", "series")
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class LoadedCounts:
     logged group; None when group membership is unknown."""
     layout: str
     """One of ``long``, ``grouped``, ``counts``, ``verl``, ``trl``, ``open-instruct``,
-    ``prime-rl``."""
+    ``prime-rl``, ``series`` (a per-step curve of shares, see ``series``)."""
     files: tuple[str, ...]
     """The files read, in order."""
     n_rows: int
@@ -65,6 +65,9 @@ class LoadedCounts:
     """The column the rewards (or counts) came from."""
     has_steps: bool
     """A step column was found and used."""
+    series: pl.DataFrame | None = None
+    """Layout ``series`` only: the per-step shares (``step`` plus any of ``observed_all_correct``,
+    ``observed_all_wrong``, ``observed_silent``, ``pass_rate``); ``per_prompt`` is then empty."""
 
     @cached_property
     def corpus(self) -> Corpus:
