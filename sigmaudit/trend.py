@@ -9,8 +9,9 @@ at the logged group size and at other G.
 The forecast is a mean over the step's groups of a per-group estimate of
 p^G + (1 − p)^G (THEORY.md, "Estimating from finite logs"); ``estimator``:
 
-- ``bayes`` (default): a grid prior over p fitted by EM to every logged group
-  of the run (one fit), and each group's posterior mean E[p^G + (1 − p)^G | k, n].
+- ``bayes`` (default): the corpus prior over p (:func:`~sigmaudit.core.prior.fit_corpus_prior`:
+  point masses at 0 and 1 plus Betas, or a grid prior by EM) fitted to every logged group of
+  the run (one fit), and each group's posterior mean E[p^G + (1 − p)^G | k, n].
   Any G. At the fitted prior the run-wide mean of this forecast reproduces the
   modelled silent fraction, so per step it shows what the pass rates imply
   without the plug-in's upward bias.
@@ -222,9 +223,9 @@ def trend(
     n_u, k_u, w_u = (pairs[c].to_numpy() for c in ("n", "k", "count"))
     prior = None
     if estimator == "bayes":
-        from .core.prior import fit_grid_prior
+        from .core.prior import fit_corpus_prior
 
-        prior = fit_grid_prior(n_u, k_u, w_u.astype(np.float64))
+        prior = fit_corpus_prior(n_u, k_u, w_u.astype(np.float64))
     # index of each cell's pair and bucket
     pair_index = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(n_u, k_u, strict=True))}
     cn, ck, cc = (cells[c].to_numpy() for c in ("n", "k", "count"))
