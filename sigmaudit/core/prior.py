@@ -310,6 +310,46 @@ def _fit_atoms_beta(
     return prior, params
 
 
+THIN_N = 64
+"""Prompts with more samples than this enter the prior fit thinned to THIN_N samples."""
+
+
+def thin_pairs(
+    n: NDArray[np.int64], k: NDArray[np.int64], c: NDArray[np.float64], cap: int = THIN_N
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+    """Distinct (n, k) pairs with weights, prompts with n > cap replaced by ``cap`` of their samples.
+
+    A prompt with n > cap samples, k right, becomes the pairs (cap, j), j = 0..cap, weighted by
+    the hypergeometric chance that ``cap`` samples drawn without replacement hold j right ones.
+    Marginally j ~ Binomial(cap, p), exactly as if only ``cap`` samples had been logged, so a
+    prior fitted to the thinned pairs estimates the same distribution of p; it just costs a
+    bounded number of distinct pairs (at most sum over distinct n <= cap of n + 1, plus cap + 1)
+    however many prompts and sample counts the corpus has. Pairs with n <= cap pass unchanged.
+    """
+    big = n > cap
+    if not np.any(big):
+        return n, k, c
+    from scipy.special import gammaln
+
+    nb, kb, cb = (x[big].astype(np.float64)[:, None] for x in (n, k, c))
+    j = np.arange(cap + 1, dtype=np.float64)[None, :]
+    possible = (j <= kb) & (cap - j <= nb - kb)
+    jj, rest = np.where(possible, j, 0.0), np.where(possible, cap - j, 0.0)
+    log_pmf = (gammaln(kb + 1) - gammaln(jj + 1) - gammaln(kb - jj + 1)
+               + gammaln(nb - kb + 1) - gammaln(rest + 1) - gammaln(nb - kb - rest + 1)
+               - gammaln(nb + 1) + gammaln(cap + 1.0) + gammaln(nb - cap + 1))
+    w = np.where(possible, np.exp(log_pmf), 0.0) * cb
+    thinned_k = np.bincount(np.broadcast_to(j, w.shape).astype(np.int64).ravel(), weights=w.ravel(),
+                            minlength=cap + 1)
+    keep = thinned_k > 0
+    n_out = np.concatenate([n[~big], np.full(int(keep.sum()), cap, dtype=np.int64)])
+    k_out = np.concatenate([k[~big], np.flatnonzero(keep).astype(np.int64)])
+    c_out = np.concatenate([c[~big], thinned_k[keep]])
+    pairs = np.stack([n_out, k_out], axis=1)
+    uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
+    return uniq[:, 0], uniq[:, 1], np.bincount(inverse.ravel(), weights=c_out, minlength=len(uniq))
+
+
 LR_THRESHOLD = 18.5
 """Likelihood-ratio statistic above which a Beta-plus-atoms prior is rejected in favour of
 the nonparametric grid prior (about the 0.999 quantile of chi-square with 4 degrees of freedom)."""
@@ -319,14 +359,15 @@ def fit_corpus_prior(n: ArrayLike, k: ArrayLike, weights: ArrayLike | None = Non
     """The prior the model-based estimator uses: the simplest of point masses at 0 and 1 plus
     one Beta, plus two Betas, or the nonparametric grid prior, that the data do not reject.
 
-    The grid prior is fitted first; a parametric prior is kept unless the grid
+    Prompts with more than :data:`THIN_N` samples enter the fit thinned to that many
+    (:func:`thin_pairs`), which bounds its cost. The grid prior is fitted first; a parametric prior is kept unless the grid
     prior's log-likelihood beats it by more than ``LR_THRESHOLD / 2`` (a
     likelihood-ratio test). Smooth parametric priors extrapolate to G beyond the
     logged n with less variance and put never-solved prompts exactly at p = 0
     (which n samples alone cannot tell from p = 0.01); the grid prior follows
     any shape.
     """
-    n_u, k_u, c_u = _pairs(n, k, weights)
+    n_u, k_u, c_u = thin_pairs(*_pairs(n, k, weights))
     # Bound the EM's work on corpora with many distinct (n, k) pairs (~2e8 multiply-adds).
     max_iter = int(np.clip(2e8 / (n_u.size * GRID_SIZE), 150, 3000))
     grid_prior = fit_grid_prior(n_u, k_u, c_u, max_iter=max_iter)
