@@ -285,7 +285,7 @@ def _silent_at(corpus: Corpus, pair: NDArray[np.int64], G: NDArray[np.int64]) ->
         if g <= 0:
             continue
         js = combos[combos[:, 1] == g, 0]
-        vals = silent_bayes(corpus.n[js], corpus.k[js], int(g), corpus.prior).silent
+        vals = silent_bayes(corpus.n[js], corpus.k[js], int(g), corpus.prior, corpus.posterior[js]).silent
         lookup = dict(zip(js.tolist(), vals.tolist(), strict=True))
         sel = G == g
         out[sel] = [lookup[j] for j in pair[sel].tolist()]

@@ -15,7 +15,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .core.estimators import Estimator, silent_estimate
+from .core.estimators import Estimator, silent_bayes, silent_estimate
 from .core.prior import GridPrior, distinct_pairs, fit_corpus_prior
 
 
@@ -72,6 +72,11 @@ class Corpus:
         :func:`sigmaudit.core.prior.fit_corpus_prior`)."""
         return fit_corpus_prior(self.n, self.k, self.weight)
 
+    @cached_property
+    def posterior(self) -> NDArray[np.float64]:
+        """Posterior masses over ``prior.grid`` for each distinct pair (shared by every G)."""
+        return self.prior.posterior(self.n, self.k)
+
     def unbiased_available(self, G: int) -> bool:
         """The hypergeometric estimate exists for every prompt (n >= G everywhere)."""
         return self.min_samples >= G
@@ -85,8 +90,10 @@ class Corpus:
         est = estimator or self.default_estimator(G)
         if est == "unbiased" and not self.unbiased_available(G):
             return CorpusSilent(G, est, None, None, None)
-        prior = self.prior if est == "bayes" else None
-        s = silent_estimate(self.n, self.k, G, est, prior)
+        if est == "bayes":
+            s = silent_bayes(self.n, self.k, G, self.prior, self.posterior)
+        else:
+            s = silent_estimate(self.n, self.k, G, est)
         return CorpusSilent(
             G=int(G),
             estimator=est,

@@ -81,8 +81,8 @@ def sigma_on_grid(grid: NDArray[np.float64], Gs: Sequence[int]) -> NDArray[np.fl
 
 
 def posterior(corpus: Corpus) -> NDArray[np.float64]:
-    """Posterior masses over the prior grid for each distinct (n, k) pair of ``corpus``."""
-    return corpus.prior.posterior(corpus.n, corpus.k)
+    """Posterior masses over the prior grid for each distinct (n, k) pair of ``corpus`` (cached there)."""
+    return corpus.posterior
 
 
 def posterior_sigma(corpus: Corpus, Gs: Sequence[int], post: NDArray[np.float64] | None = None) -> NDArray[np.float64]:

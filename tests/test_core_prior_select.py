@@ -53,3 +53,34 @@ def test_model_based_within_001_at_twice_n(kind, seed):
     estimate = silent_bayes(nu, ku, G, prior).silent[inv].mean()
     truth = np.mean(p**G + (1 - p) ** G)
     assert abs(estimate - truth) < 0.01
+
+
+def test_thinning_preserves_weights_and_matches_hypergeometric():
+    from scipy.stats import hypergeom
+
+    from sigmaudit.core.prior import thin_pairs
+
+    n, k, c = np.array([8, 100, 100]), np.array([3, 37, 100]), np.array([2.0, 1.0, 3.0])
+    nt, kt, ct = thin_pairs(n, k, c, cap=10)
+    assert ct.sum() == pytest.approx(6.0)
+    got = dict(zip(zip(nt.tolist(), kt.tolist(), strict=True), ct.tolist(), strict=True))
+    assert got[(8, 3)] == 2.0
+    expected = hypergeom.pmf(np.arange(11), 100, 37, 10)
+    expected[10] += 3.0  # the always-right prompt stays always right
+    for j in range(11):
+        assert got.get((10, j), 0.0) == pytest.approx(expected[j], abs=1e-12)
+
+
+def test_thinned_fit_keeps_estimates():
+    """Many samples per prompt: the prior fitted to thinned pairs gives the same corpus estimates."""
+    rng = np.random.default_rng(5)
+    m = 6000
+    n = rng.poisson(10, m) * 40 + 40
+    u = rng.random(m)
+    p = np.where(u < 0.25, 0.0, np.where(u < 0.4, 1.0, rng.beta(0.7, 0.9, m)))
+    k = rng.binomial(n, p)
+    nu, ku, cu, inv = distinct_pairs(n, k)
+    prior = fit_corpus_prior(nu, ku, cu)
+    for G in (32, 1024):
+        estimate = silent_bayes(nu, ku, G, prior).silent[inv].mean()
+        assert abs(estimate - np.mean(p**G + (1 - p) ** G)) < 0.005

@@ -85,14 +85,21 @@ def silent_unbiased(n: ArrayLike, k: ArrayLike, G: ArrayLike) -> SilentEstimate:
     return SilentEstimate(all_correct=ac, all_wrong=aw)
 
 
-def silent_bayes(n: ArrayLike, k: ArrayLike, G: ArrayLike, prior: GridPrior | BetaPrior) -> SilentEstimate:
-    """Model-based estimate E[p^G + (1 − p)^G | k, n] under a corpus prior (any G)."""
+def silent_bayes(
+    n: ArrayLike, k: ArrayLike, G: ArrayLike, prior: GridPrior | BetaPrior, posterior: ArrayLike | None = None
+) -> SilentEstimate:
+    """Model-based estimate E[p^G + (1 − p)^G | k, n] under a corpus prior (any G).
+
+    ``posterior`` may pass ``prior.posterior(n, k)`` when it is already at hand (it does
+    not depend on G), saving its computation at every G.
+    """
     g = _scalar_G(G)
     if isinstance(prior, BetaPrior):
         ac, aw = prior.branch_rates(n, k, g)
         return SilentEstimate(all_correct=np.asarray(ac), all_wrong=np.asarray(aw))
     values = np.stack([prior.grid**g, (1.0 - prior.grid) ** g], axis=1)
-    both = prior.posterior_mean(n, k, values)
+    post = prior.posterior(n, k) if posterior is None else np.asarray(posterior, dtype=np.float64)
+    both = post @ values
     return SilentEstimate(all_correct=both[:, 0], all_wrong=both[:, 1])
 
 

@@ -310,8 +310,9 @@ def _fit_atoms_beta(
     return prior, params
 
 
-THIN_N = 64
-"""Prompts with more samples than this enter the prior fit thinned to THIN_N samples."""
+THIN_N = 256
+"""Prompts with more samples than this enter the prior fit thinned to THIN_N samples (more than
+any G the estimators are usually asked about, so the fit keeps its power to reject a prior)."""
 
 
 def thin_pairs(
@@ -360,9 +361,9 @@ def fit_corpus_prior(n: ArrayLike, k: ArrayLike, weights: ArrayLike | None = Non
     one Beta, plus two Betas, or the nonparametric grid prior, that the data do not reject.
 
     Prompts with more than :data:`THIN_N` samples enter the fit thinned to that many
-    (:func:`thin_pairs`), which bounds its cost. The grid prior is fitted first; a parametric prior is kept unless the grid
-    prior's log-likelihood beats it by more than ``LR_THRESHOLD / 2`` (a
-    likelihood-ratio test). Smooth parametric priors extrapolate to G beyond the
+    (:func:`thin_pairs`), which bounds its cost. The grid prior is fitted first; a
+    parametric prior is kept unless the grid prior's log-likelihood beats it by more
+    than ``LR_THRESHOLD / 2`` (a likelihood-ratio test). Smooth parametric priors extrapolate to G beyond the
     logged n with less variance and put never-solved prompts exactly at p = 0
     (which n samples alone cannot tell from p = 0.01); the grid prior follows
     any shape.
