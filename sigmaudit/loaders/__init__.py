@@ -48,8 +48,7 @@ def load_counts(paths: Sequence[str | Path], opts: LoadOptions | None = None,
     files = expand_paths(paths)
     partials: list[pl.DataFrame] = []
     plans: list[Plan] = []
-    duplicates = 0
-    read = 0
+    duplicates = read = missing = 0
     with tempfile.TemporaryDirectory(prefix="sigmaudit-") as tmp:
         for index, path in enumerate(files):
             src = scan(path, Path(tmp))
@@ -66,10 +65,11 @@ def load_counts(paths: Sequence[str | Path], opts: LoadOptions | None = None,
             plans.append(plan)
             partials.append(part.frame)
             duplicates += part.duplicates
-            read += int(part.frame["rows"].sum())
+            read += part.rows
+            missing += part.missing
             if progress is not None:
                 progress(read)
-    return _assemble(files, plans, partials, duplicates)
+    return _assemble(files, plans, partials, duplicates, read, missing)
 
 
 def _is_plain(opts: LoadOptions) -> bool:
@@ -113,12 +113,10 @@ def _sum_by_prompt(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _assemble(files: list[Path], plans: list[Plan], partials: list[pl.DataFrame],
-              duplicates: int) -> LoadedCounts:
-    allp = pl.concat(partials, how="vertical") if partials else pl.DataFrame(schema=PARTIAL_SCHEMA)
-    n_rows = int(allp["rows"].sum())
+              duplicates: int, n_rows: int, missing: int) -> LoadedCounts:
     if n_rows == 0:
         raise InputError("no data rows", location=", ".join(map(str, files)))
-    missing = int(allp["missing"].sum())
+    allp = pl.concat(partials, how="vertical") if partials else pl.DataFrame(schema=PARTIAL_SCHEMA)
     layout = plans[0].layout
     grouped = all(p.has_groups for p in plans)
     per_group = None

@@ -16,8 +16,7 @@ from .plan import Plan
 from .readers import POLARS_ERRORS, Source, csv_skip_rows
 from .rewards import non_binary_error, reward_flags
 
-PARTIAL_SCHEMA = {"step": pl.Int64, "gid": pl.Utf8, "prompt": pl.Utf8, "n": pl.Int64,
-                  "k": pl.Int64, "missing": pl.Int64, "rows": pl.Int64}
+PARTIAL_SCHEMA = {"step": pl.Int64, "gid": pl.Utf8, "prompt": pl.Utf8, "n": pl.Int64, "k": pl.Int64}
 RATE_TOLERANCE = 5e-5
 """A pass rate r gives k = round(r * n) when |r * n - k| <= RATE_TOLERANCE * n, i.e. rates
 written with at least 4 decimals are accepted; anything further off is an error."""
@@ -31,6 +30,22 @@ class Partial:
     """Columns of ``PARTIAL_SCHEMA``: one row per (step, group, prompt) seen in the file."""
     duplicates: int
     """Exact duplicate rows dropped."""
+    rows: int
+    """Samples read (rows of a long log, list entries of a grouped log, rows of a counts file)."""
+    missing: int
+    """Missing (null/NaN) rewards among them."""
+
+    @classmethod
+    def of(cls, frames: list[pl.DataFrame], duplicates: int) -> Partial:
+        """From ``_finish`` frames: their ``rows``/``missing`` columns summed, then dropped
+        (one frame at a time, so big logs never hold those columns for every group)."""
+        rows = missing = 0
+        kept = []
+        for frame in frames:
+            rows += int(frame["rows"].sum())
+            missing += int(frame["missing"].sum())
+            kept.append(frame.drop("missing", "rows"))
+        return cls(pl.concat(kept) if len(kept) > 1 else kept[0], duplicates, rows, missing)
 
 
 def _collect(src: Source, lf: pl.LazyFrame) -> pl.DataFrame:
@@ -84,19 +99,21 @@ def reduce_samples(src: Source, plan: Plan, threshold: float | None) -> Partial:
             pl.len().alias("rows"), bad.sum().alias("bad"))
     gid = pl.col(plan.group) if plan.group and plan.has_groups else pl.lit(None)
 
-    def reduced(part: pl.LazyFrame) -> pl.DataFrame:
+    def reduced(part: pl.LazyFrame) -> Partial:
         df = _collect(src, part.group_by(keys).agg(*aggs))
         if df["bad"].sum():
             sample = _collect(src, lf.select(x).filter(bad).unique().head(5)).to_series().to_list()
             raise non_binary_error(sorted(sample), plan.reward, str(src.path))
-        return _finish(src, plan, df, gid)
+        return Partial.of([_finish(src, plan, df, gid)], duplicates)
 
     ranges = None if plan.dedupe else step_ranges(src, plan)
     if ranges is None:
-        return Partial(reduced(lf), duplicates)
+        return reduced(lf)
     # Groups never straddle steps, so each step range is reduced and sorted on its own; the
     # ranges come in step order (null steps last), so their concatenation is sorted too.
-    return Partial(pl.concat([reduced(lf.filter(r)) for r in ranges]), duplicates)
+    parts = [reduced(lf.filter(r)) for r in ranges]
+    return Partial(pl.concat([p.frame for p in parts]), duplicates, sum(p.rows for p in parts),
+                   sum(p.missing for p in parts))
 
 
 CHUNK_ROWS = 10_000_000
@@ -199,7 +216,7 @@ def reduce_lists(src: Source, plan: Plan, threshold: float | None, file_index: i
                           .head(5)).to_series().to_list()
         raise non_binary_error(sorted(sample), plan.reward, str(src.path))
     gid = pl.format(f"{file_index}:{{}}", pl.col("__row"))
-    return Partial(_finish(src, plan, df, gid), 0)
+    return Partial.of([_finish(src, plan, df, gid)], 0)
 
 
 def _row_location(src: Source, index: int) -> str:
@@ -242,4 +259,4 @@ def reduce_counts(src: Source, plan: Plan, samples: int | None) -> Partial:
         pl.when(missing).then(0).otherwise(kf).sum().alias("k"),
         missing.sum().alias("missing"), pl.len().alias("rows"))
     df = _collect(src, agg)
-    return Partial(_finish(src, plan, df, pl.lit(None)), 0)
+    return Partial.of([_finish(src, plan, df, pl.lit(None))], 0)
