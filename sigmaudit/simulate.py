@@ -348,11 +348,11 @@ class SimulateResult:
         table = Table(
             "per rule",
             ("rule", "R²", "silent end", "hard ¼ end", "mean p end", "extreme", "expected", "samples",
-             "oversample"),
+             "draws"),
             rows,
             note="R²: forecast mean silent(p, G) vs measured silent fraction over steps. extreme: "
                  "share of the update on p < 0.1 or p > 0.9, mean over steps (realised vs expected gain). "
-                 "oversample: groups drawn per prompt per step (DAPO's redraws; at most the retry cap).",
+                 "draws: groups drawn per prompt per step (DAPO's oversampling; at most the retry cap).",
             digits=3,
         )
         width = 40
