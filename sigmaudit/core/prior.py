@@ -348,7 +348,8 @@ def thin_pairs(
     c_out = np.concatenate([c[~big], thinned_k[keep]])
     pairs = np.stack([n_out, k_out], axis=1)
     uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
-    return uniq[:, 0], uniq[:, 1], np.bincount(inverse.ravel(), weights=c_out, minlength=len(uniq))
+    weights = np.bincount(inverse.ravel(), weights=c_out, minlength=len(uniq)).astype(np.float64)
+    return uniq[:, 0].astype(np.int64), uniq[:, 1].astype(np.int64), weights
 
 
 LR_THRESHOLD = 18.5
