@@ -6,21 +6,15 @@ import json
 import math
 
 import pytest
+from cli_runner import run
 from scipy.stats import binom
 
 from sigmaudit.calc import calc
-from sigmaudit.cli import main
 
 CONTRACT_KEYS = {
     "p", "G", "eps", "silent_rate", "all_correct_rate", "all_wrong_rate", "expected_sigma", "fidelity",
     "attenuation", "difficulty_weight", "group_size_closed_form", "group_size_exact", "dapo_groups_per_kept_group",
 }
-
-
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_done_when_figures(capsys):

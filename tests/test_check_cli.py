@@ -6,19 +6,13 @@ import json
 
 import numpy as np
 import pytest
+from cli_runner import run
 
-from sigmaudit.cli import main
 from sigmaudit.corpus import Corpus
 from sigmaudit.gate import METRICS, metric_values
 
 N = [8, 8, 8, 8, 8, 8, 20, 12]
 K = [0, 2, 4, 8, 8, 5, 1, 11]
-
-
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import polars as pl
 import pytest
+from cli_runner import run
 
-from sigmaudit.cli import main
 from sigmaudit.corpus import Corpus
 from sigmaudit.plan import sweep
 
@@ -16,12 +16,6 @@ N = [8, 8, 8, 8, 16, 16, 32, 4, 4, 8, 64, 64, 64, 64]
 K = [0, 0, 1, 4, 15, 16, 9, 2, 0, 7, 0, 0, 0, 64]  # the n = 64 unanimous prompts put prior mass at p ∈ {0, 1}
 SWEEP_KEYS = {"G", "silent", "all_wrong", "all_correct", "fidelity", "signal_prompts_per_batch",
               "rollouts_per_signal_prompt", "dapo_groups_per_kept_group"}
-
-
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

@@ -8,18 +8,13 @@ import re
 from pathlib import Path
 
 import pytest
+from cli_runner import run
 
 from sigmaudit.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_logs" / "rollouts.parquet"
 BAD = ROOT / "tests" / "fixtures" / "bad"
-
-
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def small_log(folder: Path, steps: bool) -> Path:

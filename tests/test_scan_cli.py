@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 
 import pytest
+from cli_runner import run
 
-from sigmaudit.cli import main
 from sigmaudit.render import Format
 
 GOLDEN = Path(__file__).parent / "golden" / "scan_small.md"
@@ -25,12 +25,6 @@ CONTRACT_KEYS = {
 }
 SILENT_KEYS = {"G", "plugin", "unbiased", "bayes", "estimate", "estimator", "all_wrong", "all_correct",
                "estimate_all_wrong", "estimate_all_correct"}
-
-
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def write_long(path: Path, groups: list[tuple[str, int, list[int]]]) -> Path:

@@ -8,17 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
-
-from sigmaudit.cli import main
+from cli_runner import run
 
 CONTRACT_KEYS = {"schema_version", "rules", "config", "r2_silent", "hard_quartile_initial", "hard_quartile_final",
                  "dapo_oversampling", "samples", "summary", "series"}
-
-
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_json_contract(capsys) -> None:

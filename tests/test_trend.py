@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from cli_runner import run
 
-from sigmaudit.cli import main
 from sigmaudit.errors import SchemaError
 from sigmaudit.render import Format, render
 from sigmaudit.trend import read_step_series, trend
@@ -119,12 +119,6 @@ def test_every_format_renders() -> None:
 
 
 # ---------------------------------------------------------------- CLI
-
-
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def write_long(path: Path, truth: dict[int, list[int]], with_step: bool = True) -> Path:
