@@ -59,6 +59,12 @@ def _has_data_line(path: Path, skip: int) -> bool:
         return next(lines, None) is not None
 
 
+JSONL_SCHEMA_LINES = 1_000
+"""Lines of a jsonl file read to infer its columns and types. Trainer dumps write the same keys on
+every line, and a window of 10,000 lines had polars parse a verl step file twice (2M-row verl
+dump: 6.6 s -> 3.4 s, same output)."""
+
+
 def _check_parquet(path: Path) -> None:
     size = path.stat().st_size
     with open(path, "rb") as fh:
@@ -109,7 +115,7 @@ def scan(path: Path, tmpdir: Path) -> Source:
                 raise InputError("no data rows (header only)", location=str(path))
             lf = pl.scan_csv(local, skip_rows=skip, infer_schema_length=10_000)
         else:
-            lf = pl.scan_ndjson(local, infer_schema_length=10_000)
+            lf = pl.scan_ndjson(local, infer_schema_length=JSONL_SCHEMA_LINES)
         schema = dict(lf.collect_schema())
     except POLARS_ERRORS as exc:
         raise read_error(path, local, fmt, exc) from exc
