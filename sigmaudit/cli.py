@@ -75,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     except SigmauditError as exc:
         return _fail(exc.one_line())
     except TyperException as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare `sigmaudit`: the help, on stderr, exit 2
+            sys.stderr.write(exc.format_message().rstrip() + "\n")
+            return int(ExitCode.ERROR)
         code = getattr(exc, "exit_code", 2)
         msg = exc.format_message()
         ctx = getattr(exc, "ctx", None)

@@ -109,3 +109,9 @@ def test_bad_input_one_line_exit_2(capsys, args, needle):
 def test_unknown_command_exit_2(capsys):
     code, _, err = run(capsys, "frobnicate")
     assert code == 2 and "frobnicate" in err
+
+
+def test_bare_command_shows_help_on_stderr(capsys):
+    code, out, err = run(capsys)
+    assert code == 2 and out == ""
+    assert "Usage: sigmaudit" in err and "scan" in err and "sigmaudit: error" not in err
