@@ -52,3 +52,15 @@ def test_ranges_only_for_step_ordered_files(tmp_path, monkeypatch):
         assert (ranges is not None) == expect
         if ranges:
             assert len(ranges) > 2
+
+
+def test_progress_ticks_per_step_range(monkeypatch, tmp_path):
+    """A big step-ordered log reports its rows after each step range, ending at the total."""
+    monkeypatch.setattr(reduce_mod, "CHUNK_ROWS", 100)
+    path = tmp_path / "steps.parquet"
+    steps = [s for s in range(10) for _ in range(40)]
+    pl.DataFrame({"step": steps, "prompt_id": [f"p{i % 5}" for i in range(400)],
+                  "reward": [i % 2 for i in range(400)]}).write_parquet(path, row_group_size=40)
+    ticks: list[int] = []
+    load_counts([path], progress=ticks.append)
+    assert len(ticks) > 2 and ticks == sorted(ticks) and ticks[-1] == 400

@@ -10,6 +10,7 @@ the math layer only ever sees the resulting counts. See :mod:`.detect` for the l
 
 from __future__ import annotations
 
+import functools
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -28,12 +29,13 @@ from .series import read_series, series_columns
 __all__ = ["LAYOUTS", "LoadOptions", "LoadedCounts", "load_counts"]
 
 
-def _reduce(src, plan: Plan, opts: LoadOptions, index: int) -> Partial:
+def _reduce(src, plan: Plan, opts: LoadOptions, index: int,  # noqa: ANN001
+            tick: Callable[[int], None] | None = None) -> Partial:
     if plan.layout == "counts":
         return reduce_counts(src, plan, opts.samples)
     if plan.list_rewards:
         return reduce_lists(src, plan, opts.threshold, index)
-    return reduce_samples(src, plan, opts.threshold)
+    return reduce_samples(src, plan, opts.threshold, tick)
 
 
 def load_counts(paths: Sequence[str | Path], opts: LoadOptions | None = None,
@@ -61,7 +63,8 @@ def load_counts(paths: Sequence[str | Path], opts: LoadOptions | None = None,
                 raise SchemaError(
                     f"files mix layouts: {files[0]} is {plans[0].layout}, this is {plan.layout}",
                     location=str(path), remedy="load them in separate runs")
-            part = _reduce(src, plan, opts, index)
+            tick = None if progress is None else functools.partial(_tick, progress, read)
+            part = _reduce(src, plan, opts, index, tick)
             plans.append(plan)
             partials.append(part.frame)
             duplicates += part.duplicates
@@ -70,6 +73,10 @@ def load_counts(paths: Sequence[str | Path], opts: LoadOptions | None = None,
             if progress is not None:
                 progress(read)
     return _assemble(files, plans, partials, duplicates, read, missing)
+
+
+def _tick(progress: Callable[[int], None], before: int, rows: int) -> None:
+    progress(before + rows)
 
 
 def _is_plain(opts: LoadOptions) -> bool:

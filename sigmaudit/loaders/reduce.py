@@ -6,6 +6,7 @@ grouping on the raw key columns; keys are turned into strings only on the small 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -84,8 +85,10 @@ def _prepared(src: Source, plan: Plan) -> pl.LazyFrame:
     return lf
 
 
-def reduce_samples(src: Source, plan: Plan, threshold: float | None) -> Partial:
-    """Long and trainer layouts: one row per sample."""
+def reduce_samples(src: Source, plan: Plan, threshold: float | None,
+                   tick: Callable[[int], None] | None = None) -> Partial:
+    """Long and trainer layouts: one row per sample. ``tick`` gets the rows done so far within the
+    file after each step range of a big log (for a progress indicator)."""
     lf = _prepared(src, plan)
     duplicates = 0
     if plan.dedupe:
@@ -111,7 +114,11 @@ def reduce_samples(src: Source, plan: Plan, threshold: float | None) -> Partial:
         return reduced(lf)
     # Groups never straddle steps, so each step range is reduced and sorted on its own; the
     # ranges come in step order (null steps last), so their concatenation is sorted too.
-    parts = [reduced(lf.filter(r)) for r in ranges]
+    parts = []
+    for r in ranges:
+        parts.append(reduced(lf.filter(r)))
+        if tick is not None:
+            tick(sum(p.rows for p in parts))
     return Partial(pl.concat([p.frame for p in parts]), duplicates, sum(p.rows for p in parts),
                    sum(p.missing for p in parts))
 
