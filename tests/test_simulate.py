@@ -147,7 +147,7 @@ def test_qualitative_claims_at_small_size(small_run) -> None:
     hq = d["hard_quartile_final"]
     assert hq["grpo"] > hq["drgrpo"] + 0.1  # GRPO lifts the hardest quarter clearly more
     assert hq["dapo"] >= hq["grpo"]  # DAPO fastest ...
-    assert 1.5 < d["dapo_oversampling"] <= 4  # ... at a cost of a few times more samples (cap 4)
+    assert d["dapo_oversampling"] > 1.5 and d["dapo_oversampling"] <= 4  # a few times more samples (cap 4)
     dapo = d["summary"]["dapo"]
     assert d["dapo_oversampling"] == pytest.approx(dapo["groups_drawn"] / (1500 * 60))
     assert dapo["draws_per_used_group"] == pytest.approx(dapo["groups_drawn"] / dapo["groups_used"])
