@@ -7,28 +7,15 @@ from typing import Annotated
 import typer
 
 from ..cli import app
-from .options import FormatOpt, OutputOpt, emit_result
-
-
-def _prob(value: float) -> float:
-    if not 0.0 <= value <= 1.0:
-        raise typer.BadParameter(f"must lie in [0, 1], got {value:g}")
-    return value
-
-
-def _eps(value: float) -> float:
-    if not 0.0 < value < 1.0:
-        raise typer.BadParameter(f"must lie in the open interval (0, 1), got {value:g}")
-    return value
+from .options import EpsOpt, FormatOpt, OutputOpt, emit_result, unit_interval
 
 
 @app.command()
 def calc(
     p: Annotated[list[float], typer.Option("-p", "--p", help="Prompt success probability in [0, 1] (repeatable).",
-                                           callback=lambda v: [_prob(x) for x in v])],
+                                           callback=lambda v: [unit_interval(x) for x in v])],
     G: Annotated[list[int], typer.Option("-G", "--group-size", min=1, help="Group size G >= 1 (repeatable).")],
-    eps: Annotated[float, typer.Option("--eps", callback=_eps,
-                                       help="Fidelity shortfall ε for the group-size law (φ ≥ 1 − ε).")] = 0.05,
+    eps: EpsOpt = 0.05,
     fmt: FormatOpt = None,
     output: OutputOpt = None,
 ) -> None:

@@ -9,6 +9,25 @@ import typer
 
 from ..render import Format
 
+
+def unit_interval(value: float | None) -> float | None:
+    """Typer callback: a probability or rate in [0, 1] (None passes)."""
+    if value is not None and not 0.0 <= value <= 1.0:
+        raise typer.BadParameter(f"must lie in [0, 1], got {value:g}")
+    return value
+
+
+def open_unit_interval(value: float) -> float:
+    """Typer callback: ε in the open interval (0, 1)."""
+    if not 0.0 < value < 1.0:
+        raise typer.BadParameter(f"must lie in the open interval (0, 1), got {value:g}")
+    return value
+
+
+EpsOpt = Annotated[
+    float,
+    typer.Option("--eps", callback=open_unit_interval, help="Fidelity shortfall ε for the group-size law (φ ≥ 1 − ε)."),
+]
 FormatOpt = Annotated[
     Format | None,
     typer.Option(

@@ -9,24 +9,13 @@ import typer
 
 from ..cli import app
 from .inputs import reads_logs
+from .options import EpsOpt, unit_interval
 
 if TYPE_CHECKING:
     from ..loaders import LoadedCounts
 
 DEFAULT_OUTPUT = Path("sigmaudit-report.html")
 _TARGETS = "Targets (for the recommendation)"
-
-
-def _eps(value: float) -> float:
-    if not 0.0 < value < 1.0:
-        raise typer.BadParameter(f"must lie in the open interval (0, 1), got {value:g}")
-    return value
-
-
-def _rate(value: float | None) -> float | None:
-    if value is not None and not 0.0 <= value <= 1.0:
-        raise typer.BadParameter(f"must lie in [0, 1], got {value:g}")
-    return value
 
 
 @app.command()
@@ -45,13 +34,12 @@ def report(
         "--g-main", min=1, show_default=False,
         help="G for wasted compute, finite-G mass and the group-size check; marked on the charts when no G is "
              "recommended (default: most common logged group size, else 8).")] = None,
-    eps: Annotated[float, typer.Option("--eps", callback=_eps,
-                                       help="Fidelity shortfall ε for the group-size law (φ ≥ 1 − ε).")] = 0.05,
+    eps: EpsOpt = 0.05,
     max_silent: Annotated[float | None, typer.Option(
-        "--max-silent", callback=_rate, rich_help_panel=_TARGETS, show_default=False,
+        "--max-silent", callback=unit_interval, rich_help_panel=_TARGETS, show_default=False,
         help="Recommend the smallest swept G with silent rate at most X.")] = None,
     min_fidelity: Annotated[float | None, typer.Option(
-        "--min-fidelity", callback=_rate, rich_help_panel=_TARGETS, show_default=False,
+        "--min-fidelity", callback=unit_interval, rich_help_panel=_TARGETS, show_default=False,
         help="Recommend the smallest swept G with mean fidelity φ at least Y.")] = None,
     title: Annotated[str | None, typer.Option("--title", show_default=False,
                                               help="Page title (default: names the first file).")] = None,

@@ -8,16 +8,10 @@ import typer
 
 from ..cli import app
 from .inputs import reads_logs
-from .options import FormatOpt, OutputOpt, emit_result
+from .options import EpsOpt, FormatOpt, OutputOpt, emit_result
 
 if TYPE_CHECKING:
     from ..loaders import LoadedCounts
-
-
-def _eps(value: float) -> float:
-    if not 0.0 < value < 1.0:
-        raise typer.BadParameter(f"must lie in the open interval (0, 1), got {value:g}")
-    return value
 
 
 @app.command()
@@ -30,8 +24,7 @@ def scan(
     g_main: Annotated[int | None, typer.Option("--g-main", min=1, show_default=False,
                                                help="G for wasted compute, finite-G mass and the group-size check "
                                                     "(default: most common logged group size, else 8).")] = None,
-    eps: Annotated[float, typer.Option("--eps", callback=_eps,
-                                       help="Fidelity shortfall ε for the group-size law (φ ≥ 1 − ε).")] = 0.05,
+    eps: EpsOpt = 0.05,
     fmt: FormatOpt = None,
     output: OutputOpt = None,
 ) -> None:
