@@ -275,11 +275,6 @@ def weighted_quantile(values: NDArray[np.float64], weights: NDArray[np.float64],
     return float(v_lo + (h - lo) * (v_hi - v_lo))
 
 
-def _bin_index(p: NDArray[np.float64], bins: int = HIST_BINS) -> NDArray[np.int64]:
-    """Bin of each p: the rule of :func:`sigmaudit.core.weighting.bin_shares`."""
-    return np.minimum(np.floor(p * bins + 1e-9).astype(np.int64), bins - 1)
-
-
 def _mode(values: NDArray[np.int64]) -> int:
     """Most common value; the smallest among ties."""
     uniq, counts = np.unique(values, return_counts=True)
@@ -300,10 +295,12 @@ def _estimator_description(rows: tuple[SilentRow, ...]) -> str:
 
 
 def _corpus_figures(corpus: Corpus) -> tuple[SamplesPerPrompt, PassRate]:
+    from .core.weighting import bin_index
+
     w = corpus.weight
     p = corpus.p_hat
     n_total = w.sum()
-    hist = np.bincount(_bin_index(p), weights=w, minlength=HIST_BINS)
+    hist = np.bincount(bin_index(p, HIST_BINS), weights=w, minlength=HIST_BINS)
     spp = SamplesPerPrompt(
         min=int(corpus.n.min()),
         median=weighted_quantile(corpus.n.astype(np.float64), w, 0.5),

@@ -89,11 +89,17 @@ def band_share(p: ArrayLike, mass: ArrayLike, band: Band) -> float:
     return mass_in / total
 
 
+def bin_index(p: ArrayLike, bins: int = 10) -> NDArray[np.int64]:
+    """Bin of each p among ``bins`` equal-width bins on [0, 1]: i/bins <= p < (i+1)/bins, the last
+    bin closed (a 1e-9 allowance so k/n exactly on an edge, e.g. 3/10, lands in the upper bin)."""
+    pa = np.asarray(p, dtype=np.float64)
+    return np.minimum(np.floor(pa * bins + 1e-9).astype(np.int64), bins - 1)
+
+
 def bin_shares(p: ArrayLike, mass: ArrayLike, bins: int = 10) -> NDArray[np.float64]:
     """Share of the total mass in each of ``bins`` equal-width bins of p on [0, 1] (last bin closed)."""
     pa = as_prob(p)
     m = np.broadcast_to(np.asarray(mass, dtype=np.float64), pa.shape)
-    idx = np.minimum(np.floor(pa * bins + 1e-9).astype(np.int64), bins - 1)
-    sums = np.bincount(idx.ravel(), weights=m.ravel(), minlength=bins)
+    sums = np.bincount(bin_index(pa, bins).ravel(), weights=m.ravel(), minlength=bins)
     total = sums.sum()
     return sums / total if total > 0 else np.full(bins, np.nan)
