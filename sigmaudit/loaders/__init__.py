@@ -21,7 +21,7 @@ from ..errors import InputError, SchemaError
 from .detect import detect
 from .options import LAYOUTS, LoadedCounts, LoadOptions
 from .paths import expand_paths
-from .plan import Plan
+from .columns import ColumnMap
 from .readers import scan
 from .reduce import PARTIAL_SCHEMA, Partial, reduce_counts, reduce_lists, reduce_samples
 from .series import read_series, series_columns
@@ -29,7 +29,7 @@ from .series import read_series, series_columns
 __all__ = ["LAYOUTS", "LoadOptions", "LoadedCounts", "load_counts"]
 
 
-def _reduce(src, plan: Plan, opts: LoadOptions, index: int,  # noqa: ANN001
+def _reduce(src, plan: ColumnMap, opts: LoadOptions, index: int,  # noqa: ANN001
             tick: Callable[[int], None] | None = None) -> Partial:
     if plan.layout == "counts":
         return reduce_counts(src, plan, opts.samples)
@@ -49,7 +49,7 @@ def load_counts(paths: Sequence[str | Path], opts: LoadOptions | None = None,
     opts = opts or LoadOptions()
     files = expand_paths(paths)
     partials: list[pl.DataFrame] = []
-    plans: list[Plan] = []
+    plans: list[ColumnMap] = []
     duplicates = read = missing = 0
     with tempfile.TemporaryDirectory(prefix="sigmaudit-") as tmp:
         for index, path in enumerate(files):
@@ -95,7 +95,7 @@ def _series(path: Path, src, step: str, mapping: dict[str, str]) -> LoadedCounts
         reward_source=", ".join(mapping.values()), has_steps=True, series=frame)
 
 
-def _may_overlap(partials: list[pl.DataFrame], plans: list[Plan]) -> bool:
+def _may_overlap(partials: list[pl.DataFrame], plans: list[ColumnMap]) -> bool:
     """Could one group be split over several files? Not if each file holds its own steps
     (per-step shards) or each row is its own group (grouped layouts)."""
     if len(partials) < 2 or all(p.list_rewards for p in plans):
@@ -119,7 +119,7 @@ def _sum_by_prompt(frame: pl.DataFrame) -> pl.DataFrame:
     return pl.concat(parts).group_by("prompt").agg(*sums)
 
 
-def _assemble(files: list[Path], plans: list[Plan], partials: list[pl.DataFrame],
+def _assemble(files: list[Path], plans: list[ColumnMap], partials: list[pl.DataFrame],
               duplicates: int, n_rows: int, missing: int) -> LoadedCounts:
     if n_rows == 0:
         raise InputError("no data rows", location=", ".join(map(str, files)))

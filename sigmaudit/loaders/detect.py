@@ -24,7 +24,7 @@ import polars as pl
 from ..errors import ConfigError, SchemaError
 from . import trainers
 from .options import LoadOptions
-from .plan import (
+from .columns import (
     EXTRA_KEY_NAMES,
     GROUP_NAMES,
     K_NAMES,
@@ -34,7 +34,7 @@ from .plan import (
     REWARD_LIST_NAMES,
     REWARD_NAMES,
     STEP_NAMES,
-    Plan,
+    ColumnMap,
     find,
     key_note,
     require_columns,
@@ -45,7 +45,7 @@ from .rewards import check_reward_dtype, is_reward_dtype
 FLAGS = "--prompt-col and --reward-col (long), --n-col/--k-col or --rate-col (counts)"
 
 
-def detect(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> Plan:
+def detect(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> ColumnMap:
     """The plan for one file with this schema."""
     cols = list(schema)
     require_columns(cols, [*split_cols(opts.prompt_col), opts.step_col, opts.group_col,
@@ -63,7 +63,7 @@ def detect(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> Pla
     return plan
 
 
-def _generic(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> Plan:
+def _generic(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> ColumnMap:
     cols = list(schema)
     step = opts.step_col or find(cols, STEP_NAMES)
     counts = _counts(schema, opts, step, where)
@@ -79,7 +79,7 @@ def _generic(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> P
     if list_col is not None:
         prompt = _prompt(cols, opts, (step, list_col), where)
         by = f"(step, {key_note(prompt)})" if step else key_note(prompt)
-        return Plan("grouped", prompt, reward=list_col, step=step, list_rewards=True,
+        return ColumnMap("grouped", prompt, reward=list_col, step=step, list_rewards=True,
                     note=f"detected grouped layout: one group per row by {by}, "
                          f"rewards from list column {list_col}")
     reward = opts.reward_col or find(cols, REWARD_NAMES)
@@ -96,7 +96,7 @@ def _generic(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> P
         prompt = _with_extras(cols, base or group or "", (step, reward, group))
     parts = [p for p in (step and "step", group and "group id") if p]
     grouping = f"groups by ({', '.join(parts)})" if parts else "no group membership"
-    return Plan("long", prompt, reward=reward, step=step, group=group,
+    return ColumnMap("long", prompt, reward=reward, step=step, group=group,
                 note=f"detected long layout: prompt = {key_note(prompt)}, reward from {reward}, "
                      f"{grouping}")
 
@@ -119,7 +119,7 @@ def _prompt(cols: list[str], opts: LoadOptions, used: tuple[str | None, ...],
 
 
 def _counts(schema: dict[str, pl.DataType], opts: LoadOptions, step: str | None,
-            where: str) -> Plan | None:
+            where: str) -> ColumnMap | None:
     cols = list(schema)
     if opts.reward_col and not (opts.n_col or opts.k_col or opts.rate_col):
         return None
@@ -148,6 +148,6 @@ def _counts(schema: dict[str, pl.DataType], opts: LoadOptions, step: str | None,
     source = k if k is not None else f"{rate} x {n or opts.samples}"
     extra = (f" (prompt key combines {', '.join(prompt)}: several runs share this file)"
              if len(prompt) > 1 and not opts.prompt_col else "")
-    return Plan("counts", prompt, step=step, n=n, k=k, rate=None if k else rate,
+    return ColumnMap("counts", prompt, step=step, n=n, k=k, rate=None if k else rate,
                 note=f"detected counts layout: prompt = {key_note(prompt)}, "
                      f"n from {n or f'--samples {opts.samples}'}, k from {source}{extra}")

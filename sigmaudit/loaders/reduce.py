@@ -13,7 +13,7 @@ from itertools import pairwise
 import polars as pl
 
 from ..errors import SchemaError
-from .plan import Plan
+from .columns import ColumnMap
 from .readers import POLARS_ERRORS, Source, csv_skip_rows
 from .rewards import non_binary_error, reward_flags
 
@@ -56,7 +56,7 @@ def _collect(src: Source, lf: pl.LazyFrame) -> pl.DataFrame:
         raise src.fail(exc) from exc
 
 
-def _finish(src: Source, plan: Plan, df: pl.DataFrame, gid: pl.Expr) -> pl.DataFrame:
+def _finish(src: Source, plan: ColumnMap, df: pl.DataFrame, gid: pl.Expr) -> pl.DataFrame:
     """Raw-keyed aggregate -> ``PARTIAL_SCHEMA`` (string prompt key, Int64 step)."""
     if len(plan.prompt) == 1 and df.schema[plan.prompt[0]] == pl.Utf8:
         prompt = pl.col(plan.prompt[0])  # already the key: no copy of millions of strings
@@ -78,14 +78,14 @@ def _finish(src: Source, plan: Plan, df: pl.DataFrame, gid: pl.Expr) -> pl.DataF
     return out.filter(pl.col("prompt").is_not_null()) if out["prompt"].null_count() else out
 
 
-def _prepared(src: Source, plan: Plan) -> pl.LazyFrame:
+def _prepared(src: Source, plan: ColumnMap) -> pl.LazyFrame:
     lf = src.lf
     if plan.derived:
         lf = lf.with_columns([expr.alias(name) for name, expr in plan.derived])
     return lf
 
 
-def reduce_samples(src: Source, plan: Plan, threshold: float | None,
+def reduce_samples(src: Source, plan: ColumnMap, threshold: float | None,
                    tick: Callable[[int], None] | None = None) -> Partial:
     """Long and trainer layouts: one row per sample. ``tick`` gets the rows done so far within the
     file after each step range of a big log (for a progress indicator)."""
@@ -129,7 +129,7 @@ many rows: one group-by over 80M rows and 5M groups peaked at 1.5 GB, eight over
 10M rows at 0.66 GB, and ran twice as fast (benchmarks/README.md)."""
 
 
-def step_ranges(src: Source, plan: Plan) -> list[pl.Expr] | None:
+def step_ranges(src: Source, plan: ColumnMap) -> list[pl.Expr] | None:
     """Filters cutting a large parquet log into step ranges of about ``CHUNK_ROWS`` rows, or None.
 
     Ranges are taken only when the file's row-group statistics show its steps in order (a log
@@ -202,7 +202,7 @@ def drop_repeated_blocks(df: pl.DataFrame, step: str | None) -> tuple[pl.DataFra
     return pl.concat(kept), dropped
 
 
-def reduce_lists(src: Source, plan: Plan, threshold: float | None, file_index: int) -> Partial:
+def reduce_lists(src: Source, plan: ColumnMap, threshold: float | None, file_index: int) -> Partial:
     """Grouped layouts: each row is a group with a list of rewards."""
     lf = _prepared(src, plan)
     x = pl.element().cast(pl.Float64)
@@ -232,7 +232,7 @@ def _row_location(src: Source, index: int) -> str:
     return f"{src.path}: row {index + 1}"
 
 
-def reduce_counts(src: Source, plan: Plan, samples: int | None) -> Partial:
+def reduce_counts(src: Source, plan: ColumnMap, samples: int | None) -> Partial:
     """Counts layout: n and k (or a pass rate) per row."""
     lf = src.lf.with_row_index("__row")
     n = pl.col(plan.n).cast(pl.Float64) if plan.n else pl.lit(float(samples or 0))

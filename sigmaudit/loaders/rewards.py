@@ -14,11 +14,6 @@ from ..errors import SchemaError
 BINARY_VALUES = (0.0, 1.0, -1.0)
 
 
-def is_text(dtype: pl.DataType) -> bool:
-    """Strings and categoricals cannot be rewards."""
-    return dtype in (pl.Utf8, pl.Categorical) or isinstance(dtype, pl.Categorical | pl.Enum)
-
-
 def is_reward_dtype(dtype: pl.DataType) -> bool:
     """Numeric or boolean."""
     return dtype == pl.Boolean or dtype.is_numeric()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..errors import SchemaError
-from .plan import K_NAMES, N_NAMES, PROMPT_NAMES, REWARD_NAMES, STEP_NAMES, find
+from .columns import K_NAMES, N_NAMES, PROMPT_NAMES, REWARD_NAMES, STEP_NAMES, find
 
 SERIES_NAMES: dict[str, tuple[str, ...]] = {
     "observed_all_correct": ("allcorrect_fraction", "all_correct_fraction", "all_correct", "allcorrect",

@@ -18,13 +18,13 @@ import polars as pl
 
 from ..errors import SchemaError
 from .options import LoadOptions
-from .plan import PROMPT_NAMES, STEP_NAMES, Plan, find, key_note, split_cols
+from .columns import PROMPT_NAMES, STEP_NAMES, ColumnMap, find, key_note, split_cols
 from .rewards import is_reward_dtype
 
 TRL_NON_REWARD = {"step", "prompt", "completion", "advantage", "image", "images"}
 
 
-def recognize(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> Plan | None:
+def recognize(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> ColumnMap | None:
     """The plan for a known trainer dump, or None."""
     cols = set(schema)
     if {"input", "output", "score"} <= cols and ("gts" in cols or "step" in cols):
@@ -42,16 +42,16 @@ def _step(schema: dict[str, pl.DataType], opts: LoadOptions) -> str | None:
     return opts.step_col or find(list(schema), STEP_NAMES)
 
 
-def _verl(schema: dict[str, pl.DataType], opts: LoadOptions) -> Plan:
+def _verl(schema: dict[str, pl.DataType], opts: LoadOptions) -> ColumnMap:
     reward = opts.reward_col or ("acc" if "acc" in schema else "score")
     prompt = split_cols(opts.prompt_col) or ("input",)
     step = _step(schema, opts)
     by = f"(step, {key_note(prompt)})" if step else key_note(prompt)
-    return Plan("verl", prompt, reward=reward, step=step, group=opts.group_col,
+    return ColumnMap("verl", prompt, reward=reward, step=step, group=opts.group_col,
                 note=f"detected verl layout: grouping by {by}, reward from {reward}")
 
 
-def _trl(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> Plan:
+def _trl(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> ColumnMap:
     if opts.reward_col:
         reward = opts.reward_col
     else:
@@ -71,17 +71,17 @@ def _trl(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> Plan:
     prompt = split_cols(opts.prompt_col) or ("prompt",)
     step = _step(schema, opts)
     dedupe = tuple(c for c in schema if c not in ("image", "images"))
-    return Plan("trl", prompt, reward=reward, step=step, group=opts.group_col, dedupe=dedupe,
+    return ColumnMap("trl", prompt, reward=reward, step=step, group=opts.group_col, dedupe=dedupe,
                 note=f"detected TRL completions layout: grouping by (step, {key_note(prompt)}), "
                      f"reward from {reward}")
 
 
 def _simple(layout: str, schema: dict[str, pl.DataType], opts: LoadOptions, prompt: str,
-            reward: str) -> Plan:
+            reward: str) -> ColumnMap:
     key = split_cols(opts.prompt_col) or (prompt,)
     rcol = opts.reward_col or reward
     step = _step(schema, opts)
-    return Plan(layout, key, reward=rcol, step=step, group=opts.group_col,
+    return ColumnMap(layout, key, reward=rcol, step=step, group=opts.group_col,
                 note=f"detected {layout} layout: grouping by (step, {key_note(key)}), "
                      f"reward from {rcol}")
 
@@ -90,7 +90,7 @@ def _struct_fields(dtype: pl.DataType) -> dict[str, pl.DataType]:
     return {f.name: f.dtype for f in dtype.fields} if isinstance(dtype, pl.Struct) else {}
 
 
-def _prime_rl(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> Plan | None:
+def _prime_rl(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> ColumnMap | None:
     traces = schema["traces"]
     if not isinstance(traces, pl.List):
         return None
@@ -127,7 +127,7 @@ def _prime_rl(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> 
             prompt = (f"group.{nested}",)
         else:
             prompt = (gid,)
-    return Plan("prime-rl", prompt, reward="__rewards", step=step, group=gid,
+    return ColumnMap("prime-rl", prompt, reward="__rewards", step=step, group=gid,
                 list_rewards=True, derived=tuple(derived),
                 note=f"detected prime-rl traces layout: one group per row ({gid}), "
                      f"prompt = {key_note(prompt)}, reward from traces[].{reward_field}")

@@ -1,4 +1,4 @@
-"""A :class:`Plan`: which columns of one file mean prompt, step, group and reward (or n, k)."""
+"""A :class:`ColumnMap`: which columns of one file mean prompt, step, group and reward (or n, k)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ EXTRA_KEY_NAMES = ("run", "model", "model_name", "temperature", "split", "datase
 
 
 @dataclass(frozen=True, eq=False)
-class Plan:
+class ColumnMap:
     """How to reduce one file to counts."""
 
     layout: str
