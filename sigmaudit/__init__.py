@@ -62,12 +62,12 @@ _EXPORTS: dict[str, str] = {
     "silent_estimate": "sigmaudit.core.estimators",
     "fit_grid_prior": "sigmaudit.core.prior",
     "fit_beta_prior": "sigmaudit.core.prior",
-    "Corpus": "sigmaudit.corpus",
+    "Corpus": "sigmaudit.core.corpus",
     # commands as library calls
-    "closed_forms": "sigmaudit.calc:calc",
+    "closed_forms": "sigmaudit.audits.calc:calc",
     "load_counts": "sigmaudit.loaders",
     "LoadOptions": "sigmaudit.loaders",
-    "audit": "sigmaudit.scan",
+    "audit": "sigmaudit.audits.scan",
     # errors
     "SigmauditError": "sigmaudit.errors",
     "InputError": "sigmaudit.errors",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sigmaudit.cli import main
+from sigmaudit.cli.app import main
 
 
 def run(capsys, *args: str) -> tuple[int, str, str]:

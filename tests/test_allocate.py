@@ -1,4 +1,4 @@
-"""Per-prompt allocation (sigmaudit.allocate): brute-force optimum, budget, drops, file round trip."""
+"""Per-prompt allocation (sigmaudit.audits.allocate): brute-force optimum, budget, drops, file round trip."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sigmaudit.allocate import (
+from sigmaudit.audits.allocate import (
     METHOD_GREEDY,
     allocate,
     greedy_allocate,
@@ -20,9 +20,9 @@ from sigmaudit.allocate import (
 )
 from sigmaudit.core.group_size import group_size_exact
 from sigmaudit.core.prior import distinct_pairs
-from sigmaudit.corpus import Corpus
+from sigmaudit.core.corpus import Corpus
 from sigmaudit.errors import ConfigError
-from sigmaudit.plan import posterior_sigma
+from sigmaudit.audits.plan import posterior_sigma
 
 N = np.array([8, 8, 8, 16, 8, 8])
 K = np.array([1, 4, 7, 2, 1, 4])  # two pairs repeat: identical prompts share a curve

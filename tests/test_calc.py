@@ -9,7 +9,7 @@ import pytest
 from cli_runner import run
 from scipy.stats import binom
 
-from sigmaudit.calc import calc
+from sigmaudit.audits.calc import calc
 
 CONTRACT_KEYS = {
     "p", "G", "eps", "silent_rate", "all_correct_rate", "all_wrong_rate", "expected_sigma", "fidelity",

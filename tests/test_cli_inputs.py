@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sigmaudit.cli import main
+from sigmaudit.cli.app import main
 
 LOG_COMMANDS = ["scan", "plan", "check", "trend", "report"]
 LAYOUT_FLAGS = ["--prompt-col", "--reward-col", "--step-col", "--group-col", "--n-col", "--k-col", "--rate-col",

@@ -1,4 +1,4 @@
-"""Corpus: distinct (n, k) pairs and corpus-level silent rates (sigmaudit.corpus)."""
+"""Corpus: distinct (n, k) pairs and corpus-level silent rates (sigmaudit.core.corpus)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from sigmaudit.core.estimators import silent_plugin, silent_unbiased
 from sigmaudit.core.silent import silent_rate
-from sigmaudit.corpus import Corpus, CorpusSilent
+from sigmaudit.core.corpus import Corpus, CorpusSilent
 
 
 def simulate(seed: int, n_prompts: int, w0: float, w1: float, a: float, b: float, n: int = 8):

@@ -17,7 +17,7 @@ CORE_MODULES = [
     "sigmaudit.core.weighting",
     "sigmaudit.core.estimators",
     "sigmaudit.core.prior",
-    "sigmaudit.corpus",
+    "sigmaudit.core.corpus",
 ]
 # modules whose docstrings carry examples today; an example silently dropped fails here
 WITH_EXAMPLES = {"sigmaudit.core.silent", "sigmaudit.core.fidelity", "sigmaudit.core.group_size"}

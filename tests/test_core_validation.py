@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from sigmaudit.core import estimators, fidelity, group_size, prior, sigma, silent, weighting
-from sigmaudit.corpus import Corpus
+from sigmaudit.core.corpus import Corpus
 
 BETA = prior.BetaPrior(a=2.0, b=3.0, log_likelihood=0.0)
 GRID = prior.GridPrior(grid=np.array([0.0, 0.5, 1.0]), weights=np.full(3, 1 / 3), iterations=0, log_likelihood=0.0)

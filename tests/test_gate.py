@@ -1,4 +1,4 @@
-"""The check gate (sigmaudit.gate): the pure pass/fail function, metric values against references."""
+"""The check gate (sigmaudit.audits.check): the pure pass/fail function, metric values against references."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from sigmaudit.corpus import Corpus
-from sigmaudit.gate import METRICS, Check, CheckResult, Threshold, check, evaluate, github_annotations, passes
+from sigmaudit.core.corpus import Corpus
+from sigmaudit.audits.check import METRICS, Check, CheckResult, Threshold, check, evaluate, github_annotations, passes
 
 # ---------------------------------------------------------------- truth table of the gate
 

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from sigmaudit.calc import calc
-from sigmaudit.output import resolve_format, write_atomic
+from sigmaudit.audits.calc import calc
+from sigmaudit.cli.output import resolve_format, write_atomic
 from sigmaudit.render import Format, render
-from sigmaudit.render.values import format_value
+from sigmaudit.views.fmt import format_value
 
 
 @pytest.mark.parametrize("fmt", list(Format))

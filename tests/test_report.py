@@ -1,4 +1,4 @@
-"""The report's data (:mod:`sigmaudit.report`) and its HTML renderer (:mod:`sigmaudit.render.html`).
+"""The report's data (:mod:`sigmaudit.audits.report`) and its HTML renderer (:mod:`sigmaudit.render.html`).
 
 Library level: which results the report gathers, the fidelity curves against the core formula,
 the generic View → HTML table, the SVG clean-up, and that matplotlib stays out of every other module.
@@ -18,10 +18,10 @@ import pytest
 
 from sigmaudit.core.fidelity import fidelity
 from sigmaudit.loaders import LoadedCounts
-from sigmaudit.plan import Targets
+from sigmaudit.audits.plan import Targets
 from sigmaudit.render import Section, Table, View
 from sigmaudit.render.json import render_json
-from sigmaudit.report import ReportData, build_report, curve_G, default_title
+from sigmaudit.audits.report import ReportData, build_report, curve_G, default_title
 
 PACKAGE = Path(__file__).resolve().parents[1] / "sigmaudit"
 
@@ -261,7 +261,7 @@ def test_only_the_html_renderer_imports_matplotlib():
 
 
 def test_cli_and_other_commands_do_not_load_matplotlib():
-    code = ("import sys; from sigmaudit.cli import main; import sigmaudit.report; "
+    code = ("import sys; from sigmaudit.cli.app import main; import sigmaudit.audits.report; "
             "main(['calc', '-p', '0.5', '-G', '8', '-f', 'json']); "
             "sys.exit('matplotlib' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from cli_runner import run
 
-from sigmaudit.cli import main
+from sigmaudit.cli.app import main
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_logs" / "rollouts.parquet"

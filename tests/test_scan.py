@@ -1,4 +1,4 @@
-"""`sigmaudit.scan.audit` on hand-built LoadedCounts: every figure against an independent computation.
+"""`sigmaudit.audits.scan.audit` on hand-built LoadedCounts: every figure against an independent computation.
 
 References are computed here with plain Python (``fractions.Fraction``, ``math.comb``, explicit
 binomial sums, linear searches); the code under test works on numpy arrays of distinct pairs.
@@ -18,7 +18,7 @@ import pytest
 from sigmaudit.errors import ConfigError
 from sigmaudit.loaders import LoadedCounts
 from sigmaudit.render import Format, render
-from sigmaudit.scan import FILTERED_MIN_EXPECTED, audit, weighted_quantile
+from sigmaudit.audits.scan import FILTERED_MIN_EXPECTED, audit, weighted_quantile
 
 # --------------------------------------------------------------------------- builders and references
 
@@ -121,7 +121,7 @@ def test_corpus_figures(report):
 
 
 def test_silent_rows_against_exact_fractions(report):
-    from sigmaudit.corpus import Corpus
+    from sigmaudit.core.corpus import Corpus
 
     prior = Corpus([n for n, _ in PAIRS], [k for _, k in PAIRS]).prior
     g2, g4 = report.silent

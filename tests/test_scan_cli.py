@@ -157,7 +157,7 @@ def test_golden_markdown(capsys, log, monkeypatch):
     import numpy as np
 
     from sigmaudit.core.prior import GridPrior
-    from sigmaudit.corpus import Corpus
+    from sigmaudit.core.corpus import Corpus
 
     pinned = GridPrior(grid=np.linspace(0.0, 1.0, 11), weights=np.full(11, 1 / 11), iterations=0, log_likelihood=0.0)
     monkeypatch.setattr(Corpus, "prior", property(lambda self: pinned))

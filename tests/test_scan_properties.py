@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sigmaudit.loaders import LoadedCounts
-from sigmaudit.scan import audit
+from sigmaudit.audits.scan import audit
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 CRUXEVAL = SHARED / "data" / "real" / "cruxeval_codellama7b_t0.2_input_n10.csv"
@@ -103,7 +103,7 @@ def test_model_based_estimate_is_close_to_the_truth_at_twice_n():
 def test_cruxeval_end_to_end(capsys):
     import json
 
-    from sigmaudit.cli import main
+    from sigmaudit.cli.app import main
 
     with CRUXEVAL.open() as fh:
         rows = list(csv.DictReader(fh))

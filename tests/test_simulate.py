@@ -1,4 +1,4 @@
-"""The controlled training run (sigmaudit.simulate): gains against brute force, closed forms, the run itself."""
+"""The controlled training run (sigmaudit.audits.simulate): gains against brute force, closed forms, the run itself."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from sigmaudit.core.advantages import (
     sign_advantages,
 )
 from sigmaudit.render import Format, render
-from sigmaudit.simulate import (
+from sigmaudit.audits.simulate import (
     SIM_RULES,
     SeriesReport,
     corpus_initial_p,
@@ -27,7 +27,7 @@ from sigmaudit.simulate import (
     sign_gain,
     simulate,
 )
-from sigmaudit.sparkline import sparkline
+from sigmaudit.views.sparkline import sparkline
 
 ADVANTAGES = {"grpo": grpo_advantages, "drgrpo": drgrpo_advantages, "rloo": rloo_advantages,
               "sign": sign_advantages}

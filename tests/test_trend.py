@@ -14,7 +14,7 @@ from cli_runner import run
 
 from sigmaudit.errors import SchemaError
 from sigmaudit.render import Format, render
-from sigmaudit.trend import read_step_series, trend
+from sigmaudit.audits.trend import read_step_series, trend
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 

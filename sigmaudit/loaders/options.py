@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 if TYPE_CHECKING:
-    from ..corpus import Corpus
+    from ..core.corpus import Corpus
 
 LAYOUTS = ("long", "grouped", "counts", "verl", "trl", "open-instruct", "prime-rl", "series")
 
@@ -73,6 +73,6 @@ class LoadedCounts:
     def corpus(self) -> Corpus:
         """The per-prompt counts as a :class:`~sigmaudit.corpus.Corpus`, built once per load
         (so its prior is fitted once however many figures use it)."""
-        from ..corpus import Corpus
+        from ..core.corpus import Corpus
 
         return Corpus(self.per_prompt["n"].to_numpy(), self.per_prompt["k"].to_numpy())

@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 from matplotlib.figure import Figure
 
 from . import Table, View
-from .values import format_value
+from ..views.fmt import format_value
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from ..report import FidelityCurve, ReportData
-    from ..scan import ScanReport
-    from ..trend import TrendResult
+    from ..audits.report import FidelityCurve, ReportData
+    from ..audits.scan import ScanReport
+    from ..audits.trend import TrendResult
 
 # Okabe–Ito colours (readable with colour-blindness).
 ALL_WRONG = "#D55E00"
@@ -344,7 +344,7 @@ def silent_chart(Gs: Sequence[int], all_wrong: Sequence[float], all_correct: Seq
 def fidelity_chart(curves: Sequence[FidelityCurve], sweep_G: Sequence[int], corpus: Sequence[float | None],
                    eps: float, chosen: int, chosen_label: str, min_fidelity: float | None = None) -> str:
     """φ(p̂_q, G) along G at the quartiles of p̂; the corpus mean, 1 − ε and the chosen G marked."""
-    from ..report import QUANTILE_NAMES
+    from ..audits.report import QUANTILE_NAMES
 
     def draw(fig: Figure, ax: Axes) -> None:
         xs = list(sweep_G)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import Table, View
-from .values import format_value
+from ..views.fmt import format_value
 
 
 def _table(t: Table) -> list[str]:

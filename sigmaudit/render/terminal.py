@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 
 from . import Table, View
-from .values import format_value
+from ..views.fmt import format_value
 
 
 def _rich_table(t: Table):  # noqa: ANN202 - rich type imported lazily

@@ -41,13 +41,13 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .errors import ConfigError
-from .render import Section, Table
+from ..errors import ConfigError
+from ..render import Section, Table
 
 if TYPE_CHECKING:
     import polars as pl
 
-    from .corpus import Corpus
+    from ..core.corpus import Corpus
 
 DROP_UNREACHABLE = 0.5
 """Drop a prompt when its posterior P(p ∈ {0, 1}) exceeds this."""
@@ -277,7 +277,7 @@ def _stats(G: NDArray[np.int64], f: NDArray[np.float64], s: NDArray[np.float64],
 
 def _silent_at(corpus: Corpus, pair: NDArray[np.int64], G: NDArray[np.int64]) -> NDArray[np.float64]:
     """Posterior E[silent] for prompts with pair index ``pair`` at group sizes ``G`` (NaN where G = 0)."""
-    from .core.estimators import silent_bayes
+    from ..core.estimators import silent_bayes
 
     out = np.full(pair.size, np.nan)
     combos = np.unique(np.stack([pair, G], axis=1), axis=0)
@@ -326,8 +326,8 @@ def allocate(
     """
     import polars as pl
 
-    from .core.group_size import group_size_exact
-    from .core.prior import distinct_pairs
+    from ..core.group_size import group_size_exact
+    from ..core.prior import distinct_pairs
     from .plan import posterior, posterior_sd, sigma_on_grid
 
     validate_options(budget, eps, min_g, max_g)
@@ -456,7 +456,7 @@ def write_allocation(result: AllocationResult, path: Path) -> None:
     """Write the per-prompt rows as csv, parquet or jsonl (by suffix), atomically."""
     import io
 
-    from .output import write_atomic
+    from ..cli.output import write_atomic
 
     suffix = check_alloc_path(path)
     frame = result.per_prompt

@@ -1,6 +1,6 @@
-"""The ``sigmaudit`` command line: parse options, call the core, pick a renderer.
+"""The ``sigmaudit`` command line: parse options, call the audits, pick a renderer.
 
-Each command lives in ``sigmaudit/commands/<name>.py``. Errors become one line
+Each command lives in ``sigmaudit/cli/commands/<name>.py``. Errors become one line
 on stderr and exit code 2 here, at the edge; nothing else prints tracebacks.
 """
 
@@ -10,7 +10,7 @@ import sys
 
 import typer
 
-from .exitcodes import ExitCode
+from ..exitcodes import ExitCode
 
 app = typer.Typer(
     name="sigmaudit",
@@ -44,14 +44,13 @@ def _root(
     """Audit RL-with-verifiable-rewards rollout logs (see --help of each command)."""
 
 
-# Register the commands (each module's import is light: heavy imports happen inside the command).
-from .commands import calc as _calc  # noqa: E402,F401
-from .commands import check as _check  # noqa: E402,F401
-from .commands import plan as _plan  # noqa: E402,F401
-from .commands import report as _report  # noqa: E402,F401
-from .commands import scan as _scan  # noqa: E402,F401
-from .commands import simulate as _simulate  # noqa: E402,F401
-from .commands import trend as _trend  # noqa: E402,F401
+# Register the commands: each module defines one function; the app, not the module, registers it
+# (so no command module imports this one). Each module's import is light: heavy imports happen
+# inside the command.
+from .commands import calc, check, plan, report, scan, simulate, trend  # noqa: E402
+
+for _command in (scan.scan, plan.plan, check.check, calc.calc, trend.trend, simulate.simulate, report.report):
+    app.command()(_command)
 
 
 def _fail(message: str) -> int:
@@ -63,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (0 ok, 1 gate failed, 2 could not run)."""
     from typer.exceptions import TyperException
 
-    from .errors import SigmauditError
+    from ..errors import SigmauditError
 
     try:
         command = typer.main.get_command(app)

@@ -48,7 +48,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .render import Section, Table, View
+from ..render import Section, Table, View
 
 SimRule = Literal["grpo", "drgrpo", "dapo", "rloo", "sign"]
 SIM_RULES: tuple[SimRule, ...] = ("grpo", "drgrpo", "dapo", "rloo", "sign")
@@ -73,7 +73,7 @@ def sign_gain(k: ArrayLike, G: int, p: ArrayLike) -> NDArray[np.float64]:
 
 def gain_table(G: int, rule: SimRule) -> NDArray[np.float64]:
     """Gain of a k-independent-of-p rule for k = 0..G (grpo, drgrpo, dapo, rloo) from the core."""
-    from .core.sigma import update_gain
+    from ..core.sigma import update_gain
 
     return np.asarray(update_gain(np.arange(G + 1), G, rule), dtype=np.float64)  # type: ignore[arg-type]
 
@@ -85,8 +85,8 @@ def expected_gain(p: ArrayLike, G: int, rule: SimRule, dapo_max_tries: int = 4) 
     draws, so each of the ≤ m draws adds E[σ] times the chance of reaching it);
     rloo p(1−p) (G ≥ 2, else 0); sign 2p(1−p).
     """
-    from .core.fidelity import expected_sigma
-    from .core.silent import dapo_expected_draws
+    from ..core.fidelity import expected_sigma
+    from ..core.silent import dapo_expected_draws
 
     pa = np.asarray(p, dtype=np.float64)
     v = pa * (1.0 - pa)
@@ -331,7 +331,7 @@ class SimulateResult:
 
     def view(self) -> View:
         """Summary table per rule and sparklines of the silent fraction and the hard quarter's pass rate."""
-        from .sparkline import sparkline
+        from ..views.sparkline import sparkline
 
         c = self.config
         head = (
@@ -408,8 +408,8 @@ def _run_rule(
 ) -> RuleRun:
     from scipy.special import expit, logit
 
-    from .core.silent import silent_rate
-    from .core.weighting import EXTREME, band_share
+    from ..core.silent import silent_rate
+    from ..core.weighting import EXTREME, band_share
 
     G, m = cfg.G, cfg.dapo_max_tries
     rng = _rule_rng(cfg.seed, 1 + SIM_RULES.index(rule))

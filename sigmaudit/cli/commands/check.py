@@ -6,14 +6,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..cli import app
-from .inputs import reads_logs
+from ..inputs import reads_logs
 
 if TYPE_CHECKING:
-    from ..gate import Threshold
-    from ..loaders import LoadedCounts
+    from ...audits.check import Threshold
+    from ...loaders import LoadedCounts
 
-from .options import FormatOpt, OutputOpt, emit_result
+from ..options import FormatOpt, OutputOpt, emit_result
 
 _GATE = "Thresholds (at least one)"
 
@@ -27,8 +26,8 @@ def _thresholds(
     max_extreme_share: float | None, min_fidelity: float | None, max_never_solved: float | None, **_: object,
 ) -> list[Threshold]:
     """The thresholds given, each checked to lie in [0, 1]; at least one is required."""
-    from ..errors import ConfigError
-    from ..gate import METRICS, Threshold
+    from ...errors import ConfigError
+    from ...audits.check import METRICS, Threshold
 
     given = {"silent_rate": max_silent, "all_wrong_rate": max_all_wrong, "all_correct_rate": max_all_correct,
              "extreme_share": max_extreme_share, "fidelity": min_fidelity, "never_solved_rate": max_never_solved}
@@ -43,7 +42,6 @@ def _thresholds(
     return thresholds
 
 
-@app.command()
 @reads_logs(validate=_thresholds)
 def check(
     loaded: LoadedCounts,
@@ -72,9 +70,9 @@ def check(
     import os
     import sys
 
-    from ..exitcodes import ExitCode
-    from ..gate import check as run_check
-    from ..gate import github_annotations
+    from ...exitcodes import ExitCode
+    from ...audits.check import check as run_check
+    from ...audits.check import github_annotations
 
     thresholds = _thresholds(max_silent=max_silent, max_all_wrong=max_all_wrong, max_all_correct=max_all_correct,
                              max_extreme_share=max_extreme_share, min_fidelity=min_fidelity,
@@ -86,7 +84,7 @@ def check(
             sys.stderr.write(line + "\n")
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary:
-            from ..render.markdown import render_markdown
+            from ...render.markdown import render_markdown
 
             with open(summary, "a", encoding="utf-8") as fh:
                 fh.write(render_markdown(result.view()) + "\n")

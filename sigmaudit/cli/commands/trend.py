@@ -17,24 +17,22 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..cli import app
-from .inputs import reads_logs
+from ..inputs import reads_logs
 
 if TYPE_CHECKING:
-    from ..loaders import LoadedCounts
+    from ...loaders import LoadedCounts
 
-from .options import FormatOpt, OutputOpt, emit_result
+from ..options import FormatOpt, OutputOpt, emit_result
 
 
 def _check_estimator(*, estimator: str, **_: object) -> None:
-    from ..errors import ConfigError
+    from ...errors import ConfigError
 
     if estimator not in ("bayes", "plugin", "unbiased"):
         raise ConfigError(f"unknown estimator {estimator!r}", location="--estimator",
                           remedy="choose bayes, plugin or unbiased")
 
 
-@app.command()
 @reads_logs(validate=_check_estimator, series_ok=True)
 def trend(
     loaded: LoadedCounts,
@@ -53,9 +51,9 @@ def trend(
 
     Example: sigmaudit trend rollouts.parquet -G 16 --every 5
     """
-    from ..errors import SchemaError
-    from ..trend import trend as run_trend
-    from ..trend import trend_from_series
+    from ...errors import SchemaError
+    from ...audits.trend import trend as run_trend
+    from ...audits.trend import trend_from_series
 
     if loaded.series is not None:
         emit_result(trend_from_series(loaded.series, every=every, G=G or ()), fmt, output)

@@ -7,18 +7,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..cli import app
-from .inputs import reads_logs
-from .options import EpsOpt, unit_interval
+from ..inputs import reads_logs
+from ..options import EpsOpt, unit_interval
 
 if TYPE_CHECKING:
-    from ..loaders import LoadedCounts
+    from ...loaders import LoadedCounts
 
 DEFAULT_OUTPUT = Path("sigmaudit-report.html")
 _TARGETS = "Targets (for the recommendation)"
 
 
-@app.command()
 @reads_logs
 def report(
     loaded: LoadedCounts,
@@ -57,13 +55,13 @@ def report(
 
     Example: sigmaudit report rollouts.parquet --max-silent 0.5 -o report.html
     """
-    from ..errors import ConfigError
+    from ...errors import ConfigError
     from ..output import emit, note
-    from ..plan import Targets
-    from ..report import build_report
+    from ...audits.plan import Targets
+    from ...audits.report import build_report
 
     try:
-        from ..render.html import render_html
+        from ...render.html import render_html
     except ImportError as exc:  # a broken or stripped install: matplotlib is a dependency
         raise ConfigError(f"the HTML report needs matplotlib ({exc})", remedy="pip install matplotlib") from exc
     to_stdout = str(output) == "-"

@@ -31,12 +31,11 @@ from typing import Annotated
 
 import typer
 
-from ..cli import app
-from .options import FormatOpt, OutputOpt, emit_result
+from ..options import FormatOpt, OutputOpt, emit_result
 
 
 def _rules(value: str) -> str:
-    from ..simulate import parse_rules
+    from ...audits.simulate import parse_rules
 
     try:
         return ",".join(parse_rules(value))
@@ -50,7 +49,6 @@ def _positive(value: float) -> float:
     return value
 
 
-@app.command()
 def simulate(
     prompts: Annotated[int | None, typer.Option("--prompts", min=1, show_default=False,
                                                 help="Simulated prompts M [default: 6000; with --init-from: "
@@ -81,10 +79,10 @@ def simulate(
     Example: sigmaudit simulate --prompts 2000 --steps 60 --rules grpo,drgrpo,dapo,sign
     """
     from ..output import resolve_format
-    from ..render import Format
-    from ..simulate import SeriesReport
-    from ..simulate import simulate as run_simulate
-    from .inputs import load_inputs
+    from ...render import Format
+    from ...audits.simulate import SeriesReport
+    from ...audits.simulate import simulate as run_simulate
+    from ..inputs import load_inputs
 
     counts = None
     if init_from:

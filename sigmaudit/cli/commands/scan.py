@@ -6,15 +6,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..cli import app
-from .inputs import reads_logs
-from .options import EpsOpt, FormatOpt, OutputOpt, emit_result
+from ..inputs import reads_logs
+from ..options import EpsOpt, FormatOpt, OutputOpt, emit_result
 
 if TYPE_CHECKING:
-    from ..loaders import LoadedCounts
+    from ...loaders import LoadedCounts
 
 
-@app.command()
 @reads_logs
 def scan(
     loaded: LoadedCounts,
@@ -38,7 +36,7 @@ def scan(
     Example: sigmaudit scan rollouts.parquet -G 8 -G 16 --format json
     """
     from ..output import note
-    from ..scan import DEFAULT_G, audit
+    from ...audits.scan import DEFAULT_G, audit
 
     report = audit(loaded, G=tuple(G) if G else DEFAULT_G, g_main=g_main, eps=eps)
     if report.filtered_warning:

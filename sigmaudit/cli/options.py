@@ -47,7 +47,7 @@ OutputOpt = Annotated[
 
 def emit_result(result: object, fmt: Format | None, output: Path | None) -> None:
     """Render ``result`` in the chosen format and send it to stdout or ``output``."""
-    from ..output import emit, resolve_format, stdout_is_terminal
+    from .output import emit, resolve_format, stdout_is_terminal
     from ..render import render
 
     chosen = resolve_format(fmt, output)

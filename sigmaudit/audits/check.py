@@ -20,10 +20,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from .render import Section, Table, View
+from ..render import Section, Table, View
 
 if TYPE_CHECKING:
-    from .corpus import Corpus
+    from ..core.corpus import Corpus
 
 Kind = Literal["max", "min"]
 
@@ -154,7 +154,7 @@ def metric_values(corpus: Corpus, G: int, names: Sequence[str] | None = None) ->
     """(silent estimator, value of each requested metric) at group size G."""
     import numpy as np
 
-    from .core.weighting import EXTREME, band_share, gradient_mass
+    from ..core.weighting import EXTREME, band_share, gradient_mass
     from .plan import corpus_fidelity
 
     wanted = set(METRICS if names is None else names)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .render import Section, Table, View
+from ..render import Section, Table, View
 
 
 @dataclass(frozen=True)
@@ -103,10 +103,10 @@ def calc(p: Sequence[float], G: Sequence[int], eps: float = 0.05) -> CalcResult:
     """Evaluate every closed form of THEORY.md for each (p, G) pair (vectorised)."""
     import numpy as np
 
-    from .core import fidelity as fid
-    from .core import group_size as gs
-    from .core import silent as sil
-    from .core.weighting import difficulty_weight
+    from ..core import fidelity as fid
+    from ..core import group_size as gs
+    from ..core import silent as sil
+    from ..core.weighting import difficulty_weight
 
     pp, GG = np.meshgrid(np.asarray(p, dtype=np.float64), np.asarray(G), indexing="ij")
     pp, GG = pp.ravel(), GG.ravel()

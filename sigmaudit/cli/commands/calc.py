@@ -6,11 +6,9 @@ from typing import Annotated
 
 import typer
 
-from ..cli import app
-from .options import EpsOpt, FormatOpt, OutputOpt, emit_result, unit_interval
+from ..options import EpsOpt, FormatOpt, OutputOpt, emit_result, unit_interval
 
 
-@app.command()
 def calc(
     p: Annotated[list[float], typer.Option("-p", "--p", help="Prompt success probability in [0, 1] (repeatable).",
                                            callback=lambda v: [unit_interval(x) for x in v])],
@@ -27,6 +25,6 @@ def calc(
 
     Example: sigmaudit calc -p 0.05 -G 8
     """
-    from ..calc import calc as run_calc
+    from ...audits.calc import calc as run_calc
 
     emit_result(run_calc(p, G, eps), fmt, output)

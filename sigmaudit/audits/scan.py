@@ -20,9 +20,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 if TYPE_CHECKING:
-    from .corpus import Corpus
-    from .loaders import LoadedCounts
-    from .render import View
+    from ..core.corpus import Corpus
+    from ..loaders import LoadedCounts
+    from ..render import View
 
 DEFAULT_G: tuple[int, ...] = (4, 8, 16, 32, 64)
 """Group sizes reported when ``-G`` is not given."""
@@ -255,7 +255,7 @@ class ScanReport:
 
     def view(self) -> View:
         """Panels: corpus, silent groups, wasted compute, gradient mass, group size."""
-        from .scan_view import scan_view
+        from ..views.scan import scan_view
 
         return scan_view(self)
 
@@ -295,7 +295,7 @@ def _estimator_description(rows: tuple[SilentRow, ...]) -> str:
 
 
 def _corpus_figures(corpus: Corpus) -> tuple[SamplesPerPrompt, PassRate]:
-    from .core.weighting import bin_index
+    from ..core.weighting import bin_index
 
     w = corpus.weight
     p = corpus.p_hat
@@ -387,7 +387,7 @@ def _wasted(corpus: Corpus, row: SilentRow, rollouts: int) -> Wasted:
 
 
 def _bands(p: NDArray[np.float64], mass: NDArray[np.float64]) -> MassBands:
-    from .core.weighting import EXTREME, MIDDLE, band_share, bin_shares
+    from ..core.weighting import EXTREME, MIDDLE, band_share, bin_shares
 
     return MassBands(
         extreme=band_share(p, mass, EXTREME),
@@ -397,7 +397,7 @@ def _bands(p: NDArray[np.float64], mass: NDArray[np.float64]) -> MassBands:
 
 
 def _mass_share(corpus: Corpus, G: int) -> MassShare:
-    from .core.weighting import gradient_mass
+    from ..core.weighting import gradient_mass
 
     p, w = corpus.p_hat, corpus.weight
 
@@ -410,8 +410,8 @@ def _mass_share(corpus: Corpus, G: int) -> MassShare:
 
 
 def _group_size(corpus: Corpus, G: int, eps: float) -> GroupSize:
-    from .core.group_size import group_size_closed_form, group_size_exact
-    from .core.silent import dapo_groups_per_kept_group
+    from ..core.group_size import group_size_closed_form, group_size_exact
+    from ..core.silent import dapo_groups_per_kept_group
 
     p, w = corpus.p_hat, corpus.weight
     inner = (corpus.k > 0) & (corpus.k < corpus.n)
@@ -446,7 +446,7 @@ def _group_size(corpus: Corpus, G: int, eps: float) -> GroupSize:
 
 
 def _validate(G: tuple[int, ...], g_main: int | None, eps: float) -> None:
-    from .errors import ConfigError
+    from ..errors import ConfigError
 
     if not G:
         raise ConfigError("give at least one group size", location="-G/--group-size")

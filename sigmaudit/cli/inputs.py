@@ -100,7 +100,7 @@ def load_inputs(
     only on a terminal and never for machine-readable output).
     """
     from ..loaders import LoadOptions, load_counts
-    from ..output import note
+    from .output import note
 
     opts = LoadOptions(
         prompt_col=prompt_col,

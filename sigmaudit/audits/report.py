@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .render import Section, View
+from ..render import Section, View
 
 if TYPE_CHECKING:
-    from .loaders import LoadedCounts
+    from ..loaders import LoadedCounts
     from .plan import PlanResult, Targets
     from .scan import ScanReport
     from .trend import TrendResult
@@ -116,7 +116,7 @@ def curve_G(sweep_G: Sequence[int], points: int = CURVE_POINTS) -> tuple[int, ..
 
 def fidelity_curves(scan: ScanReport, Gs: Sequence[int]) -> tuple[FidelityCurve, ...]:
     """φ(p̂_q, G) along ``Gs`` at each quantile row of the scan's group-size law."""
-    from .core.fidelity import fidelity
+    from ..core.fidelity import fidelity
 
     G_arr = np.asarray(Gs, dtype=np.int64)
     return tuple(
@@ -170,7 +170,7 @@ def build_report(
     title
         Report title; default names the first file.
     """
-    from .errors import SchemaError
+    from ..errors import SchemaError
     from .plan import DEFAULT_G_GRID, Targets
     from .plan import plan as run_plan
     from .scan import DEFAULT_G, audit

@@ -36,9 +36,9 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
-from .core.estimators import ESTIMATORS, Estimator
-from .errors import SchemaError
-from .render import Section, Table, View
+from ..core.estimators import ESTIMATORS, Estimator
+from ..errors import SchemaError
+from ..render import Section, Table, View
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,7 @@ class TrendResult:
 
     def view(self) -> View:
         """Per-step table and sparklines of the observed silent fraction, its branches and the forecast."""
-        from .sparkline import sparkline
+        from ..views.sparkline import sparkline
 
         logged = f"G = {self.G_logged}" if self.G_logged else "logged sizes " + ", ".join(map(str, self.G_logged_sizes))
         cols = ["step"] + (["to"] if self.every > 1 else []) + [
@@ -172,7 +172,7 @@ def _pair_estimates(
     n: NDArray[np.int64], k: NDArray[np.int64], G: int | None, estimator: Estimator, prior: Any
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(all-correct, all-wrong) estimates per distinct pair at G (``None``: each pair's own n)."""
-    from .core.estimators import silent_estimate
+    from ..core.estimators import silent_estimate
 
     if G is not None:
         s = silent_estimate(n, k, G, estimator, prior)
@@ -223,7 +223,7 @@ def trend(
     n_u, k_u, w_u = (pairs[c].to_numpy() for c in ("n", "k", "count"))
     prior = None
     if estimator == "bayes":
-        from .core.prior import fit_corpus_prior
+        from ..core.prior import fit_corpus_prior
 
         prior = fit_corpus_prior(n_u, k_u, w_u.astype(np.float64))
     # index of each cell's pair and bucket
@@ -311,7 +311,7 @@ def read_step_series(path: str | Path, value_col: str, step_col: str = "step") -
     For already-aggregated curves such as a paper's all-correct fraction per
     training step (``dapo_fig3b_allcorrect.csv``). Values must lie in [0, 1].
     """
-    from .loaders.readers import csv_skip_rows
+    from ..loaders.readers import csv_skip_rows
 
     p = Path(path)
     df = pl.read_csv(p, skip_rows=csv_skip_rows(p))

@@ -15,8 +15,8 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .core.estimators import Estimator, silent_bayes, silent_estimate
-from .core.prior import GridPrior, distinct_pairs, fit_corpus_prior
+from .estimators import Estimator, silent_bayes, silent_estimate
+from .prior import GridPrior, distinct_pairs, fit_corpus_prior
 
 
 @dataclass(frozen=True)

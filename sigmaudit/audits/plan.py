@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .render import Section, Table, View
+from ..render import Section, Table, View
 
 if TYPE_CHECKING:
     from .allocate import AllocationResult
-    from .corpus import Corpus
+    from ..core.corpus import Corpus
 
 DEFAULT_G_GRID: tuple[int, ...] = (2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 """Group sizes swept when ``-G`` is not given."""
@@ -58,8 +58,8 @@ def sigma_on_grid(grid: NDArray[np.float64], Gs: Sequence[int]) -> NDArray[np.fl
     Evaluated once per (grid point, G) with :func:`sigmaudit.core.fidelity._expected_sigma_pairs`;
     columns for the default prior grid are cached across calls.
     """
-    from .core.fidelity import _expected_sigma_pairs
-    from .core.prior import default_grid
+    from ..core.fidelity import _expected_sigma_pairs
+    from ..core.prior import default_grid
 
     Gs_arr = np.asarray(Gs, dtype=np.int64)
     cacheable = grid.shape == (len(default_grid()),) and np.array_equal(grid, default_grid())

@@ -7,13 +7,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..cli import app
-from .inputs import reads_logs
+from ..inputs import reads_logs
 
 if TYPE_CHECKING:
-    from ..loaders import LoadedCounts
+    from ...loaders import LoadedCounts
 
-from .options import FormatOpt, OutputOpt, emit_result
+from ..options import FormatOpt, OutputOpt, emit_result
 
 _TARGETS = "Targets"
 _ALLOC = "Per-prompt allocation"
@@ -24,8 +23,8 @@ def _check_options(
     min_g: int, max_g: int, alloc_out: Path | None, **_: object,
 ) -> None:
     """Reject impossible options before any log is read."""
-    from ..allocate import check_alloc_path, validate_options
-    from ..errors import ConfigError
+    from ...audits.allocate import check_alloc_path, validate_options
+    from ...errors import ConfigError
 
     for name, value in (("--max-silent", max_silent), ("--min-fidelity", min_fidelity)):
         if value is not None and not 0.0 <= value <= 1.0:
@@ -37,7 +36,6 @@ def _check_options(
         check_alloc_path(alloc_out)
 
 
-@app.command()
 @reads_logs(validate=_check_options)
 def plan(
     loaded: LoadedCounts,
@@ -75,10 +73,10 @@ def plan(
 
     Example: sigmaudit plan rollouts.parquet --max-silent 0.3 --budget 20000 --alloc-out alloc.csv
     """
-    from ..allocate import allocate, write_allocation
-    from ..exitcodes import ExitCode
-    from ..plan import Targets
-    from ..plan import plan as run_plan
+    from ...audits.allocate import allocate, write_allocation
+    from ...exitcodes import ExitCode
+    from ...audits.plan import Targets
+    from ...audits.plan import plan as run_plan
 
     pp = loaded.per_prompt
     n, k = pp["n"].to_numpy(), pp["k"].to_numpy()

@@ -9,10 +9,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from .render import Section, Table, View
+from ..render import Section, Table, View
 
 if TYPE_CHECKING:
-    from .scan import MassBands, ScanReport
+    from ..audits.scan import MassBands, ScanReport
 
 SILENT_TABLE = "silent-group rate of a future group of G"
 """Title of the table ``--format csv`` writes."""

@@ -7,8 +7,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .errors import ConfigError, InputError
-from .render import Format
+from ..errors import ConfigError, InputError
+from ..render import Format
 
 _SUFFIX_FORMATS = {".json": Format.json, ".md": Format.markdown, ".markdown": Format.markdown, ".csv": Format.csv}
 

@@ -1,0 +1,1 @@
+"""CLI commands, one module each; ``sigmaudit.cli.app`` registers them."""

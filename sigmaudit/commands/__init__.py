@@ -1,1 +1,0 @@
-"""CLI commands, one module each; every module registers its command on ``sigmaudit.cli.app``."""
