@@ -18,11 +18,11 @@ from sigmaudit.audits.allocate import (
     upper_concave_envelope,
     write_allocation,
 )
+from sigmaudit.audits.plan import posterior_sigma
+from sigmaudit.core.corpus import Corpus
 from sigmaudit.core.group_size import group_size_exact
 from sigmaudit.core.prior import distinct_pairs
-from sigmaudit.core.corpus import Corpus
 from sigmaudit.errors import ConfigError
-from sigmaudit.audits.plan import posterior_sigma
 
 N = np.array([8, 8, 8, 16, 8, 8])
 K = np.array([1, 4, 7, 2, 1, 4])  # two pairs repeat: identical prompts share a curve

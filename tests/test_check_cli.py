@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from cli_runner import run
 
-from sigmaudit.core.corpus import Corpus
 from sigmaudit.audits.check import METRICS, metric_values
+from sigmaudit.core.corpus import Corpus
 
 N = [8, 8, 8, 8, 8, 8, 20, 12]
 K = [0, 2, 4, 8, 8, 5, 1, 11]

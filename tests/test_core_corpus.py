@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sigmaudit.core.corpus import Corpus, CorpusSilent
 from sigmaudit.core.estimators import silent_plugin, silent_unbiased
 from sigmaudit.core.silent import silent_rate
-from sigmaudit.core.corpus import Corpus, CorpusSilent
 
 
 def simulate(seed: int, n_prompts: int, w0: float, w1: float, a: float, b: float, n: int = 8):

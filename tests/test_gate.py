@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from sigmaudit.core.corpus import Corpus
 from sigmaudit.audits.check import METRICS, Check, CheckResult, Threshold, check, evaluate, github_annotations, passes
+from sigmaudit.core.corpus import Corpus
 
 # ---------------------------------------------------------------- truth table of the gate
 

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
 
-from sigmaudit.core.corpus import Corpus
 from sigmaudit.audits.plan import DEFAULT_G_GRID, SweepRow, Targets, plan, recommend, sweep
+from sigmaudit.core.corpus import Corpus
 
 N = np.array([8, 8, 8, 8, 16, 16, 32, 4, 4, 8])
 K = np.array([0, 0, 1, 4, 15, 16, 9, 2, 0, 7])

@@ -9,8 +9,8 @@ import polars as pl
 import pytest
 from cli_runner import run
 
-from sigmaudit.core.corpus import Corpus
 from sigmaudit.audits.plan import sweep
+from sigmaudit.core.corpus import Corpus
 
 N = [8, 8, 8, 8, 16, 16, 32, 4, 4, 8, 64, 64, 64, 64]
 K = [0, 0, 1, 4, 15, 16, 9, 2, 0, 7, 0, 0, 0, 64]  # the n = 64 unanimous prompts put prior mass at p ∈ {0, 1}

@@ -16,12 +16,12 @@ import numpy as np
 import polars as pl
 import pytest
 
+from sigmaudit.audits.plan import Targets
+from sigmaudit.audits.report import ReportData, build_report, curve_G, default_title
 from sigmaudit.core.fidelity import fidelity
 from sigmaudit.loaders import LoadedCounts
-from sigmaudit.audits.plan import Targets
 from sigmaudit.render import Section, Table, View
 from sigmaudit.render.json import render_json
-from sigmaudit.audits.report import ReportData, build_report, curve_G, default_title
 
 PACKAGE = Path(__file__).resolve().parents[1] / "sigmaudit"
 

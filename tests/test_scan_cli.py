@@ -156,8 +156,8 @@ def test_golden_markdown(capsys, log, monkeypatch):
     file tracks the layout and the closed forms, not the EM fit (tested in test_scan_properties.py)."""
     import numpy as np
 
-    from sigmaudit.core.prior import GridPrior
     from sigmaudit.core.corpus import Corpus
+    from sigmaudit.core.prior import GridPrior
 
     pinned = GridPrior(grid=np.linspace(0.0, 1.0, 11), weights=np.full(11, 1 / 11), iterations=0, log_likelihood=0.0)
     monkeypatch.setattr(Corpus, "prior", property(lambda self: pinned))

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sigmaudit.loaders import LoadedCounts
 from sigmaudit.audits.scan import audit
+from sigmaudit.loaders import LoadedCounts
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 CRUXEVAL = SHARED / "data" / "real" / "cruxeval_codellama7b_t0.2_input_n10.csv"

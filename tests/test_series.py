@@ -8,10 +8,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from sigmaudit.audits.trend import trend_from_series
 from sigmaudit.cli.app import main
 from sigmaudit.errors import SchemaError
 from sigmaudit.loaders import load_counts
-from sigmaudit.audits.trend import trend_from_series
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 DAPO = SHARED / "dapo_fig3b_allcorrect.csv"

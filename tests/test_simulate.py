@@ -8,14 +8,6 @@ import math
 import numpy as np
 import pytest
 
-from sigmaudit.core.advantages import (
-    drgrpo_advantages,
-    grpo_advantages,
-    policy_update,
-    rloo_advantages,
-    sign_advantages,
-)
-from sigmaudit.render import Format, render
 from sigmaudit.audits.simulate import (
     SIM_RULES,
     SeriesReport,
@@ -27,6 +19,14 @@ from sigmaudit.audits.simulate import (
     sign_gain,
     simulate,
 )
+from sigmaudit.core.advantages import (
+    drgrpo_advantages,
+    grpo_advantages,
+    policy_update,
+    rloo_advantages,
+    sign_advantages,
+)
+from sigmaudit.render import Format, render
 from sigmaudit.views.sparkline import sparkline
 
 ADVANTAGES = {"grpo": grpo_advantages, "drgrpo": drgrpo_advantages, "rloo": rloo_advantages,

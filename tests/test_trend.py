@@ -12,9 +12,9 @@ import polars as pl
 import pytest
 from cli_runner import run
 
+from sigmaudit.audits.trend import read_step_series, trend
 from sigmaudit.errors import SchemaError
 from sigmaudit.render import Format, render
-from sigmaudit.audits.trend import read_step_series, trend
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 

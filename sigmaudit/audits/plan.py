@@ -32,8 +32,8 @@ from numpy.typing import NDArray
 from ..render import Section, Table, View
 
 if TYPE_CHECKING:
-    from .allocate import AllocationResult
     from ..core.corpus import Corpus
+    from .allocate import AllocationResult
 
 DEFAULT_G_GRID: tuple[int, ...] = (2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 """Group sizes swept when ``-G`` is not given."""

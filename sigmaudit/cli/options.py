@@ -47,8 +47,8 @@ OutputOpt = Annotated[
 
 def emit_result(result: object, fmt: Format | None, output: Path | None) -> None:
     """Render ``result`` in the chosen format and send it to stdout or ``output``."""
-    from .output import emit, resolve_format, stdout_is_terminal
     from ..render import render
+    from .output import emit, resolve_format, stdout_is_terminal
 
     chosen = resolve_format(fmt, output)
     color = chosen is Format.table and output is None and stdout_is_terminal()

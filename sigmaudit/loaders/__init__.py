@@ -18,10 +18,10 @@ from pathlib import Path
 import polars as pl
 
 from ..errors import InputError, SchemaError
+from .columns import ColumnMap
 from .detect import detect
 from .options import LAYOUTS, LoadedCounts, LoadOptions
 from .paths import expand_paths
-from .columns import ColumnMap
 from .readers import scan
 from .reduce import PARTIAL_SCHEMA, Partial, reduce_counts, reduce_lists, reduce_samples
 from .series import read_series, series_columns

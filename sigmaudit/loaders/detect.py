@@ -23,7 +23,6 @@ import polars as pl
 
 from ..errors import ConfigError, SchemaError
 from . import trainers
-from .options import LoadOptions
 from .columns import (
     EXTRA_KEY_NAMES,
     GROUP_NAMES,
@@ -40,6 +39,7 @@ from .columns import (
     require_columns,
     split_cols,
 )
+from .options import LoadOptions
 from .rewards import check_reward_dtype, is_reward_dtype
 
 FLAGS = "--prompt-col and --reward-col (long), --n-col/--k-col or --rate-col (counts)"

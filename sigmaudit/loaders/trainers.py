@@ -17,8 +17,8 @@ from __future__ import annotations
 import polars as pl
 
 from ..errors import SchemaError
-from .options import LoadOptions
 from .columns import PROMPT_NAMES, STEP_NAMES, ColumnMap, find, key_note, split_cols
+from .options import LoadOptions
 from .rewards import is_reward_dtype
 
 TRL_NON_REWARD = {"step", "prompt", "completion", "advantage", "image", "images"}

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from matplotlib.figure import Figure
 
-from . import Table, View
 from ..views.fmt import format_value
+from . import Table, View
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

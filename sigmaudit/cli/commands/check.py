@@ -26,8 +26,8 @@ def _thresholds(
     max_extreme_share: float | None, min_fidelity: float | None, max_never_solved: float | None, **_: object,
 ) -> list[Threshold]:
     """The thresholds given, each checked to lie in [0, 1]; at least one is required."""
-    from ...errors import ConfigError
     from ...audits.check import METRICS, Threshold
+    from ...errors import ConfigError
 
     given = {"silent_rate": max_silent, "all_wrong_rate": max_all_wrong, "all_correct_rate": max_all_correct,
              "extreme_share": max_extreme_share, "fidelity": min_fidelity, "never_solved_rate": max_never_solved}
@@ -70,9 +70,9 @@ def check(
     import os
     import sys
 
-    from ...exitcodes import ExitCode
     from ...audits.check import check as run_check
     from ...audits.check import github_annotations
+    from ...exitcodes import ExitCode
 
     thresholds = _thresholds(max_silent=max_silent, max_all_wrong=max_all_wrong, max_all_correct=max_all_correct,
                              max_extreme_share=max_extreme_share, min_fidelity=min_fidelity,

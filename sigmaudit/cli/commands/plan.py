@@ -74,9 +74,9 @@ def plan(
     Example: sigmaudit plan rollouts.parquet --max-silent 0.3 --budget 20000 --alloc-out alloc.csv
     """
     from ...audits.allocate import allocate, write_allocation
-    from ...exitcodes import ExitCode
     from ...audits.plan import Targets
     from ...audits.plan import plan as run_plan
+    from ...exitcodes import ExitCode
 
     pp = loaded.per_prompt
     n, k = pp["n"].to_numpy(), pp["k"].to_numpy()

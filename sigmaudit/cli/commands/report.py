@@ -55,10 +55,10 @@ def report(
 
     Example: sigmaudit report rollouts.parquet --max-silent 0.5 -o report.html
     """
-    from ...errors import ConfigError
-    from ..output import emit, note
     from ...audits.plan import Targets
     from ...audits.report import build_report
+    from ...errors import ConfigError
+    from ..output import emit, note
 
     try:
         from ...render.html import render_html

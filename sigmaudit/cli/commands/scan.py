@@ -35,8 +35,8 @@ def scan(
 
     Example: sigmaudit scan rollouts.parquet -G 8 -G 16 --format json
     """
-    from ..output import note
     from ...audits.scan import DEFAULT_G, audit
+    from ..output import note
 
     report = audit(loaded, G=tuple(G) if G else DEFAULT_G, g_main=g_main, eps=eps)
     if report.filtered_warning:

@@ -78,11 +78,11 @@ def simulate(
 
     Example: sigmaudit simulate --prompts 2000 --steps 60 --rules grpo,drgrpo,dapo,sign
     """
-    from ..output import resolve_format
-    from ...render import Format
     from ...audits.simulate import SeriesReport
     from ...audits.simulate import simulate as run_simulate
+    from ...render import Format
     from ..inputs import load_inputs
+    from ..output import resolve_format
 
     counts = None
     if init_from:

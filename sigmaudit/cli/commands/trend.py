@@ -51,9 +51,9 @@ def trend(
 
     Example: sigmaudit trend rollouts.parquet -G 16 --every 5
     """
-    from ...errors import SchemaError
     from ...audits.trend import trend as run_trend
     from ...audits.trend import trend_from_series
+    from ...errors import SchemaError
 
     if loaded.series is not None:
         emit_result(trend_from_series(loaded.series, every=every, G=G or ()), fmt, output)
