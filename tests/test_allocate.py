@@ -16,13 +16,12 @@ from sigmaudit.audits.allocate import (
     greedy_allocate,
     is_concave,
     upper_concave_envelope,
-    write_allocation,
 )
-from sigmaudit.audits.plan import posterior_sigma
 from sigmaudit.core.corpus import Corpus
 from sigmaudit.core.group_size import group_size_exact
 from sigmaudit.core.prior import distinct_pairs
 from sigmaudit.errors import ConfigError
+from sigmaudit.writers import write_table
 
 N = np.array([8, 8, 8, 16, 8, 8])
 K = np.array([1, 4, 7, 2, 1, 4])  # two pairs repeat: identical prompts share a curve
@@ -30,12 +29,12 @@ IDS = [f"q{i}" for i in range(N.size)]
 
 
 def _alloc(n=N, k=K, ids=IDS, **kw):
-    return allocate(Corpus(n, k), ids, n, k, **kw)
+    return allocate(Corpus(n, k), ids, **kw)
 
 
 def _objective(corpus: Corpus, n, k, G, lo, hi):
     """Σ_i f_i(G_i) computed independently of the allocator's bookkeeping."""
-    curves = posterior_sigma(corpus, list(range(lo, hi + 1)))
+    curves = corpus.posterior_sigma(list(range(lo, hi + 1)))
     idx = {(int(a), int(b)): j for j, (a, b) in enumerate(zip(corpus.n, corpus.k, strict=True))}
     return sum(curves[idx[(int(a), int(b))], g - lo] for a, b, g in zip(n, k, G, strict=True) if g > 0)
 
@@ -46,7 +45,7 @@ def test_matches_brute_force_optimum(budget, lo, hi):
     assert res.prompts_dropped == 0 and res.method == METHOD_GREEDY and res.optimality_gap == 0.0
     corpus = Corpus(N, K)
     # every allocation in [lo, hi]^6 with Σ G_i <= budget, scored with each prompt's own curve
-    curves = posterior_sigma(corpus, list(range(lo, hi + 1)))
+    curves = corpus.posterior_sigma(list(range(lo, hi + 1)))
     _, _, _, pair = distinct_pairs(N, K)
     allG = np.array(list(itertools.product(range(lo, hi + 1), repeat=N.size)))
     allG = allG[allG.sum(axis=1) <= budget]
@@ -123,11 +122,11 @@ def test_budget_respected_and_every_prompt_once(pairs, lo, spread, slack):
     hi = lo + spread
     ids = [f"p{i}" for i in range(n.size)]
     corpus = Corpus(n, k)
-    probe = allocate(corpus, ids, n, k, eps=0.5, min_g=lo, max_g=hi)  # learn which prompts are dropped
+    probe = allocate(corpus, ids, eps=0.5, min_g=lo, max_g=hi)  # learn which prompts are dropped
     budget = probe.prompts_kept * lo + slack
     if budget < 1:
         return
-    res = allocate(corpus, ids, n, k, budget=budget, min_g=lo, max_g=hi)
+    res = allocate(corpus, ids, budget=budget, min_g=lo, max_g=hi)
     df = res.per_prompt
     assert df["prompt"].to_list() == ids  # each prompt once, input order
     assert df["n"].to_list() == n.tolist() and df["k"].to_list() == k.tolist()
@@ -142,7 +141,7 @@ def test_drop_rule_hopeless_prompts():
     # many never-solved prompts with lots of evidence: the prior puts mass at p = 0
     n = np.array([64] * 30 + [8, 8, 8])
     k = np.array([0] * 30 + [2, 4, 6])
-    res = allocate(Corpus(n, k), list(range(33)), n, k, budget=100)
+    res = allocate(Corpus(n, k), list(range(33)), budget=100)
     df = res.per_prompt
     assert df["drop"].to_list() == [True] * 30 + [False] * 3
     assert (df.filter(pl.col("drop"))["p_unreachable"] > 0.5).all()
@@ -153,18 +152,18 @@ def test_drop_rule_hopeless_prompts():
 def test_budget_below_kept_prompts_times_min_g():
     with pytest.raises(ConfigError) as err:
         _alloc(budget=11, min_g=2)
-    assert err.value.location == "--budget"
-    assert "12 = 6 kept prompts × --min-g 2" in err.value.one_line()
+    assert err.value.location == "budget"  # the library names its parameter; the CLI edge names the flag
+    assert "12 = 6 kept prompts × min_g 2" in err.value.one_line()
     assert _alloc(budget=12, min_g=2).per_prompt["G"].to_list() == [2] * 6
 
 
 @pytest.mark.parametrize(("kw", "location"), [
-    ({"budget": 100, "min_g": 5, "max_g": 4}, "--min-g"),
-    ({"budget": 100, "eps": 0.1}, "--eps"),
-    ({"eps": 1.5}, "--eps"),
-    ({"budget": 0}, "--budget"),
-    ({"min_g": 0, "budget": 10}, "--min-g"),
-    ({}, "--budget"),
+    ({"budget": 100, "min_g": 5, "max_g": 4}, "min_g"),
+    ({"budget": 100, "eps": 0.1}, "eps"),
+    ({"eps": 1.5}, "eps"),
+    ({"budget": 0}, "budget"),
+    ({"min_g": 0, "budget": 10}, "min_g"),
+    ({}, "budget"),
 ])
 def test_impossible_options(kw, location):
     with pytest.raises(ConfigError) as err:
@@ -194,7 +193,7 @@ def test_optimised_beats_uniform_with_same_budget():
 def test_alloc_out_round_trip(tmp_path, suffix):
     res = _alloc(budget=40)
     path = tmp_path / f"alloc{suffix}"
-    write_allocation(res, path)
+    write_table(res.per_prompt, path, "--alloc-out")
     reader = {".csv": pl.read_csv, ".parquet": pl.read_parquet, ".jsonl": pl.read_ndjson}[suffix]
     back = reader(path)
     assert back.columns == ["prompt", "n", "k", "p_est", "p_unreachable", "G", "silent_rate", "fidelity",
@@ -207,7 +206,7 @@ def test_alloc_out_round_trip(tmp_path, suffix):
 
 def test_alloc_out_unknown_suffix(tmp_path):
     with pytest.raises(ConfigError) as err:
-        write_allocation(_alloc(budget=40), tmp_path / "alloc.xlsx")
+        write_table(_alloc(budget=40).per_prompt, tmp_path / "alloc.xlsx", "--alloc-out")
     assert err.value.location == "--alloc-out"
 
 
@@ -216,11 +215,11 @@ def test_candidates_readmitted_only_when_they_beat_the_marginal_rollout():
     n = np.array([8] * 6 + [8, 8, 8])
     k = np.array([0] * 6 + [2, 4, 6])
     corpus, ids = Corpus(n, k), list(range(9))
-    assert allocate(corpus, ids, n, k, budget=6).per_prompt["drop"].to_list() == [True] * 6 + [False] * 3
-    tight = allocate(corpus, ids, n, k, budget=12, max_g=64)
-    spare = allocate(corpus, ids, n, k, budget=10_000, max_g=64)  # spare budget: the candidates earn > 0
+    assert allocate(corpus, ids, budget=6).per_prompt["drop"].to_list() == [True] * 6 + [False] * 3
+    tight = allocate(corpus, ids, budget=12, max_g=64)
+    spare = allocate(corpus, ids, budget=10_000, max_g=64)  # spare budget: the candidates earn > 0
     assert spare.prompts_dropped == 0 and spare.allocated.rollouts == 9 * 64
-    big = allocate(corpus, ids, n, k, budget=3 * 64 + 6 * 2 + 40, max_g=64)
+    big = allocate(corpus, ids, budget=3 * 64 + 6 * 2 + 40, max_g=64)
     assert big.prompts_dropped == 0  # the last rollouts are worth less than a first group for them
     for res in (tight, big):
         assert res.uniform is not None and res.allocated.expected_signal >= res.uniform.expected_signal - 1e-12

@@ -100,9 +100,9 @@ def test_report_to_file(capsys, counts, tmp_path):
 
 @pytest.mark.parametrize(("args", "message"), [
     ([], "check: give at least one threshold"),
-    (["--max-silent", "1.5"], "--max-silent: must lie in [0, 1], got 1.5"),
-    (["--min-fidelity", "-0.1"], "--min-fidelity: must lie in [0, 1], got -0.1"),
-    (["--max-extreme-share", "2"], "--max-extreme-share: must lie in [0, 1]"),
+    (["--max-silent", "1.5"], "Invalid value for '--max-silent': must lie in [0, 1], got 1.5"),
+    (["--min-fidelity", "-0.1"], "Invalid value for '--min-fidelity': must lie in [0, 1], got -0.1"),
+    (["--max-extreme-share", "2"], "Invalid value for '--max-extreme-share': must lie in [0, 1]"),
 ])
 def test_bad_options_exit_2(capsys, counts, args, message):
     code, out, err = run(capsys, "check", counts, "-G", "4", *args, "-q")

@@ -91,11 +91,13 @@ def test_budget_allocation_and_alloc_out(capsys, counts, tmp_path, suffix):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--budget", "10"], "--budget: budget 10 is below"),
-    (["--budget", "100", "--min-g", "8", "--max-g", "4"], "--min-g: --min-g 8 is larger than --max-g 4"),
-    (["--budget", "100", "--eps", "0.1"], "--eps: --budget and --eps are alternatives"),
-    (["--max-silent", "1.2"], "--max-silent: must lie in [0, 1], got 1.2"),
-    (["--min-fidelity", "-1"], "--min-fidelity: must lie in [0, 1], got -1"),
+    (["--budget", "10"], "--budget 10 is below"),
+    (["--budget", "100", "--min-g", "8", "--max-g", "4"], "--min-g 8 is larger than --max-g 4"),
+    (["--budget", "100", "--eps", "0.1"], "--budget and --eps are alternatives"),
+    (["--budget", "0"], "--budget must be at least 1, got 0"),
+    (["--eps", "1.5"], "--eps must lie in (0, 1), got 1.5"),
+    (["--max-silent", "1.2"], "Invalid value for '--max-silent': must lie in [0, 1], got 1.2"),
+    (["--min-fidelity", "-1"], "Invalid value for '--min-fidelity': must lie in [0, 1], got -1"),
     (["--alloc-out", "a.csv"], "--alloc-out: nothing to write"),
     (["--eps", "0.1", "--alloc-out", "a.xlsx"], "--alloc-out: unknown file type '.xlsx'"),
 ])

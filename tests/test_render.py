@@ -7,14 +7,17 @@ import json
 import pytest
 
 from sigmaudit.audits.calc import calc
-from sigmaudit.cli.output import resolve_format, write_atomic
+from sigmaudit.cli.output import resolve_format
+from sigmaudit.errors import ConfigError
+from sigmaudit.fmt import format_value
 from sigmaudit.render import Format, render
-from sigmaudit.views.fmt import format_value
+from sigmaudit.views import build_view
+from sigmaudit.writers import write_atomic
 
 
 @pytest.mark.parametrize("fmt", list(Format))
 def test_every_format_renders(fmt):
-    text = render(calc([0.05, 0.5], [8]), fmt)
+    text = render(build_view(calc([0.05, 0.5], [8])), fmt)
     assert text.endswith("\n")
     if fmt is Format.json:
         assert json.loads(text)["schema_version"] == 1
@@ -23,7 +26,7 @@ def test_every_format_renders(fmt):
 
 
 def test_json_has_no_nan():
-    text = render(calc([0.0], [8]), Format.json)
+    text = render(build_view(calc([0.0], [8])), Format.json)
     assert "NaN" not in text and "Infinity" not in text
     assert json.loads(text)["difficulty_weight"] is None
 
@@ -42,8 +45,27 @@ def test_resolve_format_from_suffix(tmp_path):
     assert resolve_format(None, tmp_path / "a.md") is Format.markdown
     assert resolve_format(None, tmp_path / "a.csv") is Format.csv
     assert resolve_format(None, tmp_path / "a.txt") is Format.table
-    assert resolve_format(Format.csv, tmp_path / "a.json") is Format.csv
+    assert resolve_format(None, tmp_path / "a.html") is Format.html
+    assert resolve_format(Format.json, tmp_path / "a.json") is Format.json
+    assert resolve_format(Format.csv, tmp_path / "a.dat") is Format.csv  # no known suffix: --format decides
     assert resolve_format(None, None) is Format.table
+    assert resolve_format(None, None, default=Format.html) is Format.html
+
+
+@pytest.mark.parametrize(("fmt", "name", "says"), [
+    (Format.csv, "a.json", "says json but --format says csv"),   # suffix and --format contradict
+    (None, "a.out", "cannot tell the format"),                   # unknown suffix, no --format
+    (Format.markdown, "a.html", "says html but --format says markdown"),
+])
+def test_resolve_format_refuses_contradictions(tmp_path, fmt, name, says):
+    with pytest.raises(ConfigError) as err:
+        resolve_format(fmt, tmp_path / name)
+    assert says in err.value.message and err.value.location == f"-o {tmp_path / name}"
+
+
+def test_resolve_format_refuses_a_format_the_command_does_not_offer():
+    with pytest.raises(ConfigError, match="does not write csv"):
+        resolve_format(Format.csv, None, offered=(Format.html, Format.json))
 
 
 def test_write_atomic_replaces_and_leaves_no_temp(tmp_path):

@@ -20,8 +20,8 @@ from sigmaudit.audits.plan import Targets
 from sigmaudit.audits.report import ReportData, build_report, curve_G, default_title
 from sigmaudit.core.fidelity import fidelity
 from sigmaudit.loaders import LoadedCounts
-from sigmaudit.render import Section, Table, View
 from sigmaudit.render.json import render_json
+from sigmaudit.views import Section, Table, View, build_view
 
 PACKAGE = Path(__file__).resolve().parents[1] / "sigmaudit"
 
@@ -62,7 +62,7 @@ def data() -> ReportData:
 def page(data: ReportData) -> str:
     from sigmaudit.render.html import render_html
 
-    return render_html(data)
+    return render_html(build_view(data))
 
 
 # ----------------------------------------------------------------------------- ReportData
@@ -113,7 +113,7 @@ def test_curve_G_is_whole_ascending_and_keeps_the_swept_sizes():
 
 
 def test_to_dict_is_a_json_contract(data):
-    d = json.loads(render_json(data))
+    d = json.loads(render_json(build_view(data)))
     assert d["schema_version"] == 1
     assert {"title", "files", "g_main", "chosen_G", "chosen_by", "eps", "scan", "plan", "trend",
             "fidelity_curves"} <= d.keys()
@@ -122,7 +122,7 @@ def test_to_dict_is_a_json_contract(data):
 
 
 def test_view_holds_every_part(data):
-    titles = [s.title for s in data.view().sections]
+    titles = [s.title for s in build_view(data).sections]
     assert any(t.startswith("scan: ") for t in titles)
     assert any(t.startswith("plan: ") for t in titles)
     assert any(t.startswith("trend: ") for t in titles)
@@ -193,8 +193,8 @@ def test_marked_G_and_target_appear_in_the_charts(data, page):
 def page_without_steps() -> str:
     from sigmaudit.render.html import render_html
 
-    return render_html(build_report(loaded_from_groups(small_groups(steps=False)), G=[4, 8, 16],
-                                    title="<b>run & co</b>"))
+    return render_html(build_view(build_report(loaded_from_groups(small_groups(steps=False)), G=[4, 8, 16],
+                                               title="<b>run & co</b>")))
 
 
 def test_page_without_steps_has_no_trend_chart(page_without_steps):
@@ -214,7 +214,7 @@ def test_corpus_with_no_in_between_prompt_still_renders():
     groups = [(1, f"q{i}", 8, 0 if i % 2 else 8) for i in range(6)]
     d = build_report(loaded_from_groups(groups), G=[4, 8])
     assert d.fidelity_curves == ()
-    assert render_html(d).count("<svg") == 5
+    assert render_html(build_view(d)).count("<svg") == 5
 
 
 # ----------------------------------------------------------------------------- View → HTML table

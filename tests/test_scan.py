@@ -19,6 +19,7 @@ from sigmaudit.audits.scan import FILTERED_MIN_EXPECTED, audit, weighted_quantil
 from sigmaudit.errors import ConfigError
 from sigmaudit.loaders import LoadedCounts
 from sigmaudit.render import Format, render
+from sigmaudit.views import build_view
 
 # --------------------------------------------------------------------------- builders and references
 
@@ -283,7 +284,7 @@ def test_all_unsolved_corpus_has_null_shares_not_crashes():
     assert math.isnan(r.mass_share.grpo.middle)  # no mass anywhere: share undefined, JSON null
     assert r.group_size.quantiles == () and r.group_size.dapo_groups_per_kept_group is None
     assert r.group_size.met_share == 0.0
-    d = json.loads(render(r, Format.json))
+    d = json.loads(render(build_view(r), Format.json))
     assert d["mass_share"]["grpo"]["middle"] is None
 
 
@@ -291,7 +292,7 @@ def test_single_sample_and_missing_rewards_are_reported():
     r = audit(loaded_from([(1, 1), (3, 1)], missing_rewards=5, notes=("1 prompts have a single sample",)))
     assert r.single_sample_prompts == 1 and r.missing_rewards == 5
     assert "1 prompts have a single sample" in r.notes
-    text = render(r, Format.markdown)
+    text = render(build_view(r), Format.markdown)
     assert "5 missing" in text and "single sample" in text
 
 
@@ -299,8 +300,8 @@ def test_single_sample_and_missing_rewards_are_reported():
     ({"G": (0,)}, "whole numbers >= 1"),
     ({"G": ()}, "at least one"),
     ({"G": (4,), "g_main": 0}, "whole numbers >= 1"),
-    ({"eps": 0.0}, "open interval"),
-    ({"eps": 1.0}, "open interval"),
+    ({"eps": 0.0}, "eps must lie in \\(0, 1\\)"),
+    ({"eps": 1.0}, "eps must lie in \\(0, 1\\)"),
 ])
 def test_bad_arguments_raise_config_error(kwargs, match):
     with pytest.raises(ConfigError, match=match):

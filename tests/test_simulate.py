@@ -27,6 +27,7 @@ from sigmaudit.core.advantages import (
     sign_advantages,
 )
 from sigmaudit.render import Format, render
+from sigmaudit.views import build_view
 from sigmaudit.views.sparkline import sparkline
 
 ADVANTAGES = {"grpo": grpo_advantages, "drgrpo": drgrpo_advantages, "rloo": rloo_advantages,
@@ -160,9 +161,9 @@ def test_qualitative_claims_at_small_size(small_run) -> None:
 
 def test_every_format_renders(small_run) -> None:
     for fmt in Format:
-        text = render(small_run, fmt)
+        text = render(build_view(small_run), fmt)
         assert text.endswith("\n")
-    csv_text = render(SeriesReport(small_run), Format.csv)
+    csv_text = render(build_view(SeriesReport(small_run)), Format.csv)
     lines = csv_text.splitlines()
     assert lines[0] == "step,rule,silent_measured,silent_forecast,hard_quartile,mean_p,extreme_share," \
                        "extreme_share_forecast"

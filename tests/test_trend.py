@@ -15,6 +15,7 @@ from cli_runner import run
 from sigmaudit.audits.trend import read_step_series, trend
 from sigmaudit.errors import SchemaError
 from sigmaudit.render import Format, render
+from sigmaudit.views import build_view
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
@@ -113,8 +114,8 @@ def test_no_steps() -> None:
 def test_every_format_renders() -> None:
     res = trend(frame(TRUTH), G=[16])
     for fmt in Format:
-        assert render(res, fmt).endswith("\n")
-    assert render(res, Format.csv).splitlines()[0] == (
+        assert render(build_view(res), fmt).endswith("\n")
+    assert render(build_view(res), Format.csv).splitlines()[0] == (
         "step,groups,pass rate,silent,all wrong,all correct,forecast,forecast G=16")
 
 

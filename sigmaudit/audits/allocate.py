@@ -35,14 +35,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ConfigError
-from ..render import Section, Table
+from . import check_eps
 
 if TYPE_CHECKING:
     import polars as pl
@@ -62,7 +61,6 @@ READMIT_RULE = ("; with --budget, a candidate that is not negligible is re-admit
 METHOD_GREEDY = "greedy on marginal gains (exact over the kept prompts: every curve checked concave in G)"
 METHOD_EPS = "per-prompt group-size law: exact G for φ ≥ 1 − ε at the posterior-mean p, clipped to [min-g, max-g]"
 _CONCAVE_TOL = 1e-13
-ALLOC_SUFFIXES = (".csv", ".parquet", ".jsonl", ".ndjson")
 
 
 # ---------------------------------------------------------------- the optimiser (pure, on curves)
@@ -227,35 +225,6 @@ class AllocationResult:
             "uniform": None if self.uniform is None else asdict(self.uniform),
         }
 
-    def section(self) -> Section:
-        """The allocation block of the plan view."""
-        head = (f"budget {self.budget} rollouts per pass" if self.mode == "budget" else f"ε = {self.eps:g}")
-        lines = (
-            f"{head}; G_i in [{self.min_g}, {self.max_g}]; {self.prompts_kept} prompts kept, "
-            f"{self.prompts_dropped} dropped ({self.drop_rule})",
-            f"objective: {self.objective}",
-            f"method: {self.method}",
-        )
-        a, u = self.allocated, self.uniform
-        uG = "—" if u is None else f"uniform G = {u.G}"
-
-        def col(s: AllocationStats | None, name: str) -> Any:
-            return None if s is None else getattr(s, name)
-
-        rows = tuple(
-            (label, getattr(a, name), col(u, name))
-            for label, name in (
-                ("rollouts used", "rollouts"),
-                ("expected silent rate", "silent_rate"),
-                ("rollouts in silent groups", "wasted_rollout_share"),
-                ("mean fidelity φ", "fidelity"),
-                ("total expected signal Σ E[σ]", "expected_signal"),
-            )
-        )
-        table = Table("allocation vs uniform G", ("", "per-prompt G_i", uG), rows,
-                      note="uniform: every prompt (none dropped) at G = rollouts used // prompts")
-        return Section("per-prompt allocation", lines=lines, tables=(table,))
-
 
 # ---------------------------------------------------------------- the library call
 
@@ -293,33 +262,32 @@ def _silent_at(corpus: Corpus, pair: NDArray[np.int64], G: NDArray[np.int64]) ->
 
 
 def validate_options(budget: int | None, eps: float | None, min_g: int, max_g: int) -> None:
-    """ConfigError for impossible or contradictory allocation options."""
+    """ConfigError for impossible or contradictory allocation options (``location`` names the parameter)."""
     if budget is not None and eps is not None:
-        raise ConfigError("--budget and --eps are alternatives", location="--eps",
-                          remedy="give one of them (--budget N optimises; --eps E applies the group-size law)")
+        raise ConfigError("budget and eps are alternatives", location="eps",
+                          remedy="give one of them (budget optimises; eps applies the group-size law)")
     if min_g < 1:
-        raise ConfigError(f"must be at least 1, got {min_g}", location="--min-g", remedy="give --min-g >= 1")
+        raise ConfigError(f"min_g must be at least 1, got {min_g}", location="min_g")
     if min_g > max_g:
-        raise ConfigError(f"--min-g {min_g} is larger than --max-g {max_g}", location="--min-g",
-                          remedy="give --min-g <= --max-g")
-    if eps is not None and not 0.0 < eps < 1.0:
-        raise ConfigError(f"must lie in (0, 1), got {eps:g}", location="--eps", remedy="give e.g. --eps 0.05")
+        raise ConfigError(f"min_g {min_g} is larger than max_g {max_g}", location="min_g")
+    if eps is not None:
+        check_eps(eps)
     if budget is not None and budget < 1:
-        raise ConfigError(f"must be positive, got {budget}", location="--budget", remedy="give rollouts per pass")
+        raise ConfigError(f"budget must be at least 1, got {budget}", location="budget",
+                          remedy="give rollouts per pass")
 
 
 def allocate(
     corpus: Corpus,
     prompts: Sequence[Any] | NDArray[Any],
-    n: ArrayLike,
-    k: ArrayLike,
     *,
     budget: int | None = None,
     eps: float | None = None,
     min_g: int = 2,
     max_g: int = 256,
 ) -> AllocationResult:
-    """Allocate per-prompt group sizes (see the module docstring); ``corpus`` must hold exactly these counts.
+    """Allocate per-prompt group sizes (see the module docstring); ``prompts`` are the ids of the
+    corpus's prompts, in the order its counts were given (:attr:`Corpus.index`).
 
     Raises ConfigError when the options contradict each other or the budget cannot give every
     kept prompt ``min_g`` rollouts (dropped prompts need none).
@@ -327,25 +295,20 @@ def allocate(
     import polars as pl
 
     from ..core.group_size import group_size_exact
-    from ..core.prior import distinct_pairs
-    from .plan import posterior, posterior_sd, sigma_on_grid
 
     validate_options(budget, eps, min_g, max_g)
     if budget is None and eps is None:
-        raise ConfigError("nothing to allocate", location="--budget", remedy="give --budget N or --eps E")
-    n_u, k_u, _, pair = distinct_pairs(n, k)
-    if not (np.array_equal(n_u, corpus.n) and np.array_equal(k_u, corpus.k)):
-        raise ValueError("allocate: the corpus does not hold these (n, k) counts")
+        raise ConfigError("nothing to allocate", location="budget", remedy="give budget or eps")
+    pair = corpus.index
     ids = np.asarray(prompts, dtype=object)
     if ids.size != pair.size:
         raise ValueError(f"allocate: {ids.size} prompt ids for {pair.size} counts")
-    post = posterior(corpus)
-    grid = corpus.prior.grid
     Gs = np.arange(min_g, max_g + 1)
-    curves = post @ sigma_on_grid(grid, Gs)  # (pairs, L): f_j(G)
-    sd = posterior_sd(corpus, post)
-    p_est = post @ grid
-    p_unreach = post[:, grid == 0.0].sum(axis=1) + post[:, grid == 1.0].sum(axis=1)
+    curves = corpus.posterior_sigma(Gs)  # (pairs, L): f_j(G)
+    sd = corpus.posterior_sd()
+    p_est = corpus.posterior_mean_p()
+    at0, at1 = corpus.unreachable_parts()
+    p_unreach = at0 + at1
     drop_pair = (p_unreach > DROP_UNREACHABLE) | (curves[:, -1] < DROP_MIN_SIGNAL)
     mult = np.bincount(pair, minlength=corpus.n.size).astype(np.int64)
     kept_mult = np.where(drop_pair, 0, mult)
@@ -364,9 +327,9 @@ def allocate(
         need = n_kept * min_g
         if budget < need:
             raise ConfigError(
-                f"budget {budget} is below {need} = {n_kept} kept prompts × --min-g {min_g} "
+                f"budget {budget} is below {need} = {n_kept} kept prompts × min_g {min_g} "
                 f"({int(mult.sum()) - n_kept} hopeless prompts dropped need none)",
-                location="--budget", remedy=f"give --budget >= {need} or a smaller --min-g")
+                location="budget", remedy=f"give budget >= {need} or a smaller min_g")
         res = greedy_allocate(curves, kept_mult, budget - need)
         # Re-admit a candidate when one group of min-g for it earns more expected signal per
         # rollout than the last rollout the budget bought elsewhere (0 when budget is left over),
@@ -417,13 +380,13 @@ def allocate(
     n_all = pair.size
     g_u = allocated.rollouts // n_all
     if g_u >= 1:
-        f_u = (post @ sigma_on_grid(grid, [g_u]))[:, 0][pair]
+        f_u = corpus.posterior_sigma([g_u])[:, 0][pair]
         s_u = _silent_at(corpus, pair, np.full(n_all, g_u))
         uniform = _stats(np.full(n_all, g_u), f_u, s_u, den, uniform=g_u)
     frame = pl.DataFrame({
         "prompt": [str(x) for x in ids.tolist()],
-        "n": np.asarray(n, dtype=np.int64).reshape(-1),
-        "k": np.asarray(k, dtype=np.int64).reshape(-1),
+        "n": corpus.n[pair],
+        "k": corpus.k[pair],
         "p_est": p_est[pair],
         "p_unreachable": p_unreach[pair],
         "G": G,
@@ -439,32 +402,3 @@ def allocate(
         prompts_kept=int(kept.sum()), prompts_dropped=int((~kept).sum()), optimality_gap=gap,
         allocated=allocated, uniform=uniform, per_prompt=frame,
     )
-
-
-def check_alloc_path(path: Path) -> str:
-    """The file type of ``--alloc-out`` (its lower-case suffix); ConfigError when unknown or a directory."""
-    suffix = path.suffix.lower()
-    if suffix not in ALLOC_SUFFIXES:
-        raise ConfigError(f"unknown file type {suffix or '(none)'!r}", location="--alloc-out",
-                          remedy="name the file .csv, .parquet or .jsonl")
-    if path.is_dir():
-        raise ConfigError("is a directory", location="--alloc-out", remedy="give a file name")
-    return suffix
-
-
-def write_allocation(result: AllocationResult, path: Path) -> None:
-    """Write the per-prompt rows as csv, parquet or jsonl (by suffix), atomically."""
-    import io
-
-    from ..cli.output import write_atomic
-
-    suffix = check_alloc_path(path)
-    frame = result.per_prompt
-    if suffix == ".parquet":
-        buf = io.BytesIO()
-        frame.write_parquet(buf)
-        write_atomic(path, buf.getvalue())
-    elif suffix == ".csv":
-        write_atomic(path, frame.write_csv())
-    else:
-        write_atomic(path, frame.write_ndjson())

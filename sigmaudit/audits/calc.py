@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..render import Section, Table, View
+from ..fmt import none_if_nan
 
 
 @dataclass(frozen=True)
@@ -58,46 +58,6 @@ class CalcResult:
             return asdict(self.rows[0])
         return {"results": [asdict(r) for r in self.rows]}
 
-    def view(self) -> View:
-        """A transposed table for one (p, G); one row per (p, G) otherwise."""
-        eps = self.rows[0].eps
-        note = (
-            f"fidelity φ = E[σ]/sqrt(p(1−p)); group sizes for φ ≥ 1 − ε with ε = {eps:g}; "
-            "— means unreachable/undefined (p ∈ {0, 1})"
-        )
-        if len(self.rows) == 1:
-            r = self.rows[0]
-            rows = (
-                ("silent rate p^G + (1−p)^G", r.silent_rate),
-                ("  all-correct p^G", r.all_correct_rate),
-                ("  all-wrong (1−p)^G", r.all_wrong_rate),
-                ("E[σ] (GRPO update size)", r.expected_sigma),
-                ("E[σ²] (Dr. GRPO update size)", r.expected_sigma_squared),
-                ("fidelity φ (exact)", r.fidelity),
-                ("attenuation 1 − 1/(8Gp(1−p))", r.attenuation),
-                ("difficulty weight 1/sqrt(p(1−p))", r.difficulty_weight),
-                (f"group size, closed form (ε={eps:g})", r.group_size_closed_form),
-                (f"group size, exact (ε={eps:g})", r.group_size_exact),
-                ("DAPO groups drawn per kept group", r.dapo_groups_per_kept_group),
-            )
-            table = Table(f"p = {r.p:g}, G = {r.G}", ("quantity", "value"), rows, note=note)
-            return View("sigmaudit calc", (Section("closed forms", tables=(table,)),))
-        cols = ("p", "G", "silent", "all_correct", "all_wrong", "E[σ]", "fidelity",
-                "G closed", "G exact", "DAPO draws/kept")
-        rows = tuple(
-            (r.p, r.G, r.silent_rate, r.all_correct_rate, r.all_wrong_rate, r.expected_sigma,
-             r.fidelity, r.group_size_closed_form, r.group_size_exact, r.dapo_groups_per_kept_group)
-            for r in self.rows
-        )
-        table = Table("closed forms", cols, rows, note=note)
-        return View("sigmaudit calc", (Section("closed forms", tables=(table,)),))
-
-
-def _opt_float(x: float) -> float | None:
-    import math
-
-    return None if (math.isnan(x) or math.isinf(x)) else float(x)
-
 
 def calc(p: Sequence[float], G: Sequence[int], eps: float = 0.05) -> CalcResult:
     """Evaluate every closed form of THEORY.md for each (p, G) pair (vectorised)."""
@@ -106,12 +66,12 @@ def calc(p: Sequence[float], G: Sequence[int], eps: float = 0.05) -> CalcResult:
     from ..core import fidelity as fid
     from ..core import group_size as gs
     from ..core import silent as sil
+    from ..core._validate import as_eps
     from ..core.weighting import difficulty_weight
 
     pp, GG = np.meshgrid(np.asarray(p, dtype=np.float64), np.asarray(G), indexing="ij")
     pp, GG = pp.ravel(), GG.ravel()
-    if not 0.0 < eps < 1.0:
-        raise ValueError(f"eps must lie in (0, 1), got {eps!r}")
+    as_eps(eps)
     silent = sil.silent_rate(pp, GG)
     ac, aw = sil.all_correct_rate(pp, GG), sil.all_wrong_rate(pp, GG)
     es, es2 = fid.expected_sigma(pp, GG), fid.expected_sigma_squared(pp, GG)
@@ -134,11 +94,11 @@ def calc(p: Sequence[float], G: Sequence[int], eps: float = 0.05) -> CalcResult:
                 expected_sigma=float(es[i]),
                 expected_sigma_squared=float(es2[i]),
                 fidelity=float(phi[i]),
-                attenuation=_opt_float(att[i]),
-                difficulty_weight=_opt_float(w[i]),
+                attenuation=none_if_nan(att[i]),
+                difficulty_weight=none_if_nan(w[i]),
                 group_size_closed_form=None if np.isnan(g_closed[i]) else int(g_closed[i]),
                 group_size_exact=ge,
-                dapo_groups_per_kept_group=_opt_float(dapo[i]),
+                dapo_groups_per_kept_group=none_if_nan(dapo[i]),
                 meets_eps=ge is not None and int(GG[i]) >= ge,
             )
         )

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..render import Section, Table, View
+from ..core.weighting import EXTREME
 
 if TYPE_CHECKING:
     from ..core.corpus import Corpus
@@ -31,7 +31,7 @@ METRICS: dict[str, tuple[Kind, str, str]] = {
     "silent_rate": ("max", "--max-silent", "silent-group rate at G"),
     "all_wrong_rate": ("max", "--max-all-wrong", "all-wrong part of the silent rate"),
     "all_correct_rate": ("max", "--max-all-correct", "all-correct part of the silent rate"),
-    "extreme_share": ("max", "--max-extreme-share", "GRPO mass on p̂ < 0.1 or p̂ > 0.9"),
+    "extreme_share": ("max", "--max-extreme-share", f"GRPO mass on {EXTREME.describe('p̂')}"),
     "fidelity": ("min", "--min-fidelity", "mean fidelity φ at G (weighted by GRPO mass)"),
     "never_solved_rate": ("max", "--max-never-solved", "share of prompts never solved in the logs"),
 }
@@ -137,25 +137,12 @@ class CheckResult:
         """The checks that failed."""
         return tuple(c for c in self.checks if not c.passed)
 
-    def view(self) -> View:
-        """One row per threshold, and a verdict line."""
-        rows = tuple((c.name, c.value, c.op, c.limit, "pass" if c.passed else "FAIL") for c in self.checks)
-        note = (f"silent rates: {self.estimator} estimator; fidelity: bayes; extreme share: plug-in p̂ = k/n; "
-                "never solved: k = 0 in the logs")
-        table = Table("checks", ("check", "value", "", "limit", "result"), rows, note=note)
-        n_fail = len(self.failed)
-        verdict = ("PASSED: all " f"{len(self.checks)} checks hold" if self.passed
-                   else f"FAILED: {n_fail} of {len(self.checks)} checks")
-        head = f"G = {self.G}, {self.prompts} prompts — {verdict}"
-        return View("sigmaudit check", (Section("gate", lines=(head,), tables=(table,)),), csv_table="checks")
-
 
 def metric_values(corpus: Corpus, G: int, names: Sequence[str] | None = None) -> tuple[str, dict[str, float | None]]:
     """(silent estimator, value of each requested metric) at group size G."""
     import numpy as np
 
     from ..core.weighting import EXTREME, band_share, gradient_mass
-    from .plan import corpus_fidelity
 
     wanted = set(METRICS if names is None else names)
     s = corpus.silent(G)
@@ -167,7 +154,7 @@ def metric_values(corpus: Corpus, G: int, names: Sequence[str] | None = None) ->
         mass = np.asarray(gradient_mass(p_hat), dtype=np.float64) * corpus.weight
         values["extreme_share"] = band_share(p_hat, mass, EXTREME)
     if "fidelity" in wanted:
-        values["fidelity"] = corpus_fidelity(corpus, [G])[0]
+        values["fidelity"] = corpus.fidelity([G])[0]
     if "never_solved_rate" in wanted:
         values["never_solved_rate"] = corpus.mean(corpus.k == 0)
     return s.estimator, {k: v for k, v in values.items() if k in wanted}

@@ -26,14 +26,12 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-from numpy.typing import NDArray
-
-from ..render import Section, Table, View
+from ..fmt import pct
 
 if TYPE_CHECKING:
     from ..core.corpus import Corpus
-    from .allocate import AllocationResult
+    from ..loaders import LoadedCounts
+    from .allocate import AllocationResult  # the plan carries an allocation; allocate never imports plan
 
 DEFAULT_G_GRID: tuple[int, ...] = (2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 """Group sizes swept when ``-G`` is not given."""
@@ -45,76 +43,6 @@ FIDELITY_DEFINITION = (
     "Σ_i E[E[σ](p, G) | n_i, k_i] / Σ_i E[sqrt(p(1−p)) | n_i, k_i]: mean φ weighted by GRPO mass, "
     "posterior expectations under the corpus prior"
 )
-
-
-# ---------------------------------------------------------------- posterior helpers (shared with allocate, gate)
-
-_SIGMA_CACHE: dict[int, NDArray[np.float64]] = {}
-
-
-def sigma_on_grid(grid: NDArray[np.float64], Gs: Sequence[int]) -> NDArray[np.float64]:
-    """E[σ](p, G) for every grid point p (rows) and G in ``Gs`` (columns); 0 at p ∈ {0, 1}.
-
-    Evaluated once per (grid point, G) with :func:`sigmaudit.core.fidelity._expected_sigma_pairs`;
-    columns for the default prior grid are cached across calls.
-    """
-    from ..core.fidelity import _expected_sigma_pairs
-    from ..core.prior import default_grid
-
-    Gs_arr = np.asarray(Gs, dtype=np.int64)
-    cacheable = grid.shape == (len(default_grid()),) and np.array_equal(grid, default_grid())
-    inner = (grid > 0.0) & (grid < 1.0)
-    missing = sorted({int(g) for g in Gs_arr if not (cacheable and int(g) in _SIGMA_CACHE)})
-    fresh: dict[int, NDArray[np.float64]] = {}
-    if missing:
-        p_in = grid[inner]
-        P, GG = np.meshgrid(p_in, np.asarray(missing, dtype=np.int64), indexing="ij")
-        vals = _expected_sigma_pairs(P.ravel(), GG.ravel()).reshape(P.shape)
-        for col, g in enumerate(missing):
-            full = np.zeros(grid.size)
-            full[inner] = vals[:, col]
-            fresh[g] = full
-        if cacheable:
-            _SIGMA_CACHE.update(fresh)
-    cols = [fresh[int(g)] if int(g) in fresh else _SIGMA_CACHE[int(g)] for g in Gs_arr]
-    return np.stack(cols, axis=1) if cols else np.zeros((grid.size, 0))
-
-
-def posterior(corpus: Corpus) -> NDArray[np.float64]:
-    """Posterior masses over the prior grid for each distinct (n, k) pair of ``corpus`` (cached there)."""
-    return corpus.posterior
-
-
-def posterior_sigma(corpus: Corpus, Gs: Sequence[int], post: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
-    """E[E[σ](p, G) | n, k] per distinct pair (rows) and G (columns)."""
-    post = posterior(corpus) if post is None else post
-    return post @ sigma_on_grid(corpus.prior.grid, Gs)
-
-
-def posterior_sd(corpus: Corpus, post: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
-    """E[sqrt(p (1 − p)) | n, k] per distinct pair: the large-G GRPO gradient mass."""
-    post = posterior(corpus) if post is None else post
-    g = corpus.prior.grid
-    return post @ np.sqrt(g * (1.0 - g))
-
-
-def corpus_fidelity(corpus: Corpus, Gs: Sequence[int]) -> list[float | None]:
-    """Mean fidelity per G, weighted by GRPO mass (see the module docstring); None when no prompt has mass."""
-    post = posterior(corpus)
-    den = float(corpus.weight @ posterior_sd(corpus, post))
-    if den <= 0.0:
-        return [None for _ in Gs]
-    num = corpus.weight @ posterior_sigma(corpus, Gs, post)
-    return [float(min(max(v / den, 0.0), 1.0)) for v in num]
-
-
-def unreachable_parts(corpus: Corpus) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Posterior P(p = 0 | n, k) and P(p = 1 | n, k) per distinct pair (the prior grid's end points)."""
-    post = posterior(corpus)
-    grid = corpus.prior.grid
-    at0 = post[:, grid == 0.0].sum(axis=1)
-    at1 = post[:, grid == 1.0].sum(axis=1)
-    return at0, at1
 
 
 # ---------------------------------------------------------------- result objects
@@ -182,10 +110,6 @@ def recommend(sweep: Sequence[SweepRow], targets: Targets) -> int | None:
     return None
 
 
-def _pct(x: float) -> str:
-    return f"{100.0 * x:.1f}%"
-
-
 @dataclass(frozen=True)
 class PlanResult:
     """The G sweep, the recommendation and (optionally) a per-prompt allocation."""
@@ -237,32 +161,6 @@ class PlanResult:
             "allocation": None if self.allocation is None else self.allocation.to_dict(),
         }
 
-    def view(self) -> View:
-        """Sweep table, recommendation lines, allocation comparison."""
-        B = self.batch_prompts
-        rows = tuple(
-            (r.G, r.silent, r.all_wrong, r.all_correct, r.fidelity, r.signal_prompts_per_batch,
-             r.rollouts_per_signal_prompt, r.dapo_groups_per_kept_group)
-            for r in self.sweep
-        )
-        cols = ("G", "silent", "all-wrong", "all-correct", "fidelity φ", f"signal prompts / {B}",
-                "rollouts / signal prompt", "DAPO groups / kept")
-        note = (f"estimator: {self.estimator} (posterior expectations under the corpus prior, every G); "
-                "fidelity weighted by GRPO mass")
-        sweep = Table("G sweep", cols, rows, note=note)
-        rec = "none" if self.recommended_G is None else str(self.recommended_G)
-        lines = (
-            f"{self.prompts} prompts; targets: {self.targets.describe()}",
-            f"recommended G: {rec} — {self.reason}",
-            f"unreachable at any G: {_pct(self.unreachable_share)} of prompts "
-            f"(never solved {_pct(self.unreachable_all_wrong)}, always solved "
-            f"{_pct(self.unreachable_all_correct)}; posterior P(p ∈ {{0, 1}}))",
-        )
-        sections = [Section("G sweep", tables=(sweep,)), Section("recommendation", lines=lines)]
-        if self.allocation is not None:
-            sections.append(self.allocation.section())
-        return View("sigmaudit plan", tuple(sections), csv_table="G sweep")
-
 
 def _reason(sweep: Sequence[SweepRow], targets: Targets, chosen: int | None, unreachable: float) -> str:
     if not targets.given:
@@ -271,7 +169,7 @@ def _reason(sweep: Sequence[SweepRow], targets: Targets, chosen: int | None, unr
         return f"the smallest G on the grid with {targets.describe()}"
     if targets.max_silent is not None and unreachable >= targets.max_silent:
         return (f"no G meets silent ≤ {targets.max_silent:g}: never- or always-solved prompts alone make up "
-                f"{_pct(unreachable)} of the corpus, the silent rate's floor as G → ∞")
+                f"{pct(unreachable)} of the corpus, the silent rate's floor as G → ∞")
     last = max(sweep, key=lambda r: r.G)
     phi = "—" if last.fidelity is None else f"{last.fidelity:.4f}"
     return (f"no G on the grid meets {targets.describe()}; the largest, G = {last.G}, gives silent "
@@ -283,7 +181,7 @@ def sweep(corpus: Corpus, Gs: Sequence[int], batch_prompts: int = DEFAULT_BATCH_
     G_sorted = sorted({int(g) for g in Gs})
     if not G_sorted or G_sorted[0] < 1:
         raise ValueError(f"group sizes must be whole numbers >= 1, got {list(Gs)!r}")
-    fid = corpus_fidelity(corpus, G_sorted)
+    fid = corpus.fidelity(G_sorted)
     rows = []
     for g, phi in zip(G_sorted, fid, strict=True):
         s = corpus.silent(g, ESTIMATOR)
@@ -313,7 +211,7 @@ def plan(
     """Sweep G over ``Gs`` (default :data:`DEFAULT_G_GRID`) and recommend the smallest G meeting ``targets``."""
     targets = targets or Targets()
     rows = sweep(corpus, Gs or DEFAULT_G_GRID, batch_prompts)
-    at0, at1 = unreachable_parts(corpus)
+    at0, at1 = corpus.unreachable_parts()
     u0, u1 = corpus.mean(at0), corpus.mean(at1)
     chosen = recommend(rows, targets)
     return PlanResult(
@@ -328,3 +226,27 @@ def plan(
         batch_prompts=int(batch_prompts),
         allocation=allocation,
     )
+
+
+def plan_logs(
+    loaded: LoadedCounts,
+    Gs: Sequence[int] | None = None,
+    *,
+    batch_prompts: int = DEFAULT_BATCH_PROMPTS,
+    targets: Targets | None = None,
+    budget: int | None = None,
+    eps: float | None = None,
+    min_g: int = 2,
+    max_g: int = 256,
+) -> PlanResult:
+    """:func:`plan` on loaded logs, with a per-prompt allocation when ``budget`` or ``eps`` is given
+    (:func:`sigmaudit.audits.allocate.allocate`; its rows are ``result.allocation.per_prompt``)."""
+    from . import corpus_of
+    from .allocate import allocate
+
+    corpus = corpus_of(loaded)
+    alloc = None
+    if budget is not None or eps is not None:
+        alloc = allocate(corpus, loaded.per_prompt["prompt"].to_list(), budget=budget, eps=eps,
+                         min_g=min_g, max_g=max_g)
+    return plan(corpus, Gs, batch_prompts=batch_prompts, targets=targets, allocation=alloc)

@@ -17,8 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..render import Section, View
-
 if TYPE_CHECKING:
     from ..loaders import LoadedCounts
     from .plan import PlanResult, Targets
@@ -27,8 +25,6 @@ if TYPE_CHECKING:
 
 CURVE_POINTS = 48
 """Group sizes (log-spaced, whole numbers) at which each fidelity curve is evaluated."""
-QUANTILE_NAMES = {0.25: "lower quartile", 0.5: "median", 0.75: "upper quartile"}
-"""How the quantiles of p̂ are named in captions and legends."""
 
 
 @dataclass(frozen=True)
@@ -90,21 +86,6 @@ class ReportData:
                 for c in self.fidelity_curves
             ],
         }
-
-    def views(self) -> tuple[View, ...]:
-        """The views of the parts, in report order: scan, plan, and trend when there are steps."""
-        parts = [self.scan.view(), self.plan.view()]
-        if self.trend is not None:
-            parts.append(self.trend.view())
-        return tuple(parts)
-
-    def view(self) -> View:
-        """Every section of the scan, plan and trend views, prefixed by the command each comes from."""
-        sections = [
-            Section(f"{v.title.removeprefix('sigmaudit ')}: {s.title}", s.lines, s.tables)
-            for v in self.views() for s in v.sections
-        ]
-        return View(self.title, tuple(sections))
 
 
 def curve_G(sweep_G: Sequence[int], points: int = CURVE_POINTS) -> tuple[int, ...]:
@@ -171,6 +152,7 @@ def build_report(
         Report title; default names the first file.
     """
     from ..errors import SchemaError
+    from . import corpus_of
     from .plan import DEFAULT_G_GRID, Targets
     from .plan import plan as run_plan
     from .scan import DEFAULT_G, audit
@@ -178,7 +160,7 @@ def build_report(
 
     targets = targets or Targets()
     scan = audit(loaded, G=tuple(G) if G else DEFAULT_G, g_main=g_main, eps=eps)
-    plan = run_plan(loaded.corpus, tuple(G) if G else DEFAULT_G_GRID, targets=targets)
+    plan = run_plan(corpus_of(loaded), tuple(G) if G else DEFAULT_G_GRID, targets=targets)
     trend = None
     if loaded.has_steps and loaded.per_group is not None and loaded.per_group.height:
         try:

@@ -22,7 +22,6 @@ from numpy.typing import NDArray
 if TYPE_CHECKING:
     from ..core.corpus import Corpus
     from ..loaders import LoadedCounts
-    from ..render import View
 
 DEFAULT_G: tuple[int, ...] = (4, 8, 16, 32, 64)
 """Group sizes reported when ``-G`` is not given."""
@@ -253,12 +252,6 @@ class ScanReport:
         """The JSON contract (field names are the keys; NaN becomes null in the renderer)."""
         return asdict(self)
 
-    def view(self) -> View:
-        """Panels: corpus, silent groups, wasted compute, gradient mass, group size."""
-        from ..views.scan import scan_view
-
-        return scan_view(self)
-
 
 # --------------------------------------------------------------------------- helpers
 
@@ -447,14 +440,14 @@ def _group_size(corpus: Corpus, G: int, eps: float) -> GroupSize:
 
 def _validate(G: tuple[int, ...], g_main: int | None, eps: float) -> None:
     from ..errors import ConfigError
+    from . import check_eps
 
     if not G:
-        raise ConfigError("give at least one group size", location="-G/--group-size")
+        raise ConfigError("give at least one group size", location="G")
     for g in (*G, *(() if g_main is None else (g_main,))):
         if isinstance(g, bool) or int(g) != g or g < 1:
-            raise ConfigError(f"group sizes must be whole numbers >= 1, got {g!r}", location="-G/--g-main")
-    if not (isinstance(eps, int | float) and 0.0 < eps < 1.0):
-        raise ConfigError(f"eps must lie in the open interval (0, 1), got {eps!r}", location="--eps")
+            raise ConfigError(f"group sizes must be whole numbers >= 1, got {g!r}", location="G")
+    check_eps(eps)
 
 
 def audit(
@@ -480,7 +473,9 @@ def audit(
 
     _validate(tuple(G), g_main, eps)
     sizes = tuple(sorted({int(g) for g in G}))
-    corpus = loaded.corpus
+    from . import corpus_of
+
+    corpus = corpus_of(loaded)
     per_group = loaded.per_group
     if g_main is None:
         g_main = _mode(per_group["n"].to_numpy()) if per_group is not None and per_group.height else FALLBACK_G_MAIN

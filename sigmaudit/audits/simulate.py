@@ -48,7 +48,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..render import Section, Table, View
+from ..fmt import mean_or_none, none_if_nan
 
 SimRule = Literal["grpo", "drgrpo", "dapo", "rloo", "sign"]
 SIM_RULES: tuple[SimRule, ...] = ("grpo", "drgrpo", "dapo", "rloo", "sign")
@@ -242,15 +242,6 @@ class RuleRun:
         return self.groups_drawn / self.groups_used if self.groups_used else None
 
 
-def _none_if_nan(x: float) -> float | None:
-    return None if np.isnan(x) else float(x)
-
-
-def _mean(values: Sequence[float | None]) -> float | None:
-    vals = [v for v in values if v is not None]
-    return float(np.mean(vals)) if vals else None
-
-
 @dataclass(frozen=True)
 class SimulateResult:
     """The controlled training run, one :class:`RuleRun` per rule on the same initial prompts."""
@@ -304,8 +295,8 @@ class SimulateResult:
                     "r2_silent": r.r2_silent,
                     "silent_measured_mean": float(np.mean(r.silent_measured)),
                     "silent_forecast_mean": float(np.mean(r.silent_forecast)),
-                    "extreme_share_mean": _mean(r.extreme_share),
-                    "extreme_share_forecast_mean": _mean(r.extreme_share_forecast),
+                    "extreme_share_mean": mean_or_none(r.extreme_share),
+                    "extreme_share_forecast_mean": mean_or_none(r.extreme_share_forecast),
                     "hard_quartile_final": r.hard_quartile[-1],
                     "mean_p_final": r.mean_p[-1],
                     "groups_drawn": r.groups_drawn,
@@ -329,60 +320,6 @@ class SimulateResult:
             },
         }
 
-    def view(self) -> View:
-        """Summary table per rule and sparklines of the silent fraction and the hard quarter's pass rate."""
-        from ..views.sparkline import sparkline
-
-        c = self.config
-        head = (
-            f"{c.prompts} prompts, G = {c.G}, {c.steps} steps, lr = {c.lr:g}, seed = {c.seed}, "
-            f"DAPO max tries = {c.dapo_max_tries}",
-            f"initial difficulty: {c.init.description} (mean p = {c.init.mean_p:.3f}); "
-            f"hardest quarter: {self.hard_quartile_size} prompts, mean p = {self.hard_quartile_initial:.3f}",
-        )
-        rows = tuple(
-            (r.rule, r.r2_silent, r.silent_measured[-1], r.hard_quartile[-1], r.mean_p[-1],
-             _mean(r.extreme_share), _mean(r.extreme_share_forecast), r.samples, r.oversampling)
-            for r in self.runs
-        )
-        table = Table(
-            "per rule",
-            ("rule", "R²", "silent end", "hard ¼ end", "mean p end", "extreme", "expected", "samples",
-             "draws"),
-            rows,
-            note="R²: forecast mean silent(p, G) vs measured silent fraction over steps. extreme: "
-                 "share of the update on p < 0.1 or p > 0.9, mean over steps (realised vs expected gain). "
-                 "draws: groups drawn per prompt per step (DAPO's oversampling; at most the retry cap).",
-            digits=3,
-        )
-        width = 40
-        name_w = max(len(r.rule) for r in self.runs)
-        lines = [f"{'':{name_w}}  {'silent fraction (0–1)':{width}}  hard-quarter pass rate (0–1)"]
-        for r in self.runs:
-            s = sparkline(r.silent_measured, lo=0.0, hi=1.0, width=width)
-            h = sparkline(r.hard_quartile, lo=0.0, hi=1.0, width=width)
-            lines.append(f"{r.rule:{name_w}}  {s:{width}}  {h}")
-        lines.append(f"{'':{name_w}}  step 1 → {c.steps}, left to right")
-        return View(
-            "sigmaudit simulate",
-            (
-                Section("controlled training run", lines=head, tables=(table,)),
-                Section("over training", lines=tuple(lines)),
-            ),
-        )
-
-    def series_view(self) -> View:
-        """The per-step series of every rule as one long table (``--format csv``)."""
-        rows = tuple(
-            (i + 1, r.rule, r.silent_measured[i], r.silent_forecast[i], r.hard_quartile[i], r.mean_p[i],
-             r.extreme_share[i], r.extreme_share_forecast[i])
-            for r in self.runs
-            for i in range(len(r.silent_measured))
-        )
-        table = Table("per-step series", ("step", "rule", "silent_measured", "silent_forecast", "hard_quartile",
-                                          "mean_p", "extreme_share", "extreme_share_forecast"), rows)
-        return View("sigmaudit simulate", (Section("per-step series", tables=(table,)),))
-
 
 @dataclass(frozen=True)
 class SeriesReport:
@@ -394,10 +331,6 @@ class SeriesReport:
     def to_dict(self) -> dict[str, Any]:
         """Same contract as the result."""
         return self.result.to_dict()
-
-    def view(self) -> View:
-        """The per-step series table."""
-        return self.result.series_view()
 
 
 # --------------------------------------------------------------------------- the run
@@ -438,7 +371,7 @@ def _run_rule(
         gain = sign_gain(k, G, p) if table is None else table[k]
         total = float(gain.sum())
         ext.append(float(gain[EXTREME.contains(p)].sum() / total) if total > 0 else None)
-        ext_f.append(_none_if_nan(band_share(p, expected_gain(p, G, rule, m), EXTREME)))
+        ext_f.append(none_if_nan(band_share(p, expected_gain(p, G, rule, m), EXTREME)))
         theta = theta + cfg.lr * gain
         p_after = expit(theta)
         hq.append(float(p_after[hard].mean()))
@@ -455,7 +388,7 @@ def _run_rule(
         groups_used=used,
         groups_scheduled=p.size * cfg.steps,
         samples=drawn * G,
-        r2_silent=_none_if_nan(r_squared(measured, forecast)),
+        r2_silent=none_if_nan(r_squared(measured, forecast)),
     )
 
 

@@ -38,7 +38,7 @@ from numpy.typing import NDArray
 
 from ..core.estimators import ESTIMATORS, Estimator
 from ..errors import SchemaError
-from ..render import Section, Table, View
+from ..fmt import none_if_nan
 
 
 @dataclass(frozen=True)
@@ -117,55 +117,6 @@ class TrendResult:
             "dropped_groups": self.dropped_groups,
             "source": self.source,
         }
-
-    def view(self) -> View:
-        """Per-step table and sparklines of the observed silent fraction, its branches and the forecast."""
-        from ..views.sparkline import sparkline
-
-        logged = f"G = {self.G_logged}" if self.G_logged else "logged sizes " + ", ".join(map(str, self.G_logged_sizes))
-        cols = ["step"] + (["to"] if self.every > 1 else []) + [
-            "groups", "pass rate", "silent", "all wrong", "all correct", "forecast"]
-        cols += [f"forecast G={g}" for g in self.G]
-        rows = tuple(
-            (r.step, *((r.step_last,) if self.every > 1 else ()), r.groups, r.pass_rate, r.observed_silent,
-             r.observed_all_wrong, r.observed_all_correct, r.forecast_silent, *(r.forecast[g] for g in self.G))
-            for r in self.rows
-        )
-        note = (f"observed shares of the logged groups ({logged}); forecast = mean over the step's groups of the "
-                f"{self.estimator} estimate of p^G + (1 − p)^G at the logged size")
-        if self.source == "series":
-            note = "a per-step series of shares as published or logged: no groups, so no forecast"
-        if self.source == "series":  # only the shares the file holds
-            present = [(name, attr) for name, attr in (
-                ("pass rate", "pass_rate"), ("silent", "observed_silent"), ("all wrong", "observed_all_wrong"),
-                ("all correct", "observed_all_correct")) if any(getattr(r, attr) is not None for r in self.rows)]
-            cols = ["step"] + (["to"] if self.every > 1 else []) + [name for name, _ in present]
-            rows = tuple((r.step, *((r.step_last,) if self.every > 1 else ()),
-                          *(getattr(r, attr) for _, attr in present)) for r in self.rows)
-        table = Table("per step" if self.every == 1 else f"per {self.every} steps", tuple(cols), rows, note=note)
-        width = 60
-        series = [
-            ("observed silent", [r.observed_silent for r in self.rows]),
-            ("  all correct", [r.observed_all_correct for r in self.rows]),
-            ("  all wrong", [r.observed_all_wrong for r in self.rows]),
-            ("forecast silent", [r.forecast_silent for r in self.rows]),
-            ("pass rate", [r.pass_rate for r in self.rows]),
-        ]
-        series += [(f"forecast G={g}", [r.forecast[g] for r in self.rows]) for g in self.G]
-        series = [(name, vals) for name, vals in series if any(v is not None for v in vals)]
-        name_w = max(len(n) for n, _ in series)
-        lines = [f"{name:{name_w}}  {sparkline(vals, lo=0.0, hi=1.0, width=width)}  "
-                 f"{_fmt(vals[0])} → {_fmt(vals[-1])}" for name, vals in series]
-        lines.append(f"{'':{name_w}}  scale 0–1, step {self.rows[0].step} → {self.rows[-1].step_last}")
-        extra = (f"{self.dropped_groups} groups without a step value left out",) if self.dropped_groups else ()
-        return View("sigmaudit trend", (
-            Section("silent groups over training", lines=extra, tables=(table,)),
-            Section("trend", lines=tuple(lines)),
-        ))
-
-
-def _fmt(v: float | None) -> str:
-    return "—" if v is None else f"{v:.3f}"
 
 
 def _pair_estimates(
@@ -248,9 +199,6 @@ def trend(
         ac, aw = _pair_estimates(n_u, k_u, g, estimator, prior)
         at_G[g] = mean(ac + aw)
 
-    def opt(x: float) -> float | None:
-        return None if np.isnan(x) else float(x)
-
     rows = tuple(
         TrendRow(
             step=int(buckets["first"][b]),
@@ -260,10 +208,10 @@ def trend(
             observed_silent=float(obs_aw[b] + obs_ac[b]),
             observed_all_wrong=float(obs_aw[b]),
             observed_all_correct=float(obs_ac[b]),
-            forecast_silent=opt(f_ac[b] + f_aw[b]),
-            forecast_all_wrong=opt(f_aw[b]),
-            forecast_all_correct=opt(f_ac[b]),
-            forecast={g: opt(at_G[g][b]) for g in Gs},
+            forecast_silent=none_if_nan(f_ac[b] + f_aw[b]),
+            forecast_all_wrong=none_if_nan(f_aw[b]),
+            forecast_all_correct=none_if_nan(f_ac[b]),
+            forecast={g: none_if_nan(at_G[g][b]) for g in Gs},
         )
         for b in range(nb)
     )

@@ -10,6 +10,7 @@ import sys
 
 import typer
 
+from ..errors import SigmauditError
 from ..exitcodes import ExitCode
 
 app = typer.Typer(
@@ -53,6 +54,27 @@ for _command in (scan.scan, plan.plan, check.check, calc.calc, trend.trend, simu
     app.command()(_command)
 
 
+PARAM_FLAGS = {"budget": "--budget", "eps": "--eps", "min_g": "--min-g", "max_g": "--max-g", "G": "-G",
+               "g_main": "--g-main", "batch_prompts": "--batch-prompts"}
+"""Library parameter names -> the CLI flags that set them (library errors name parameters)."""
+
+
+def _as_flags(exc: SigmauditError) -> str:
+    """The error's one line, with a library parameter name in its location, message and remedy
+    replaced by the flag that sets it (``budget must be at least 1`` -> ``--budget must ...``)."""
+    import re
+
+    if exc.location not in PARAM_FLAGS:
+        return exc.one_line()
+    words = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, PARAM_FLAGS)) + r")(?![\w-])")
+
+    def swap(text: str | None) -> str | None:
+        return None if text is None else words.sub(lambda m: PARAM_FLAGS[m.group(1)], text)
+
+    flagged = type(exc)(swap(exc.message) or "", location=None, remedy=swap(exc.remedy))
+    return flagged.one_line()
+
+
 def _fail(message: str) -> int:
     sys.stderr.write(f"sigmaudit: error: {' '.join(message.split())}\n")
     return int(ExitCode.ERROR)
@@ -62,7 +84,6 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (0 ok, 1 gate failed, 2 could not run)."""
     from typer.exceptions import TyperException
 
-    from ..errors import SigmauditError
 
     try:
         command = typer.main.get_command(app)
@@ -72,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Abort:
         return _fail("aborted")
     except SigmauditError as exc:
-        return _fail(exc.one_line())
+        return _fail(_as_flags(exc))
     except TyperException as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `sigmaudit`: the help, on stderr, exit 2
             sys.stderr.write(exc.format_message().rstrip() + "\n")

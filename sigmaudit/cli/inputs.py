@@ -149,6 +149,7 @@ def reads_logs(
     *,
     validate: Callable[..., None] | None = None,
     series_ok: bool = False,
+    formats: tuple[Any, ...] | None = None,
 ) -> Any:
     """Give a command the log inputs: the paths argument, the layout overrides and ``--quiet``.
 
@@ -159,10 +160,12 @@ def reads_logs(
     options before any file is read, rejects impossible options early. A progress
     indicator shows on stderr only when both streams are terminals and the output is
     the terminal table. A per-step series of shares (layout ``series``) reaches only
-    commands declared ``series_ok``; the others say it has no per-prompt counts.
+    commands declared ``series_ok``; the others say it has no per-prompt counts. ``formats``
+    (default format first, then the others offered; default: every format, table first) lets
+    ``--format``/``-o`` be checked before any file is read too.
     """
     if command is None:
-        return functools.partial(reads_logs, validate=validate, series_ok=series_ok)
+        return functools.partial(reads_logs, validate=validate, series_ok=series_ok, formats=formats)
     own = inspect.signature(command)  # annotations as strings: ``loaded``'s type is only imported for checkers
     wants_quiet = "quiet" in own.parameters
     keyword = inspect.Parameter.KEYWORD_ONLY
@@ -187,6 +190,11 @@ def reads_logs(
         quiet = kwargs.pop("quiet")
         if validate is not None:
             validate(**kwargs)
+        if "fmt" in kwargs or "output" in kwargs:
+            from .output import resolve_format
+
+            offered = formats or tuple(Format)
+            resolve_format(kwargs.get("fmt"), kwargs.get("output"), offered[0], offered)
         progress = sys.stderr.isatty() and sys.stdout.isatty() and kwargs.get("fmt") in (None, Format.table)
         loaded = load_inputs(paths, **layout, quiet=quiet, progress=progress, series_ok=series_ok)
         if wants_quiet:

@@ -11,16 +11,25 @@ from ..render import Format
 
 
 def unit_interval(value: float | None) -> float | None:
-    """Typer callback: a probability or rate in [0, 1] (None passes)."""
-    if value is not None and not 0.0 <= value <= 1.0:
-        raise typer.BadParameter(f"must lie in [0, 1], got {value:g}")
+    """Typer callback: a probability or rate in [0, 1] (None passes; NaN and ±inf are refused)."""
+    from ..core._validate import as_prob
+
+    if value is not None:
+        try:
+            as_prob(value, "value")
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc).removeprefix("value ")) from exc
     return value
 
 
 def open_unit_interval(value: float) -> float:
-    """Typer callback: ε in the open interval (0, 1)."""
-    if not 0.0 < value < 1.0:
-        raise typer.BadParameter(f"must lie in the open interval (0, 1), got {value:g}")
+    """Typer callback: ε in the open interval (0, 1) (the core's one ε check)."""
+    from ..core._validate import as_eps
+
+    try:
+        as_eps(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc).removeprefix("eps ")) from exc
     return value
 
 
@@ -33,28 +42,33 @@ FormatOpt = Annotated[
     typer.Option(
         "--format",
         "-f",
-        help="Output format: table (terminal), json, markdown or csv. Default: from -o's suffix, else table.",
+        help="Output format: table (terminal), json, markdown, csv or html. Default: from -o's suffix, else table.",
         case_sensitive=False,
         show_default=False,
     ),
 ]
 OutputOpt = Annotated[
     Path | None,
-    typer.Option("--output", "-o", help="Write the report to this file (atomically, after success) instead of stdout.",
-                 dir_okay=False, show_default=False),
+    typer.Option("--output", "-o", help="Write the report to this file (atomically, after success); its suffix "
+                                        "picks the format; - is stdout.",
+                 show_default=False),
 ]
 
 
-def emit_result(result: object, fmt: Format | None, output: Path | None) -> None:
-    """Render ``result`` in the chosen format and send it to stdout or ``output``."""
+def emit_result(result: object, fmt: Format | None, output: Path | None, *, default: Format = Format.table,
+                offered: tuple[Format, ...] = tuple(Format)) -> Format:
+    """Build the result's view, render it in the chosen format and send it to stdout or ``output``;
+    returns the format written."""
     from ..render import render
-    from .output import emit, resolve_format, stdout_is_terminal
+    from ..views import build_view
+    from .output import emit, is_stdout, resolve_format, stdout_is_terminal
 
-    chosen = resolve_format(fmt, output)
-    color = chosen is Format.table and output is None and stdout_is_terminal()
+    chosen = resolve_format(fmt, output, default, offered)
+    color = chosen is Format.table and is_stdout(output) and stdout_is_terminal()
     width = None
     if color:
         import shutil
 
         width = shutil.get_terminal_size((100, 24)).columns
-    emit(render(result, chosen, color=color, width=width), output)  # type: ignore[arg-type]
+    emit(render(build_view(result), chosen, color=color, width=width), output)
+    return chosen

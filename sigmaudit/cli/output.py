@@ -1,25 +1,53 @@
-"""Where rendered reports go: stdout, or a file written atomically after the work succeeded."""
+"""Where rendered reports go, and in which format: stdout, or ``-o FILE`` written atomically after the
+work succeeded. The one output contract of every command:
+
+- ``--format`` given: that format; ``-o``'s suffix, when it names a known format, must agree;
+- no ``--format``: the format ``-o``'s suffix names (``.json``, ``.md``, ``.csv``, ``.html``), else
+  the command's default (a table on the terminal); an ``-o`` suffix naming no format is an error;
+- ``-o -`` is stdout.
+"""
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError
 from ..render import Format
+from ..writers import write_atomic
 
-_SUFFIX_FORMATS = {".json": Format.json, ".md": Format.markdown, ".markdown": Format.markdown, ".csv": Format.csv}
+SUFFIX_FORMATS = {".json": Format.json, ".md": Format.markdown, ".markdown": Format.markdown, ".csv": Format.csv,
+                  ".html": Format.html, ".htm": Format.html, ".txt": Format.table}
+"""Report formats named by an ``-o`` file's suffix."""
 
 
-def resolve_format(fmt: Format | None, output: Path | None) -> Format:
-    """The explicit ``--format``, else the one named by ``-o``'s suffix, else the table."""
-    if fmt is not None:
-        return fmt
-    if output is not None:
-        return _SUFFIX_FORMATS.get(output.suffix.lower(), Format.table)
-    return Format.table
+def is_stdout(output: Path | None) -> bool:
+    """No ``-o``, or ``-o -``."""
+    return output is None or str(output) == "-"
+
+
+def resolve_format(fmt: Format | None, output: Path | None, default: Format = Format.table,
+                   offered: Sequence[Format] = tuple(Format)) -> Format:
+    """The format to write (see the module docstring); ConfigError when ``--format`` and ``-o``
+    disagree, ``-o`` names no known format, or the command does not offer the format."""
+    named = None
+    if not is_stdout(output):
+        assert output is not None
+        suffix = output.suffix.lower()
+        named = SUFFIX_FORMATS.get(suffix)
+        if named is None and fmt is None:
+            known = ", ".join(sorted({s for s, f in SUFFIX_FORMATS.items() if f in offered}))
+            raise ConfigError(f"cannot tell the format from the suffix {suffix or '(none)'!r}",
+                              location=f"-o {output}", remedy=f"add --format, or name the file {known}")
+        if fmt is not None and named is not None and named is not fmt:
+            raise ConfigError(f"the file's suffix {suffix!r} says {named.value} but --format says {fmt.value}",
+                              location=f"-o {output}", remedy="make them agree")
+    chosen = fmt or named or default
+    if chosen not in offered:
+        raise ConfigError(f"this command does not write {chosen.value}", location="--format",
+                          remedy="choose one of " + ", ".join(f.value for f in offered))
+    return chosen
 
 
 def stdout_is_terminal() -> bool:
@@ -27,38 +55,15 @@ def stdout_is_terminal() -> bool:
     return sys.stdout.isatty()
 
 
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write ``data`` to ``path`` via a temporary file in the same folder and a rename."""
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise InputError("folder does not exist", location=str(folder), remedy="create it or choose another -o path")
-    mode = "wb" if isinstance(data, bytes) else "w"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, mode, **({} if mode == "wb" else {"encoding": "utf-8"})) as fh:
-            fh.write(data)
-        # mkstemp creates the file 0600; give it the mode a plain open() would (or the old file's).
-        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    current = os.umask(0)
-    os.umask(current)
-    return current
-
-
 def emit(text: str, output: Path | None) -> None:
     """Send a rendered report to stdout, or atomically to ``output``."""
-    if output is None:
+    if is_stdout(output):
         sys.stdout.write(text)
         sys.stdout.flush()
         return
+    assert output is not None
     if output.is_dir():
-        raise ConfigError("is a directory", location=str(output), remedy="give -o a file name")
+        raise ConfigError("is a directory", location=f"-o {output}", remedy="give -o a file name")
     write_atomic(output, text)
 
 

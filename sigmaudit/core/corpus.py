@@ -1,14 +1,22 @@
-"""A corpus of prompts reduced to its distinct (n, k) pairs, and corpus-level estimates.
+"""A corpus of prompts reduced to its distinct (n, k) pairs: the one owner of corpus-level estimates.
 
 Every audit, plan and gate works on a :class:`Corpus`: the per-prompt counts
 (n samples, k right) collapsed to distinct pairs with multiplicities, so each
 formula is evaluated once per distinct pair and the cost after the group-by
 does not grow with the number of prompts. Corpus rates are means over prompts
 (never the rate at the mean p: by Jensen's inequality that understates it).
+
+What lives here and nowhere else: the corpus prior and each pair's posterior
+(:attr:`Corpus.prior`, :attr:`Corpus.posterior`), silent-rate expectations at any
+G (:meth:`Corpus.silent`), posterior E[σ] at any G (:meth:`Corpus.posterior_sigma`),
+the GRPO-mass-weighted fidelity (:meth:`Corpus.fidelity`), the unreachable
+(p ∈ {0, 1}) parts (:meth:`Corpus.unreachable_parts`) and weighted quantiles over
+prompts (:meth:`Corpus.quantile`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -16,6 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .estimators import Estimator, silent_bayes, silent_estimate
+from .posterior import sigma_on_grid, weighted_quantile
 from .prior import GridPrior, distinct_pairs, fit_corpus_prior
 
 
@@ -39,12 +48,14 @@ class Corpus:
     """Per-prompt counts as distinct (n, k) pairs with multiplicities ``weight``."""
 
     def __init__(self, n: ArrayLike, k: ArrayLike):
-        n_u, k_u, c_u, _ = distinct_pairs(n, k)
+        n_u, k_u, c_u, index = distinct_pairs(n, k)
         if n_u.size == 0:
             raise ValueError("a corpus needs at least one prompt")
         self.n: NDArray[np.int64] = n_u
         self.k: NDArray[np.int64] = k_u
         self.weight: NDArray[np.float64] = c_u
+        self.index: NDArray[np.int64] = index
+        """For each prompt, in the order given, the index of its distinct (n, k) pair."""
 
     @property
     def n_prompts(self) -> int:
@@ -101,3 +112,40 @@ class Corpus:
             all_wrong_rate=self.mean(s.all_wrong),
             all_correct_rate=self.mean(s.all_correct),
         )
+
+    def posterior_sigma(self, Gs: Sequence[int]) -> NDArray[np.float64]:
+        """E[E[σ](p, G) | n, k] per distinct pair (rows) and G in ``Gs`` (columns)."""
+        return self.posterior @ sigma_on_grid(self.prior.grid, Gs)
+
+    def posterior_sd(self) -> NDArray[np.float64]:
+        """E[sqrt(p (1 − p)) | n, k] per distinct pair: the large-G GRPO gradient mass."""
+        g = self.prior.grid
+        return self.posterior @ np.sqrt(g * (1.0 - g))
+
+    def posterior_mean_p(self) -> NDArray[np.float64]:
+        """E[p | n, k] per distinct pair."""
+        return self.posterior @ self.prior.grid
+
+    def fidelity(self, Gs: Sequence[int]) -> list[float | None]:
+        """GRPO-mass-weighted mean fidelity per G: Σ_i E[E[σ](p, G) | n_i, k_i] / Σ_i E[sqrt(p(1−p)) | n_i, k_i]
+        (posterior expectations under the corpus prior); None when no prompt has gradient mass."""
+        den = float(self.weight @ self.posterior_sd())
+        if den <= 0.0:
+            return [None for _ in Gs]
+        num = self.weight @ self.posterior_sigma(Gs)
+        return [float(min(max(v / den, 0.0), 1.0)) for v in num]
+
+    def unreachable_parts(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Posterior P(p = 0 | n, k) and P(p = 1 | n, k) per distinct pair (the prior grid's end points)."""
+        grid = self.prior.grid
+        return self.posterior[:, grid == 0.0].sum(axis=1), self.posterior[:, grid == 1.0].sum(axis=1)
+
+    def quantile(self, values: ArrayLike, q: float, where: ArrayLike | None = None) -> float:
+        """The q-quantile over prompts (linear interpolation, as np.quantile of the expanded values)
+        of a per-pair quantity, optionally over the pairs selected by the mask ``where``."""
+        v = np.asarray(values, dtype=np.float64)
+        w = self.weight
+        if where is not None:
+            mask = np.asarray(where, dtype=bool)
+            v, w = v[mask], w[mask]
+        return weighted_quantile(v, w, q)

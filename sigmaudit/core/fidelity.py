@@ -63,7 +63,7 @@ def _expected_sigma_dense(p: NDArray[np.float64], G: NDArray[np.int64]) -> NDArr
     return np.sum(np.exp(log_pmf) * sigma[G, :width], axis=1)
 
 
-def _expected_sigma_pairs(p: NDArray[np.float64], G: NDArray[np.int64]) -> NDArray[np.float64]:
+def expected_sigma_pairs(p: NDArray[np.float64], G: NDArray[np.int64]) -> NDArray[np.float64]:
     """E[σ] for 1-D arrays of pairs with 0 < p < 1 (no validation, no de-duplication)."""
     small = G <= DENSE_G_MAX
     if np.all(small):
@@ -130,7 +130,7 @@ def _per_distinct_pair(p: NDArray[np.float64], G: NDArray[np.int64]) -> NDArray[
     elif np.any(inner):
         pairs = np.stack([flat_p[inner], flat_G[inner].astype(np.float64)], axis=1)
         uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
-        vals = _expected_sigma_pairs(uniq[:, 0], uniq[:, 1].astype(np.int64))
+        vals = expected_sigma_pairs(uniq[:, 0], uniq[:, 1].astype(np.int64))
         out[inner] = vals[inverse.ravel()]
     return out.reshape(pb.shape)
 

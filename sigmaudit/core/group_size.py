@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._validate import as_eps, as_prob
-from .fidelity import _expected_sigma_pairs
+from .fidelity import expected_sigma_pairs
 
 G_SEARCH_LIMIT = 2**50
 """Largest G the exact search considers; a prompt needing more is reported unreachable."""
@@ -54,7 +54,7 @@ def group_size_closed_form(p: ArrayLike, eps: ArrayLike) -> NDArray[np.float64] 
 
 
 def _phi_pairs(p: NDArray[np.float64], G: NDArray[np.int64]) -> NDArray[np.float64]:
-    return _expected_sigma_pairs(p, G) / np.sqrt(p * (1.0 - p))
+    return expected_sigma_pairs(p, G) / np.sqrt(p * (1.0 - p))
 
 
 def _exact_distinct(p: NDArray[np.float64], eps: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -68,6 +68,12 @@ class Band:
             return (pa < self.lo) | (pa > self.hi)
         return (pa >= self.lo) & (pa <= self.hi)
 
+    def describe(self, var: str = "p") -> str:
+        """The band as text, ``"p < 0.1 or p > 0.9"`` or ``"0.4 ≤ p ≤ 0.6"`` (every label derives from it)."""
+        if self.outside:
+            return f"{var} < {self.lo:g} or {var} > {self.hi:g}"
+        return f"{self.lo:g} ≤ {var} ≤ {self.hi:g}"
+
 
 EXTREME = Band("extreme", 0.1, 0.9, outside=True)
 """p < 0.1 or p > 0.9."""

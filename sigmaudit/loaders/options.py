@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cached_property
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import Any
 
 import polars as pl
-
-if TYPE_CHECKING:
-    from ..core.corpus import Corpus
 
 LAYOUTS = ("long", "grouped", "counts", "verl", "trl", "open-instruct", "prime-rl", "series")
 
@@ -68,11 +64,5 @@ class LoadedCounts:
     series: pl.DataFrame | None = None
     """Layout ``series`` only: the per-step shares (``step`` plus any of ``observed_all_correct``,
     ``observed_all_wrong``, ``observed_silent``, ``pass_rate``); ``per_prompt`` is then empty."""
-
-    @cached_property
-    def corpus(self) -> Corpus:
-        """The per-prompt counts as a :class:`~sigmaudit.corpus.Corpus`, built once per load
-        (so its prior is fitted once however many figures use it)."""
-        from ..core.corpus import Corpus
-
-        return Corpus(self.per_prompt["n"].to_numpy(), self.per_prompt["k"].to_numpy())
+    cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """Derived objects built once per load by the layers above (e.g. the audits' Corpus)."""

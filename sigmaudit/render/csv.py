@@ -6,7 +6,7 @@ import csv
 import io
 import math
 
-from . import View
+from ..views import View
 
 
 def _cell(v: object) -> object:

@@ -20,15 +20,16 @@ from typing import TYPE_CHECKING, Any
 
 from matplotlib.figure import Figure
 
-from ..views.fmt import format_value
-from . import Table, View
+from ..fmt import format_value, pct
+from ..views import Table, View
+from ..views.labels import EXTREME_LABEL, MIDDLE_LABEL, QUANTILE_NAMES
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from ..audits.report import FidelityCurve, ReportData
-    from ..audits.scan import ScanReport
-    from ..audits.trend import TrendResult
+# The results drawn here (report data, scan, trend, fidelity curves) arrive through the View
+# (``view.source``, ``view.parts``): this module reads their fields and imports no audit.
+ReportData = ScanReport = TrendResult = FidelityCurve = Any
 
 # Okabe–Ito colours (readable with colour-blindness).
 ALL_WRONG = "#D55E00"
@@ -113,19 +114,6 @@ footer { color: var(--muted); font-size: 12px; margin-top: 40px; border-top: 1px
 def esc(text: object) -> str:
     """HTML-escape any value's text."""
     return html.escape(str(text), quote=True)
-
-
-def pct(x: float | None, digits: int = 1) -> str:
-    """A share as a percentage; 0% or 100% only when exactly true; — for None/NaN."""
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "—"
-    text = f"{100.0 * x:.{digits}f}%"
-    tiny = f"{0:.{digits}f}%"
-    if x != 0.0 and text in (tiny, "-" + tiny):
-        return f"<{10.0 ** -digits:g}%"
-    if x != 1.0 and text == f"{100:.{digits}f}%":
-        return f">{100 - 10.0 ** -digits:g}%"
-    return text
 
 
 def _is_num(v: Any) -> bool:
@@ -344,7 +332,6 @@ def silent_chart(Gs: Sequence[int], all_wrong: Sequence[float], all_correct: Seq
 def fidelity_chart(curves: Sequence[FidelityCurve], sweep_G: Sequence[int], corpus: Sequence[float | None],
                    eps: float, chosen: int, chosen_label: str, min_fidelity: float | None = None) -> str:
     """φ(p̂_q, G) along G at the quartiles of p̂; the corpus mean, 1 − ε and the chosen G marked."""
-    from ..audits.report import QUANTILE_NAMES
 
     def draw(fig: Figure, ax: Axes) -> None:
         xs = list(sweep_G)
@@ -425,7 +412,7 @@ def _cards(d: ReportData) -> str:
          f"recommended ({d.plan.targets.describe()})"),
         (f"{pct(s.mass_share.grpo.extreme)} vs {pct(s.mass_share.drgrpo.extreme)}"
          if not math.isnan(s.mass_share.grpo.extreme) else "no mass",
-         "gradient mass on extreme prompts (p̂ < 0.1 or > 0.9): GRPO vs Dr. GRPO, large G"),
+         f"gradient mass on extreme prompts ({EXTREME_LABEL}): GRPO vs Dr. GRPO, large G"),
     ]
     if s.observed_silent is not None:
         o = s.observed_silent
@@ -485,7 +472,7 @@ def _charts(d: ReportData) -> list[tuple[str, str, str, bool]]:
                      "drgrpo": (ms.drgrpo.extreme, ms.drgrpo.middle)}),
          f"Share of each rule's total gradient mass falling in each p̂ bin, per-prompt mass at p = p̂ over "
          f"{s.prompts:,} prompts: GRPO ∝ sqrt(p̂(1−p̂)) at large G or E[σ](p̂, G = {ms.G}); Dr. GRPO ∝ p̂(1−p̂) "
-         f"(same shares at every G). Extreme: p̂ &lt; 0.1 or &gt; 0.9; middle: 0.4 ≤ p̂ ≤ 0.6. Prompts with "
+         f"(same shares at every G). Extreme: {esc(EXTREME_LABEL)}; middle: {esc(MIDDLE_LABEL)}. Prompts with "
          f"p̂ ∈ {{0, 1}} carry no mass. Dashed: each bin's share of the prompts.", False),
     ]
     if d.trend is not None and d.trend.rows:
@@ -514,25 +501,20 @@ def _at(p: Any, G: int) -> str:
             f"corpus fidelity {fid}.")
 
 
-def render_html(d: ReportData) -> str:
-    """The whole report as one self-contained HTML page."""
-    from .. import __version__
-
+def render_html(view: View) -> str:
+    """One self-contained HTML page: the full report (charts, then the scan, plan and trend
+    tables) for a report's view, else the view's sections as tables."""
+    if not view.parts:
+        return _page(view.title, [view_html(view, level=2)])
+    d = view.source
+    scan_v, plan_v, *rest = view.parts
     s, p = d.scan, d.plan
     steps = "no steps" if s.steps is None else f"{s.steps:,} steps"
     files = ", ".join(d.files[:3]) + (f" and {len(d.files) - 3} more" if len(d.files) > 3 else "")
     sub = (f"{len(d.files):,} file{'s' if len(d.files) != 1 else ''} ({files}) · layout {s.layout} · "
            f"{s.prompts:,} prompts · {s.rollouts:,} rollouts · {_samples(s)} · {steps} · ε = {d.eps:g} · "
            f"G for the scan figures = {d.g_main}")
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{esc(d.title)}</title>",
-        f"<style>{CSS}</style></head><body><main>",
-        f"<h1>{esc(d.title)}</h1>",
-        f'<p class="sub">{esc(sub)}</p>',
-    ]
+    parts = [f'<p class="sub">{esc(sub)}</p>']
     if s.filtered_warning:
         parts.append(f'<p class="warn"><b>Warning:</b> {esc(s.filtered_warning)}</p>')
     parts += ["<h2>Summary</h2>", _cards(d)]
@@ -553,18 +535,31 @@ def render_html(d: ReportData) -> str:
     parts.append("</div>")
 
     parts.append("<h2>Recommendation</h2>")
-    parts.append(view_html(p.view()))
+    parts.append(view_html(plan_v))
     parts.append("<h2>Scan</h2>")
-    parts.append(view_html(s.view()))
-    if d.trend is not None:
+    parts.append(view_html(scan_v))
+    if rest:
         parts.append("<h2>Per step</h2>")
-        trend_view = d.trend.view()
-        parts.append(view_html(View(trend_view.title, trend_view.sections[:1])))
+        parts.append(view_html(View(rest[0].title, rest[0].sections[:1])))
     if s.notes:
         parts.append("<h2>Notes</h2>")
         parts.append('<ul class="notes">' + "".join(f"<li>{esc(n)}</li>" for n in s.notes) + "</ul>")
-    parts.append(f"<footer>sigmaudit {esc(__version__)} · self-contained page: no scripts, no network "
-                 f"requests. Rates are means over prompts. Exit codes and JSON contracts: see the README."
-                 f"</footer>")
-    parts.append("</main></body></html>")
-    return "\n".join(parts) + "\n"
+    return _page(d.title, parts)
+
+
+def _page(title: str, body: list[str]) -> str:
+    """The page around ``body``: head, inline CSS, title, footer."""
+    from importlib.metadata import version
+
+    return "\n".join([
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{esc(title)}</title>",
+        f"<style>{CSS}</style></head><body><main>",
+        f"<h1>{esc(title)}</h1>",
+        *body,
+        f"<footer>sigmaudit {esc(version('sigmaudit'))} · self-contained page: no scripts, no network "
+        f"requests. Rates are means over prompts. Exit codes and JSON contracts: see the README.</footer>",
+        "</main></body></html>",
+    ]) + "\n"

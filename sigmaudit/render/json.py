@@ -1,4 +1,4 @@
-"""JSON renderer: the result's ``to_dict()`` contract, NaN/inf written as null."""
+"""JSON renderer: the result's contract (``view.data``, from ``to_dict()``), NaN/inf written as null."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import json
 import math
 from typing import Any
 
-from . import SCHEMA_VERSION, Renderable
+from ..views import View
+from . import SCHEMA_VERSION
 
 
 def _clean(obj: Any) -> Any:
@@ -21,12 +22,12 @@ def _clean(obj: Any) -> Any:
     return obj
 
 
-def to_json_dict(result: Renderable) -> dict[str, Any]:
+def to_json_dict(view: View) -> dict[str, Any]:
     """The contract as a dict with ``schema_version`` first and NaN/inf replaced by None."""
-    body = _clean(result.to_dict())
+    body = _clean(view.data)
     return {"schema_version": SCHEMA_VERSION, **{k: v for k, v in body.items() if k != "schema_version"}}
 
 
-def render_json(result: Renderable) -> str:
+def render_json(view: View) -> str:
     """Pretty JSON text of the result's contract."""
-    return json.dumps(to_json_dict(result), indent=2, allow_nan=False) + "\n"
+    return json.dumps(to_json_dict(view), indent=2, allow_nan=False) + "\n"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..views.fmt import format_value
-from . import Table, View
+from ..fmt import format_value
+from ..views import Table, View
 
 
 def _table(t: Table) -> list[str]:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import io
 
-from ..views.fmt import format_value
-from . import Table, View
+from ..fmt import format_value
+from ..views import Table, View
 
 
 def _rich_table(t: Table):  # noqa: ANN202 - rich type imported lazily

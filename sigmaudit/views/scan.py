@@ -1,4 +1,4 @@
-"""The :class:`~sigmaudit.render.View` of a :class:`~sigmaudit.scan.ScanReport`: one panel per topic.
+"""The :class:`~sigmaudit.views.View` of a :class:`~sigmaudit.audits.scan.ScanReport`: one panel per topic.
 
 Numbers come from the report; this module only arranges them and says what
 they mean (which estimator, which G, which ε, how many prompts).
@@ -6,28 +6,17 @@ they mean (which estimator, which G, which ε, how many prompts).
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
-from ..render import Section, Table, View
+from ..fmt import pct
+from .labels import EXTREME_LABEL, MIDDLE_LABEL, QUANTILE_NAMES
+from .model import Section, Table, View
 
 if TYPE_CHECKING:
     from ..audits.scan import MassBands, ScanReport
 
 SILENT_TABLE = "silent-group rate of a future group of G"
 """Title of the table ``--format csv`` writes."""
-
-
-def pct(x: float | None) -> str:
-    """A share as a percentage with one decimal; 0% or 100% only when exactly true."""
-    if x is None or math.isnan(x):
-        return "—"
-    text = f"{100.0 * x:.1f}%"
-    if x != 0.0 and text in ("0.0%", "-0.0%"):
-        return "<0.1%"
-    if x != 1.0 and text == "100.0%":
-        return ">99.9%"
-    return text
 
 
 def _num(x: float) -> str:
@@ -138,8 +127,8 @@ def _mass(r: ScanReport) -> Section:
         "share of each rule's gradient mass by band of p̂",
         ("band", *cols),
         (
-            ("extreme (p̂ < 0.1 or p̂ > 0.9)", *(b.extreme for b in rules)),
-            ("middle (0.4 ≤ p̂ ≤ 0.6)", *(b.middle for b in rules)),
+            (f"extreme ({EXTREME_LABEL})", *(b.extreme for b in rules)),
+            (f"middle ({MIDDLE_LABEL})", *(b.middle for b in rules)),
         ),
         note=(
             f"Per-prompt mass at p = p̂ over {r.prompts:,} prompts: GRPO ∝ sqrt(p̂(1−p̂)) (large G) or E[σ](p̂, G); "
@@ -172,11 +161,10 @@ def _group_size(r: ScanReport) -> Section:
         )
     tables: tuple[Table, ...] = ()
     if g.quantiles:
-        names = {0.25: "lower quartile", 0.5: "median", 0.75: "upper quartile"}
         tables = (Table(
             f"group size needed at quantiles of p̂ (ε = {g.eps:g})",
             ("p̂ quantile", "p̂", "G closed form", "G exact", f"met by G = {g.G}"),
-            tuple((names.get(q.quantile, f"q = {q.quantile:g}"), q.p_hat, q.closed_form, q.exact, q.met)
+            tuple((QUANTILE_NAMES.get(q.quantile, f"q = {q.quantile:g}"), q.p_hat, q.closed_form, q.exact, q.met)
                   for q in g.quantiles),
         ),)
         lines.append("Closed form ceil(1/(8 ε p̂(1−p̂))) understates the need near p̂ ∈ {0, 1}; exact = smallest G "

@@ -6,35 +6,32 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ...core.weighting import EXTREME
 from ..inputs import reads_logs
 
 if TYPE_CHECKING:
     from ...audits.check import Threshold
     from ...loaders import LoadedCounts
 
-from ..options import FormatOpt, OutputOpt, emit_result
+from ..options import FormatOpt, OutputOpt, emit_result, unit_interval
 
 _GATE = "Thresholds (at least one)"
 
 
 def _rate(help_text: str, flag: str) -> object:
-    return typer.Option(flag, rich_help_panel=_GATE, show_default=False, help=help_text)
+    return typer.Option(flag, rich_help_panel=_GATE, show_default=False, help=help_text, callback=unit_interval)
 
 
 def _thresholds(
     *, max_silent: float | None, max_all_wrong: float | None, max_all_correct: float | None,
     max_extreme_share: float | None, min_fidelity: float | None, max_never_solved: float | None, **_: object,
 ) -> list[Threshold]:
-    """The thresholds given, each checked to lie in [0, 1]; at least one is required."""
-    from ...audits.check import METRICS, Threshold
+    """The thresholds given (each already checked to lie in [0, 1]); at least one is required."""
+    from ...audits.check import Threshold
     from ...errors import ConfigError
 
     given = {"silent_rate": max_silent, "all_wrong_rate": max_all_wrong, "all_correct_rate": max_all_correct,
              "extreme_share": max_extreme_share, "fidelity": min_fidelity, "never_solved_rate": max_never_solved}
-    for name, value in given.items():
-        if value is not None and not 0.0 <= value <= 1.0:
-            raise ConfigError(f"must lie in [0, 1], got {value:g}", location=METRICS[name][1],
-                              remedy="give a rate such as 0.3")
     thresholds = [Threshold(name, v) for name, v in given.items() if v is not None]
     if not thresholds:
         raise ConfigError("give at least one threshold", location="check",
@@ -51,7 +48,8 @@ def check(
     max_all_correct: Annotated[float | None, _rate("Fail when the all-correct rate exceeds X.",
                                                    "--max-all-correct")] = None,
     max_extreme_share: Annotated[float | None, _rate(
-        "Fail when the share of GRPO gradient mass on p̂ < 0.1 or p̂ > 0.9 exceeds X.", "--max-extreme-share")] = None,
+        f"Fail when the share of GRPO gradient mass on {EXTREME.describe('p̂')} exceeds X.",
+        "--max-extreme-share")] = None,
     min_fidelity: Annotated[float | None, _rate("Fail when the mean fidelity φ at G is below Y.",
                                                 "--min-fidelity")] = None,
     max_never_solved: Annotated[float | None, _rate("Fail when the share of prompts with k = 0 exceeds X.",
@@ -70,6 +68,7 @@ def check(
     import os
     import sys
 
+    from ...audits import corpus_of
     from ...audits.check import check as run_check
     from ...audits.check import github_annotations
     from ...exitcodes import ExitCode
@@ -77,15 +76,16 @@ def check(
     thresholds = _thresholds(max_silent=max_silent, max_all_wrong=max_all_wrong, max_all_correct=max_all_correct,
                              max_extreme_share=max_extreme_share, min_fidelity=min_fidelity,
                              max_never_solved=max_never_solved)
-    result = run_check(loaded.corpus, G, thresholds)
+    result = run_check(corpus_of(loaded), G, thresholds)
     emit_result(result, fmt, output)
     if os.environ.get("GITHUB_ACTIONS"):
         for line in github_annotations(result):
             sys.stderr.write(line + "\n")
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary:
-            from ...render.markdown import render_markdown
+            from ...render import Format, render
+            from ...views import build_view
 
             with open(summary, "a", encoding="utf-8") as fh:
-                fh.write(render_markdown(result.view()) + "\n")
+                fh.write(render(build_view(result), Format.markdown) + "\n")
     raise typer.Exit(int(ExitCode.OK if result.passed else ExitCode.FAILED))

@@ -12,7 +12,7 @@ from ..inputs import reads_logs
 if TYPE_CHECKING:
     from ...loaders import LoadedCounts
 
-from ..options import FormatOpt, OutputOpt, emit_result
+from ..options import FormatOpt, OutputOpt, emit_result, unit_interval
 
 _TARGETS = "Targets"
 _ALLOC = "Per-prompt allocation"
@@ -23,17 +23,15 @@ def _check_options(
     min_g: int, max_g: int, alloc_out: Path | None, **_: object,
 ) -> None:
     """Reject impossible options before any log is read."""
-    from ...audits.allocate import check_alloc_path, validate_options
+    from ...audits.allocate import validate_options
     from ...errors import ConfigError
+    from ...writers import table_suffix
 
-    for name, value in (("--max-silent", max_silent), ("--min-fidelity", min_fidelity)):
-        if value is not None and not 0.0 <= value <= 1.0:
-            raise ConfigError(f"must lie in [0, 1], got {value:g}", location=name, remedy="give a rate such as 0.3")
-    validate_options(budget, eps, min_g, max_g)
+    validate_options(budget, eps, min_g, max_g)  # raises with the parameter's name; the edge adds the flag
     if alloc_out is not None and budget is None and eps is None:
         raise ConfigError("nothing to write", location="--alloc-out", remedy="add --budget N or --eps E")
     if alloc_out is not None:
-        check_alloc_path(alloc_out)
+        table_suffix(alloc_out, "--alloc-out")
 
 
 @reads_logs(validate=_check_options)
@@ -45,10 +43,10 @@ def plan(
     batch_prompts: Annotated[int, typer.Option(
         "--batch-prompts", min=1, help="Prompts per batch B for 'signal prompts per batch'.")] = 512,
     max_silent: Annotated[float | None, typer.Option(
-        "--max-silent", rich_help_panel=_TARGETS, show_default=False,
+        "--max-silent", rich_help_panel=_TARGETS, show_default=False, callback=unit_interval,
         help="Target: silent rate at most X (recommend the smallest G on the grid meeting every target).")] = None,
     min_fidelity: Annotated[float | None, typer.Option(
-        "--min-fidelity", rich_help_panel=_TARGETS, show_default=False,
+        "--min-fidelity", rich_help_panel=_TARGETS, show_default=False, callback=unit_interval,
         help="Target: mean fidelity φ at least Y.")] = None,
     budget: Annotated[int | None, typer.Option(
         "--budget", rich_help_panel=_ALLOC, show_default=False,
@@ -73,20 +71,13 @@ def plan(
 
     Example: sigmaudit plan rollouts.parquet --max-silent 0.3 --budget 20000 --alloc-out alloc.csv
     """
-    from ...audits.allocate import allocate, write_allocation
-    from ...audits.plan import Targets
-    from ...audits.plan import plan as run_plan
+    from ...audits.plan import Targets, plan_logs
     from ...exitcodes import ExitCode
+    from ...writers import write_table
 
-    pp = loaded.per_prompt
-    n, k = pp["n"].to_numpy(), pp["k"].to_numpy()
-    corpus = loaded.corpus
-    alloc = None
-    if budget is not None or eps is not None:
-        alloc = allocate(corpus, pp["prompt"].to_list(), n, k, budget=budget, eps=eps, min_g=min_g, max_g=max_g)
-    result = run_plan(corpus, group_sizes or None, batch_prompts=batch_prompts,
-                      targets=Targets(max_silent, min_fidelity), allocation=alloc)
-    if alloc is not None and alloc_out is not None:
-        write_allocation(alloc, alloc_out)
+    result = plan_logs(loaded, group_sizes or None, batch_prompts=batch_prompts,
+                       targets=Targets(max_silent, min_fidelity), budget=budget, eps=eps, min_g=min_g, max_g=max_g)
+    if result.allocation is not None and alloc_out is not None:
+        write_table(result.allocation.per_prompt, alloc_out, "--alloc-out")
     emit_result(result, fmt, output)
     raise typer.Exit(int(ExitCode.FAILED if result.target_failed else ExitCode.OK))

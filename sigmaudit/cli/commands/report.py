@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ...render import Format
 from ..inputs import reads_logs
 from ..options import EpsOpt, unit_interval
 
@@ -14,16 +15,21 @@ if TYPE_CHECKING:
     from ...loaders import LoadedCounts
 
 DEFAULT_OUTPUT = Path("sigmaudit-report.html")
+REPORT_FORMATS = (Format.html, Format.json)
 _TARGETS = "Targets (for the recommendation)"
 
 
-@reads_logs
+@reads_logs(formats=(Format.html, Format.json))
 def report(
     loaded: LoadedCounts,
-    output: Annotated[Path, typer.Option(
-        "--output", "-o", dir_okay=False,
-        help="HTML file to write (atomically, only after success); '-' writes the page to stdout.")
-    ] = DEFAULT_OUTPUT,
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", show_default=False,
+        help="File to write (atomically, only after success); its suffix picks the format; '-' is stdout. "
+             "Default: sigmaudit-report.html (or .json with --format json) in the current folder.")
+    ] = None,
+    fmt: Annotated[Format | None, typer.Option(
+        "--format", "-f", case_sensitive=False, show_default=False,
+        help="html (the page, default) or json (every number the page shows).")] = None,
     G: Annotated[list[int] | None, typer.Option(
         "-G", "--group-size", min=1, show_default=False,
         help="Group size for the silent-group table and the G sweep (repeatable; default: scan 4…64, "
@@ -57,17 +63,13 @@ def report(
     """
     from ...audits.plan import Targets
     from ...audits.report import build_report
-    from ...errors import ConfigError
-    from ..output import emit, note
+    from ..options import emit_result
+    from ..output import is_stdout, note
 
-    try:
-        from ...render.html import render_html
-    except ImportError as exc:  # a broken or stripped install: matplotlib is a dependency
-        raise ConfigError(f"the HTML report needs matplotlib ({exc})", remedy="pip install matplotlib") from exc
-    to_stdout = str(output) == "-"
     data = build_report(loaded, G=tuple(G) if G else None, g_main=g_main, eps=eps,
                         targets=Targets(max_silent, min_fidelity), title=title)
-    page = render_html(data)
-    emit(page, None if to_stdout else output)
-    if not to_stdout and not quiet:
-        note(f"wrote {output} ({len(page.encode()) / 1024:,.0f} KiB)")
+    if output is None:
+        output = DEFAULT_OUTPUT.with_suffix(".json") if fmt is Format.json else DEFAULT_OUTPUT
+    emit_result(data, fmt, output, default=Format.html, offered=REPORT_FORMATS)
+    if not is_stdout(output) and not quiet:
+        note(f"wrote {output} ({output.stat().st_size / 1024:,.0f} KiB)")

@@ -33,12 +33,24 @@ def scan(
     wasted at --g-main, where GRPO and Dr. GRPO spend their gradient, and the
     group size each prompt needs for fidelity φ ≥ 1 − ε.
 
+    --format html writes the report page of this scan (charts and tables).
+
     Example: sigmaudit scan rollouts.parquet -G 8 -G 16 --format json
     """
     from ...audits.scan import DEFAULT_G, audit
-    from ..output import note
+    from ...render import Format
+    from ..output import note, resolve_format
 
-    report = audit(loaded, G=tuple(G) if G else DEFAULT_G, g_main=g_main, eps=eps)
+    Gs = tuple(G) if G else DEFAULT_G
+    if resolve_format(fmt, output) is Format.html:  # the report of this one scan
+        from ...audits.report import build_report
+
+        data = build_report(loaded, G=tuple(G) if G else None, g_main=g_main, eps=eps)
+        if data.scan.filtered_warning:
+            note(f"warning: {data.scan.filtered_warning}")
+        emit_result(data, fmt, output)
+        return
+    report = audit(loaded, G=Gs, g_main=g_main, eps=eps)
     if report.filtered_warning:
         note(f"warning: {report.filtered_warning}")
     emit_result(report, fmt, output)

@@ -1,0 +1,40 @@
+"""Audits: one public call per command, each returning one frozen result.
+
+``scan.audit``, ``plan.plan``, ``check.check``, ``trend.trend``, ``calc.calc``,
+``simulate.simulate``, ``report.build_report``; ``allocate.allocate`` gives the plan its
+per-prompt group sizes. Audits read :class:`~sigmaudit.loaders.LoadedCounts` and compute with
+:class:`~sigmaudit.core.corpus.Corpus`; they never format, render or print.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..core.corpus import Corpus
+    from ..loaders import LoadedCounts
+
+
+def corpus_of(loaded: LoadedCounts) -> Corpus:
+    """The load's per-prompt counts as a :class:`~sigmaudit.core.corpus.Corpus`, built once per load
+    (so its prior is fitted once however many figures and audits use it)."""
+    from ..core.corpus import Corpus
+
+    if "corpus" not in loaded.cache:
+        loaded.cache["corpus"] = Corpus(loaded.per_prompt["n"].to_numpy(), loaded.per_prompt["k"].to_numpy())
+    corpus: Corpus = loaded.cache["corpus"]
+    return corpus
+
+
+def check_eps(eps: float) -> float:
+    """ε for the group-size law, checked by the core's one ε rule; ConfigError naming ``eps``."""
+    from ..core._validate import as_eps
+    from ..errors import ConfigError
+
+    try:
+        if isinstance(eps, bool) or not isinstance(eps, int | float):
+            raise ValueError(f"eps must lie in (0, 1), got {eps!r}")
+        as_eps(eps)
+    except ValueError as exc:
+        raise ConfigError(str(exc), location="eps", remedy="e.g. 0.05") from exc
+    return float(eps)

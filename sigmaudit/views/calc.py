@@ -1,0 +1,46 @@
+"""The view of a :class:`~sigmaudit.audits.calc.CalcResult`: the closed forms at each (p, G)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .model import Section, Table, View
+
+if TYPE_CHECKING:
+    from ..audits.calc import CalcResult
+
+
+def calc_view(result: CalcResult) -> View:
+    """A transposed table for one (p, G); one row per (p, G) otherwise."""
+    eps = result.rows[0].eps
+    note = (
+        f"fidelity φ = E[σ]/sqrt(p(1−p)); group sizes for φ ≥ 1 − ε with ε = {eps:g}; "
+        "— means unreachable/undefined (p ∈ {0, 1})"
+    )
+    if len(result.rows) == 1:
+        r = result.rows[0]
+        rows = (
+            ("silent rate p^G + (1−p)^G", r.silent_rate),
+            ("  all-correct p^G", r.all_correct_rate),
+            ("  all-wrong (1−p)^G", r.all_wrong_rate),
+            ("E[σ] (GRPO update size)", r.expected_sigma),
+            ("E[σ²] (Dr. GRPO update size)", r.expected_sigma_squared),
+            ("fidelity φ (exact)", r.fidelity),
+            ("attenuation 1 − 1/(8Gp(1−p))", r.attenuation),
+            ("difficulty weight 1/sqrt(p(1−p))", r.difficulty_weight),
+            (f"group size, closed form (ε={eps:g})", r.group_size_closed_form),
+            (f"group size, exact (ε={eps:g})", r.group_size_exact),
+            ("DAPO groups drawn per kept group", r.dapo_groups_per_kept_group),
+        )
+        table = Table(f"p = {r.p:g}, G = {r.G}", ("quantity", "value"), rows, note=note)
+        return View("sigmaudit calc", (Section("closed forms", tables=(table,)),))
+    cols = ("p", "G", "silent", "all_correct", "all_wrong", "E[σ]", "fidelity",
+            "G closed", "G exact", "DAPO draws/kept")
+    rows = tuple(
+        (r.p, r.G, r.silent_rate, r.all_correct_rate, r.all_wrong_rate, r.expected_sigma,
+         r.fidelity, r.group_size_closed_form, r.group_size_exact, r.dapo_groups_per_kept_group)
+        for r in result.rows
+    )
+    table = Table("closed forms", cols, rows, note=note)
+    return View("sigmaudit calc", (Section("closed forms", tables=(table,)),))
+

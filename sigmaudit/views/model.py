@@ -1,0 +1,54 @@
+"""What a result looks like to a reader: a :class:`View` of titled :class:`Section` blocks of
+text lines and :class:`Table` s of already-computed raw values, plus the result's JSON contract.
+
+Views are built from audit results by the modules beside this one (``views/scan.py`` for a
+:class:`~sigmaudit.audits.scan.ScanReport`, ...); renderers lay them out and format numbers
+with :mod:`sigmaudit.fmt`; neither computes anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table of raw values (float, int, str, bool or None); renderers format them."""
+
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+    note: str | None = None
+    """A line shown under the table (estimator, ε, G, ...)."""
+    digits: int = 4
+    """Decimals for floats."""
+
+
+@dataclass(frozen=True)
+class Section:
+    """A titled block: text lines, then tables."""
+
+    title: str
+    lines: tuple[str, ...] = ()
+    tables: tuple[Table, ...] = ()
+
+
+@dataclass(frozen=True)
+class View:
+    """What a result looks like to a reader: a title and its sections."""
+
+    title: str
+    sections: tuple[Section, ...] = field(default_factory=tuple)
+    csv_table: str | None = None
+    """Title of the table written by ``--format csv`` (default: the first table)."""
+    data: dict[str, Any] = field(default_factory=dict, compare=False)
+    """The result's JSON contract (what ``--format json`` writes)."""
+    source: Any = field(default=None, compare=False, repr=False)
+    """The result the view was built from (the HTML renderer draws charts from it)."""
+    parts: tuple[View, ...] = ()
+    """A combined view's parts (a report: the scan, plan and trend views)."""
+
+    def tables(self) -> list[Table]:
+        """Every table, in order."""
+        return [t for s in self.sections for t in s.tables]

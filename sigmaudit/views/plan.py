@@ -1,0 +1,72 @@
+"""The view of a :class:`~sigmaudit.audits.plan.PlanResult`: the G sweep, the recommendation and the
+per-prompt allocation against uniform G."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..fmt import pct
+from .model import Section, Table, View
+
+if TYPE_CHECKING:
+    from ..audits.allocate import AllocationResult, AllocationStats
+    from ..audits.plan import PlanResult
+
+
+def plan_view(result: PlanResult) -> View:
+    """Sweep table, recommendation lines, allocation comparison."""
+    B = result.batch_prompts
+    rows = tuple(
+        (r.G, r.silent, r.all_wrong, r.all_correct, r.fidelity, r.signal_prompts_per_batch,
+         r.rollouts_per_signal_prompt, r.dapo_groups_per_kept_group)
+        for r in result.sweep
+    )
+    cols = ("G", "silent", "all-wrong", "all-correct", "fidelity φ", f"signal prompts / {B}",
+            "rollouts / signal prompt", "DAPO groups / kept")
+    note = (f"estimator: {result.estimator} (posterior expectations under the corpus prior, every G); "
+            "fidelity weighted by GRPO mass")
+    sweep = Table("G sweep", cols, rows, note=note)
+    rec = "none" if result.recommended_G is None else str(result.recommended_G)
+    lines = (
+        f"{result.prompts} prompts; targets: {result.targets.describe()}",
+        f"recommended G: {rec} — {result.reason}",
+        f"unreachable at any G: {pct(result.unreachable_share)} of prompts "
+        f"(never solved {pct(result.unreachable_all_wrong)}, always solved "
+        f"{pct(result.unreachable_all_correct)}; posterior P(p ∈ {{0, 1}}))",
+    )
+    sections = [Section("G sweep", tables=(sweep,)), Section("recommendation", lines=lines)]
+    if result.allocation is not None:
+        sections.append(allocation_section(result.allocation))
+    return View("sigmaudit plan", tuple(sections), csv_table="G sweep")
+
+
+
+def allocation_section(result: AllocationResult) -> Section:
+    """The allocation block of the plan view."""
+    head = (f"budget {result.budget} rollouts per pass" if result.mode == "budget" else f"ε = {result.eps:g}")
+    lines = (
+        f"{head}; G_i in [{result.min_g}, {result.max_g}]; {result.prompts_kept} prompts kept, "
+        f"{result.prompts_dropped} dropped ({result.drop_rule})",
+        f"objective: {result.objective}",
+        f"method: {result.method}",
+    )
+    a, u = result.allocated, result.uniform
+    uG = "—" if u is None else f"uniform G = {u.G}"
+
+    def col(s: AllocationStats | None, name: str) -> Any:
+        return None if s is None else getattr(s, name)
+
+    rows = tuple(
+        (label, getattr(a, name), col(u, name))
+        for label, name in (
+            ("rollouts used", "rollouts"),
+            ("expected silent rate", "silent_rate"),
+            ("rollouts in silent groups", "wasted_rollout_share"),
+            ("mean fidelity φ", "fidelity"),
+            ("total expected signal Σ E[σ]", "expected_signal"),
+        )
+    )
+    table = Table("allocation vs uniform G", ("", "per-prompt G_i", uG), rows,
+                  note="uniform: every prompt (none dropped) at G = rollouts used // prompts")
+    return Section("per-prompt allocation", lines=lines, tables=(table,))
+

@@ -1,0 +1,32 @@
+"""The text view of a :class:`~sigmaudit.audits.report.ReportData`: the scan, plan and trend views in one."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .model import Section, View
+from .plan import plan_view
+from .scan import scan_view
+from .trend import trend_view
+
+if TYPE_CHECKING:
+    from ..audits.report import ReportData
+
+
+def report_part_views(result: ReportData) -> tuple[View, ...]:
+    """The views of the parts, in report order: scan, plan, and trend when there are steps."""
+    parts = [scan_view(result.scan), plan_view(result.plan)]
+    if result.trend is not None:
+        parts.append(trend_view(result.trend))
+    return tuple(parts)
+
+
+def report_view(result: ReportData) -> View:
+    """Every section of the scan, plan and trend views, prefixed by the command each comes from."""
+    parts = report_part_views(result)
+    sections = [
+        Section(f"{v.title.removeprefix('sigmaudit ')}: {s.title}", s.lines, s.tables)
+        for v in parts for s in v.sections
+    ]
+    return View(result.title, tuple(sections), parts=parts)
+

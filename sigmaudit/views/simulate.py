@@ -1,0 +1,74 @@
+"""The views of a :class:`~sigmaudit.audits.simulate.SimulateResult`: a summary per rule with
+sparklines, or (``--format csv``) the per-step series."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..core.weighting import EXTREME
+from ..fmt import mean_or_none
+from .model import Section, Table, View
+from .sparkline import sparkline
+
+if TYPE_CHECKING:
+    from ..audits.simulate import SeriesReport, SimulateResult
+
+
+def simulate_view(result: SimulateResult) -> View:
+    """Summary table per rule and sparklines of the silent fraction and the hard quarter's pass rate."""
+    c = result.config
+    head = (
+        f"{c.prompts} prompts, G = {c.G}, {c.steps} steps, lr = {c.lr:g}, seed = {c.seed}, "
+        f"DAPO max tries = {c.dapo_max_tries}",
+        f"initial difficulty: {c.init.description} (mean p = {c.init.mean_p:.3f}); "
+        f"hardest quarter: {result.hard_quartile_size} prompts, mean p = {result.hard_quartile_initial:.3f}",
+    )
+    rows = tuple(
+        (r.rule, r.r2_silent, r.silent_measured[-1], r.hard_quartile[-1], r.mean_p[-1],
+         mean_or_none(r.extreme_share), mean_or_none(r.extreme_share_forecast), r.samples, r.oversampling)
+        for r in result.runs
+    )
+    table = Table(
+        "per rule",
+        ("rule", "R²", "silent end", "hard ¼ end", "mean p end", "extreme", "expected", "samples",
+         "draws"),
+        rows,
+        note="R²: forecast mean silent(p, G) vs measured silent fraction over steps. extreme: "
+             f"share of the update on {EXTREME.describe()}, mean over steps (realised vs expected gain). "
+             "draws: groups drawn per prompt per step (DAPO's oversampling; at most the retry cap).",
+        digits=3,
+    )
+    width = 40
+    name_w = max(len(r.rule) for r in result.runs)
+    lines = [f"{'':{name_w}}  {'silent fraction (0–1)':{width}}  hard-quarter pass rate (0–1)"]
+    for r in result.runs:
+        s = sparkline(r.silent_measured, lo=0.0, hi=1.0, width=width)
+        h = sparkline(r.hard_quartile, lo=0.0, hi=1.0, width=width)
+        lines.append(f"{r.rule:{name_w}}  {s:{width}}  {h}")
+    lines.append(f"{'':{name_w}}  step 1 → {c.steps}, left to right")
+    return View(
+        "sigmaudit simulate",
+        (
+            Section("controlled training run", lines=head, tables=(table,)),
+            Section("over training", lines=tuple(lines)),
+        ),
+    )
+
+
+def simulate_series_view(result: SimulateResult) -> View:
+    """The per-step series of every rule as one long table (``--format csv``)."""
+    rows = tuple(
+        (i + 1, r.rule, r.silent_measured[i], r.silent_forecast[i], r.hard_quartile[i], r.mean_p[i],
+         r.extreme_share[i], r.extreme_share_forecast[i])
+        for r in result.runs
+        for i in range(len(r.silent_measured))
+    )
+    table = Table("per-step series", ("step", "rule", "silent_measured", "silent_forecast", "hard_quartile",
+                                      "mean_p", "extreme_share", "extreme_share_forecast"), rows)
+    return View("sigmaudit simulate", (Section("per-step series", tables=(table,)),))
+
+
+def series_report_view(result: SeriesReport) -> View:
+    """The per-step series table."""
+    return simulate_series_view(result.result)
+

@@ -1,0 +1,58 @@
+"""The view of a :class:`~sigmaudit.audits.trend.TrendResult`: a per-step table and sparklines."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..fmt import format_value
+from .model import Section, Table, View
+from .sparkline import sparkline
+
+if TYPE_CHECKING:
+    from ..audits.trend import TrendResult
+
+
+def trend_view(result: TrendResult) -> View:
+    """Per-step table and sparklines of the observed silent fraction, its branches and the forecast."""
+    sizes = ", ".join(map(str, result.G_logged_sizes))
+    logged = f"G = {result.G_logged}" if result.G_logged else f"logged sizes {sizes}"
+    cols = ["step"] + (["to"] if result.every > 1 else []) + [
+        "groups", "pass rate", "silent", "all wrong", "all correct", "forecast"]
+    cols += [f"forecast G={g}" for g in result.G]
+    rows = tuple(
+        (r.step, *((r.step_last,) if result.every > 1 else ()), r.groups, r.pass_rate, r.observed_silent,
+         r.observed_all_wrong, r.observed_all_correct, r.forecast_silent, *(r.forecast[g] for g in result.G))
+        for r in result.rows
+    )
+    note = (f"observed shares of the logged groups ({logged}); forecast = mean over the step's groups of the "
+            f"{result.estimator} estimate of p^G + (1 − p)^G at the logged size")
+    if result.source == "series":
+        note = "a per-step series of shares as published or logged: no groups, so no forecast"
+    if result.source == "series":  # only the shares the file holds
+        present = [(name, attr) for name, attr in (
+            ("pass rate", "pass_rate"), ("silent", "observed_silent"), ("all wrong", "observed_all_wrong"),
+            ("all correct", "observed_all_correct")) if any(getattr(r, attr) is not None for r in result.rows)]
+        cols = ["step"] + (["to"] if result.every > 1 else []) + [name for name, _ in present]
+        rows = tuple((r.step, *((r.step_last,) if result.every > 1 else ()),
+                      *(getattr(r, attr) for _, attr in present)) for r in result.rows)
+    table = Table("per step" if result.every == 1 else f"per {result.every} steps", tuple(cols), rows, note=note)
+    width = 60
+    series = [
+        ("observed silent", [r.observed_silent for r in result.rows]),
+        ("  all correct", [r.observed_all_correct for r in result.rows]),
+        ("  all wrong", [r.observed_all_wrong for r in result.rows]),
+        ("forecast silent", [r.forecast_silent for r in result.rows]),
+        ("pass rate", [r.pass_rate for r in result.rows]),
+    ]
+    series += [(f"forecast G={g}", [r.forecast[g] for r in result.rows]) for g in result.G]
+    series = [(name, vals) for name, vals in series if any(v is not None for v in vals)]
+    name_w = max(len(n) for n, _ in series)
+    lines = [f"{name:{name_w}}  {sparkline(vals, lo=0.0, hi=1.0, width=width)}  "
+             f"{format_value(vals[0], 3)} → {format_value(vals[-1], 3)}" for name, vals in series]
+    lines.append(f"{'':{name_w}}  scale 0–1, step {result.rows[0].step} → {result.rows[-1].step_last}")
+    extra = (f"{result.dropped_groups} groups without a step value left out",) if result.dropped_groups else ()
+    return View("sigmaudit trend", (
+        Section("silent groups over training", lines=extra, tables=(table,)),
+        Section("trend", lines=tuple(lines)),
+    ))
+

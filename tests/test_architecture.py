@@ -1,0 +1,138 @@
+"""The package's import graph: no cycles, and every import points down the data flow.
+
+files -> loaders -> core -> audits -> views -> render -> cli (see README "Architecture"). A
+module may import its own layer and the layers before it, and the shared base (errors,
+exitcodes, fmt, writers); core imports nothing of sigmaudit outside core. Every import counts:
+module level, inside functions, and under ``if TYPE_CHECKING``.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[1] / "sigmaudit"
+
+BASE = {"errors", "exitcodes", "fmt"}
+ALLOWED: dict[str, set[str]] = {
+    "errors": set(), "exitcodes": set(), "fmt": set(),
+    "writers": {"errors"},
+    "core": {"core"},
+    "loaders": {"loaders"} | BASE,
+    "audits": {"audits", "core", "loaders"} | BASE,
+    "views": {"views", "audits", "core"} | BASE,
+    "render": {"render", "views"} | BASE,
+    "cli": {"cli", "render", "views", "audits", "core", "loaders", "writers"} | BASE,
+}
+"""Layer -> the layers it may import."""
+
+
+def _module(path: Path) -> str:
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Absolute names of the sigmaudit modules ``path`` imports (resolving relative imports)."""
+    mod = _module(path)
+    package = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name.startswith("sigmaudit")}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            elif node.module and node.module.startswith("sigmaudit"):
+                target = node.module
+            else:
+                continue
+            out.add(target)
+            # ``from . import x`` / ``from .core import corpus``: x may be a module
+            out |= {f"{target}.{a.name}" for a in node.names if _exists(f"{target}.{a.name}")}
+    return {m for m in out if _exists(m)}
+
+
+def _exists(mod: str) -> bool:
+    p = PKG.parent.joinpath(*mod.split("."))
+    return p.with_suffix(".py").is_file() or (p / "__init__.py").is_file()
+
+
+def _layer(mod: str) -> str:
+    parts = mod.split(".")
+    return parts[1] if len(parts) > 1 else "api"
+
+
+GRAPH = {_module(p): _imports(p) for p in PKG.rglob("*.py")}
+
+
+def test_graph_is_not_empty():
+    assert len(GRAPH) > 40 and GRAPH["sigmaudit.audits.scan"]
+
+
+@pytest.mark.parametrize("mod", sorted(m for m in GRAPH if _layer(m) in ALLOWED))
+def test_imports_point_down_the_data_flow(mod):
+    layer = _layer(mod)
+    upward = sorted(t for t in GRAPH[mod] if _layer(t) not in ALLOWED[layer] | {layer} and t != "sigmaudit")
+    assert not upward, f"{mod} ({layer}) imports {upward}"
+    assert "sigmaudit" not in GRAPH[mod] or layer == "cli", f"{mod} imports the package root"
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan), as sorted lists."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _without_package_inits(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """A package's ``__init__`` re-exporting its own modules is not a cycle of ideas: drop the
+    edges from a module to its own package's ``__init__`` (``from . import X``)."""
+    out = {}
+    for mod, targets in graph.items():
+        out[mod] = {t for t in targets if not (mod.startswith(t + ".") and t in graph)}
+    return out
+
+
+def test_no_import_cycles():
+    assert _cycles(_without_package_inits(GRAPH)) == []
+
+
+def test_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
