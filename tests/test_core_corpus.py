@@ -102,3 +102,14 @@ def test_model_based_silent_rate_u_shaped() -> None:
     p, k = simulate(1, 20000, 0.0, 0.0, 0.3, 0.3)
     out = Corpus(np.full(20000, 8), k).silent(16)
     assert abs(out.silent_rate - float(np.mean(silent_rate(p, 16)))) <= 0.01
+
+
+def test_from_pairs_equals_the_expanded_corpus():
+    n, k, w = np.array([8, 4, 8, 16]), np.array([3, 1, 0, 16]), np.array([5, 2, 7, 1])
+    packed = Corpus.from_pairs(n, k, w)
+    expanded = Corpus(np.repeat(n, w), np.repeat(k, w))
+    assert packed.n_prompts == expanded.n_prompts == 15
+    assert np.array_equal(packed.n, expanded.n) and np.array_equal(packed.weight, expanded.weight)
+    assert packed.silent(8, "bayes").silent_rate == pytest.approx(expanded.silent(8, "bayes").silent_rate, rel=1e-12)
+    with pytest.raises(ValueError, match="distinct"):
+        Corpus.from_pairs([8, 8], [3, 3], [1, 1])

@@ -117,7 +117,6 @@ def test_posterior_is_bayes_rule() -> None:
         ref = prior.weights * comb(n, k) * prior.grid**k * (1 - prior.grid) ** (n - k)
         np.testing.assert_allclose(row, ref / ref.sum(), rtol=1e-10, atol=1e-300)
     assert post[1, 0] == 0.0  # 5 of 5 right rules out p = 0
-    np.testing.assert_allclose(prior.posterior_mean([8], [2], prior.grid), post[0] @ prior.grid)
 
 
 def test_empty_input_is_rejected() -> None:

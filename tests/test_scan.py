@@ -15,7 +15,8 @@ from fractions import Fraction
 import polars as pl
 import pytest
 
-from sigmaudit.audits.scan import FILTERED_MIN_EXPECTED, audit, weighted_quantile
+from sigmaudit.audits.scan import FILTERED_MIN_EXPECTED, audit
+from sigmaudit.core.posterior import weighted_quantile
 from sigmaudit.errors import ConfigError
 from sigmaudit.loaders import LoadedCounts
 from sigmaudit.render import Format, render

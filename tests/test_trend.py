@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 from cli_runner import run
 
-from sigmaudit.audits.trend import read_step_series, trend
+from sigmaudit.audits.trend import trend
 from sigmaudit.errors import SchemaError
 from sigmaudit.render import Format, render
 from sigmaudit.views import build_view
@@ -172,23 +172,3 @@ def test_cli_bad_options(capsys, tmp_path: Path, args: list[str]) -> None:
 # ---------------------------------------------------------------- DAPO's published curve
 
 
-def test_dapo_all_correct_share_rises_over_training() -> None:
-    path = SHARED / "data" / "dapo_fig3b_allcorrect.csv"
-    if not path.exists():
-        pytest.skip(f"{path} not available")
-    series = read_step_series(path, "allcorrect_fraction")
-    values = series["value"].to_numpy()
-    assert series.height > 20
-    assert np.all((values >= 0) & (values <= 1))
-    assert np.all(np.diff(series["step"].to_numpy()) > 0)
-    tenth = max(1, values.size // 10)
-    assert values[-tenth:].mean() > values[:tenth].mean() + 0.2
-
-
-def test_read_step_series_errors(tmp_path: Path) -> None:
-    bad = tmp_path / "bad.csv"
-    bad.write_text('"# comment"\n# more\nstep,frac\n1,0.5\n2,1.5\n')
-    with pytest.raises(SchemaError, match="outside"):
-        read_step_series(bad, "frac")
-    with pytest.raises(SchemaError, match="no column"):
-        read_step_series(bad, "missing")

@@ -12,7 +12,6 @@ estimate where it exists for every prompt (n >= G), else the model-based one
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -256,18 +255,6 @@ class ScanReport:
 # --------------------------------------------------------------------------- helpers
 
 
-def weighted_quantile(values: NDArray[np.float64], weights: NDArray[np.float64], q: float) -> float:
-    """np.quantile (linear) of ``values`` repeated ``weights`` times, without expanding them."""
-    order = np.argsort(values, kind="stable")
-    v, w = values[order], weights[order]
-    cum = np.cumsum(w)
-    h = (cum[-1] - 1.0) * q
-    lo, hi = math.floor(h), math.ceil(h)
-    v_lo = v[np.searchsorted(cum, lo, side="right")]
-    v_hi = v[np.searchsorted(cum, hi, side="right")]
-    return float(v_lo + (h - lo) * (v_hi - v_lo))
-
-
 def _mode(values: NDArray[np.int64]) -> int:
     """Most common value; the smallest among ties."""
     uniq, counts = np.unique(values, return_counts=True)
@@ -296,12 +283,12 @@ def _corpus_figures(corpus: Corpus) -> tuple[SamplesPerPrompt, PassRate]:
     hist = np.bincount(bin_index(p, HIST_BINS), weights=w, minlength=HIST_BINS)
     spp = SamplesPerPrompt(
         min=int(corpus.n.min()),
-        median=weighted_quantile(corpus.n.astype(np.float64), w, 0.5),
+        median=corpus.quantile(corpus.n, 0.5),
         max=int(corpus.n.max()),
     )
     rate = PassRate(
         mean=corpus.mean(p),
-        median=weighted_quantile(p, w, 0.5),
+        median=corpus.quantile(p, 0.5),
         never_solved=float(w[corpus.k == 0].sum() / n_total),
         always_solved=float(w[corpus.k == corpus.n].sum() / n_total),
         histogram=tuple(int(round(c)) for c in hist),
@@ -419,7 +406,7 @@ def _group_size(corpus: Corpus, G: int, eps: float) -> GroupSize:
         draws = np.asarray(dapo_groups_per_kept_group(p_in, G), dtype=np.float64)
         dapo = float(draws @ w_in / w_in.sum())
         for q in QUANTILES:
-            pq = weighted_quantile(p_in, w_in, q)
+            pq = corpus.quantile(p, q, where=inner)
             closed = group_size_closed_form(pq, eps)
             exact = group_size_exact(pq, eps)
             quantiles.append(GroupSizeRow(q, pq, closed, exact, exact is not None and G >= exact))  # type: ignore[arg-type]

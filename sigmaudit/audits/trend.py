@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -173,10 +172,10 @@ def trend(
     pairs = cells.group_by(["n", "k"]).agg(pl.col("count").sum()).sort(["n", "k"])
     n_u, k_u, w_u = (pairs[c].to_numpy() for c in ("n", "k", "count"))
     prior = None
-    if estimator == "bayes":
-        from ..core.prior import fit_corpus_prior
+    if estimator == "bayes":  # the logged groups as the corpus's units
+        from ..core.corpus import Corpus
 
-        prior = fit_corpus_prior(n_u, k_u, w_u.astype(np.float64))
+        prior = Corpus.from_pairs(n_u, k_u, w_u).prior
     # index of each cell's pair and bucket
     pair_index = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(n_u, k_u, strict=True))}
     cn, ck, cc = (cells[c].to_numpy() for c in ("n", "k", "count"))
@@ -251,23 +250,3 @@ def trend_from_series(series: pl.DataFrame, *, every: int = 1, G: Sequence[int] 
         for r in rows_df.iter_rows(named=True)
     )
     return TrendResult(rows, None, (), int(every), None, Gs, 0, source="series")
-
-
-def read_step_series(path: str | Path, value_col: str, step_col: str = "step") -> pl.DataFrame:
-    """A per-step series (``step``, ``value``) from a csv whose leading ``#``/``"#`` lines are comments.
-
-    For already-aggregated curves such as a paper's all-correct fraction per
-    training step (``dapo_fig3b_allcorrect.csv``). Values must lie in [0, 1].
-    """
-    from ..loaders.readers import csv_skip_rows
-
-    p = Path(path)
-    df = pl.read_csv(p, skip_rows=csv_skip_rows(p))
-    for col in (step_col, value_col):
-        if col not in df.columns:
-            raise SchemaError(f"no column {col!r} (columns: {', '.join(df.columns)})", location=str(p))
-    out = df.select(pl.col(step_col).cast(pl.Int64).alias("step"), pl.col(value_col).cast(pl.Float64).alias("value"))
-    bad = out.filter(~pl.col("value").is_between(0.0, 1.0))
-    if bad.height:
-        raise SchemaError(f"{value_col} outside [0, 1]: {bad['value'][0]!r}", location=str(p))
-    return out.sort("step")

@@ -57,6 +57,21 @@ class Corpus:
         self.index: NDArray[np.int64] = index
         """For each prompt, in the order given, the index of its distinct (n, k) pair."""
 
+    @classmethod
+    def from_pairs(cls, n: ArrayLike, k: ArrayLike, weight: ArrayLike) -> Corpus:
+        """A corpus given as distinct (n, k) pairs with multiplicities ``weight`` (e.g. a log's groups
+        as units): the same corpus as the pairs repeated ``weight`` times, without expanding them."""
+        w = np.asarray(weight, dtype=np.float64).ravel()
+        n_arr = np.asarray(n).ravel()
+        if w.size != n_arr.size or np.any(w <= 0) or not np.all(np.isfinite(w)):
+            raise ValueError("weight must give one positive multiplicity per (n, k) pair")
+        self = cls(n, k)
+        if self.n.size != n_arr.size:
+            raise ValueError("from_pairs needs distinct (n, k) pairs")
+        order = np.lexsort((np.asarray(k).ravel(), n_arr))
+        self.weight = w[order]
+        return self
+
     @property
     def n_prompts(self) -> int:
         """Number of prompts."""

@@ -94,10 +94,6 @@ class GridPrior:
         post /= post.sum(axis=1, keepdims=True)
         return post
 
-    def posterior_mean(self, n: ArrayLike, k: ArrayLike, values: ArrayLike) -> NDArray[np.float64]:
-        """E[f(p) | n, k] for f given by its ``values`` on the grid (shape (len(grid),) or (len(grid), m))."""
-        return self.posterior(n, k) @ np.asarray(values, dtype=np.float64)
-
 
 def fit_grid_prior(
     n: ArrayLike,
