@@ -21,7 +21,7 @@ def test_done_when_figures(capsys):
     """The issue's acceptance figures: silent 0.6634, fidelity 0.5390, both group sizes."""
     code, out, err = run(capsys, "calc", "-p", "0.05", "-G", "8", "--format", "json")
     assert code == 0 and err == ""
-    d = json.loads(out)
+    (d,) = json.loads(out)["results"]
     assert CONTRACT_KEYS <= d.keys()
     assert round(d["silent_rate"], 4) == 0.6634
     assert round(d["fidelity"], 4) == 0.5390
@@ -53,7 +53,7 @@ def test_values_against_independent_sum():
 @pytest.mark.parametrize("p", ["0", "1"])
 def test_unreachable_is_null_not_a_number(capsys, p):
     code, out, _ = run(capsys, "calc", "-p", p, "-G", "8", "-f", "json")
-    d = json.loads(out)
+    (d,) = json.loads(out)["results"]
     assert code == 0
     assert d["group_size_exact"] is None and d["group_size_closed_form"] is None
     assert d["dapo_groups_per_kept_group"] is None
@@ -71,8 +71,10 @@ def test_several_p_and_G_give_a_list(capsys):
 def test_csv_and_markdown(capsys):
     code, out, _ = run(capsys, "calc", "-p", "0.2", "-p", "0.5", "-G", "8", "-f", "csv")
     lines = out.strip().splitlines()
-    assert code == 0 and len(lines) == 3 and lines[0].startswith("p,G,silent")
-    assert float(lines[2].split(",")[2]) == pytest.approx(2 * 0.5**8)
+    assert code == 0 and len(lines) == 3 and lines[0].startswith("p,G,eps,silent_rate,")
+    assert float(lines[2].split(",")[3]) == pytest.approx(2 * 0.5**8)
+    _, one, _ = run(capsys, "calc", "-p", "0.2", "-G", "8", "-f", "csv")  # same columns for one (p, G)
+    assert one.splitlines()[0] == lines[0] and len(one.splitlines()) == 2
     code, out, _ = run(capsys, "calc", "-p", "0.2", "-G", "8", "-f", "markdown")
     assert code == 0 and "| silent rate" in out
 
@@ -81,7 +83,7 @@ def test_output_file_written_and_stdout_empty(capsys, tmp_path):
     target = tmp_path / "calc.json"
     code, out, err = run(capsys, "calc", "-p", "0.5", "-G", "8", "-o", str(target))
     assert code == 0 and out == "" and err == ""
-    assert round(json.loads(target.read_text())["fidelity"], 4) == 0.9278
+    assert round(json.loads(target.read_text())["results"][0]["fidelity"], 4) == 0.9278
 
 
 @pytest.mark.parametrize(

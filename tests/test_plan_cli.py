@@ -66,7 +66,7 @@ def test_table_default_and_notes_on_stderr(capsys, counts):
 def test_csv_is_the_sweep(capsys, counts):
     code, out, _ = run(capsys, "plan", counts, "-G", "4", "-G", "8", "-f", "csv", "-q")
     lines = out.splitlines()
-    assert code == 0 and len(lines) == 3 and lines[0].startswith("G,silent,all-wrong")
+    assert code == 0 and len(lines) == 3 and lines[0].startswith("G,silent,all_wrong,all_correct,fidelity,")
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet", ".jsonl"])

@@ -28,7 +28,7 @@ def test_every_format_renders(fmt):
 def test_json_has_no_nan():
     text = render(build_view(calc([0.0], [8])), Format.json)
     assert "NaN" not in text and "Infinity" not in text
-    assert json.loads(text)["difficulty_weight"] is None
+    assert json.loads(text)["results"][0]["difficulty_weight"] is None
 
 
 @pytest.mark.parametrize(

@@ -116,7 +116,8 @@ def test_every_format_renders() -> None:
     for fmt in Format:
         assert render(build_view(res), fmt).endswith("\n")
     assert render(build_view(res), Format.csv).splitlines()[0] == (
-        "step,groups,pass rate,silent,all wrong,all correct,forecast,forecast G=16")
+        "step,step_last,groups,pass_rate,observed_silent,observed_all_wrong,observed_all_correct,"
+        "forecast_silent,forecast_all_wrong,forecast_all_correct,forecast_16")
 
 
 # ---------------------------------------------------------------- CLI

@@ -53,9 +53,7 @@ class CalcResult:
     """One row per (p, G), p-major."""
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON contract: the row's keys for one (p, G); ``{"results": [...]}`` for several."""
-        if len(self.rows) == 1:
-            return asdict(self.rows[0])
+        """JSON contract: ``{"results": [...]}``, one object per (p, G), however many there are."""
         return {"results": [asdict(r) for r in self.rows]}
 
 

@@ -19,6 +19,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from ..core.corpus import Corpus
     from ..loaders import LoadedCounts
 
@@ -457,16 +459,13 @@ def audit(
     eps
         Fidelity shortfall ε of the group-size law (φ >= 1 − ε).
     """
+    from . import corpus_of
 
     _validate(tuple(G), g_main, eps)
     sizes = tuple(sorted({int(g) for g in G}))
-    from . import corpus_of
-
     corpus = corpus_of(loaded)
     per_group = loaded.per_group
-    if g_main is None:
-        g_main = _mode(per_group["n"].to_numpy()) if per_group is not None and per_group.height else FALLBACK_G_MAIN
-    g_main = int(g_main)
+    g_main = main_group_size(loaded) if g_main is None else int(g_main)
 
     spp, rate = _corpus_figures(corpus)
     rows = tuple(silent_row(corpus, g) for g in sizes)
@@ -504,3 +503,36 @@ def audit(
         group_size=_group_size(corpus, g_main, eps),
         notes=tuple(notes),
     )
+
+
+def main_group_size(loaded: LoadedCounts) -> int:
+    """The most common logged group size, else :data:`FALLBACK_G_MAIN` (the scan's default G)."""
+    per_group = loaded.per_group
+    return _mode(per_group["n"].to_numpy()) if per_group is not None and per_group.height else FALLBACK_G_MAIN
+
+
+def per_prompt_table(loaded: LoadedCounts, G: int | None = None) -> pl.DataFrame:
+    """One row per prompt: ``prompt, n, k, p_hat, p_posterior_mean`` (under the corpus prior),
+    ``G`` and ``silent_rate`` (the chance a group of G is silent, with the scan's default estimator
+    at G, named in ``estimator``). ``G`` defaults to :func:`main_group_size`."""
+    import polars as pl
+
+    from ..core.estimators import silent_estimate
+    from . import corpus_of
+
+    corpus = corpus_of(loaded)
+    G = main_group_size(loaded) if G is None else int(G)
+    est = corpus.default_estimator(G)
+    silent = silent_estimate(corpus.n, corpus.k, G, est, corpus.prior if est == "bayes" else None).silent
+    pair = corpus.index
+    pp = loaded.per_prompt
+    return pl.DataFrame({
+        "prompt": pp["prompt"],
+        "n": pp["n"],
+        "k": pp["k"],
+        "p_hat": (pp["k"] / pp["n"]),
+        "p_posterior_mean": corpus.posterior_mean_p()[pair],
+        "G": pl.Series([G] * pp.height, dtype=pl.Int64),
+        "silent_rate": np.asarray(silent, dtype=np.float64)[pair],
+        "estimator": pl.Series([est] * pp.height, dtype=pl.Utf8),
+    })

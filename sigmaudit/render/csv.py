@@ -18,7 +18,10 @@ def _cell(v: object) -> object:
 
 
 def render_csv(view: View) -> str:
-    """CSV text of the view's main table (full precision; empty cell for null)."""
+    """CSV text of the view's rows (``csv_records``: the JSON contract's keys as the header) or,
+    failing that, of its main table (full precision; empty cell for null)."""
+    if view.csv_records is not None:
+        return _records_csv(view.csv_records)
     tables = view.tables()
     if not tables:
         return ""
@@ -28,4 +31,14 @@ def render_csv(view: View) -> str:
     w.writerow(chosen.columns)
     for row in chosen.rows:
         w.writerow([_cell(v) for v in row])
+    return buf.getvalue()
+
+
+def _records_csv(records: tuple[dict[str, object], ...]) -> str:
+    header: list[str] = list(dict.fromkeys(k for r in records for k in r))
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    for r in records:
+        w.writerow([_cell(r.get(k)) for k in header])
     return buf.getvalue()

@@ -14,16 +14,17 @@ from .model import Section, Table, View
 
 __all__ = ["Section", "Table", "View", "build_view"]
 
-_BUILDERS: dict[str, tuple[str, str]] = {
-    "ScanReport": ("scan", "scan_view"),
-    "PlanResult": ("plan", "plan_view"),
-    "CheckResult": ("check", "check_view"),
-    "CalcResult": ("calc", "calc_view"),
-    "TrendResult": ("trend", "trend_view"),
-    "SimulateResult": ("simulate", "simulate_view"),
-    "SeriesReport": ("simulate", "series_report_view"),
-    "ReportData": ("report", "report_view"),
+_BUILDERS: dict[str, tuple[str, str, str | None]] = {
+    "ScanReport": ("scan", "scan_view", "silent"),
+    "PlanResult": ("plan", "plan_view", "sweep"),
+    "CheckResult": ("check", "check_view", "checks"),
+    "CalcResult": ("calc", "calc_view", "results"),
+    "TrendResult": ("trend", "trend_view", "steps"),
+    "SimulateResult": ("simulate", "simulate_view", None),
+    "SeriesReport": ("simulate", "series_report_view", None),
+    "ReportData": ("report", "report_view", None),
 }
+"""Result class -> (module, view function, the JSON list whose rows ``--format csv`` writes)."""
 
 
 def build_view(result: Any) -> View:
@@ -31,6 +32,23 @@ def build_view(result: Any) -> View:
     name = type(result).__name__
     if name not in _BUILDERS:
         raise TypeError(f"no view for {name}")
-    module, func = _BUILDERS[name]
+    module, func, records_key = _BUILDERS[name]
     view: View = getattr(import_module(f".{module}", __name__), func)(result)
-    return View(view.title, view.sections, view.csv_table, data=result.to_dict(), source=result, parts=view.parts)
+    data = result.to_dict()
+    records = None if records_key is None else tuple(_flat(row) for row in data[records_key])
+    return View(view.title, view.sections, view.csv_table, data=data, source=result, parts=view.parts,
+                csv_records=records)
+
+
+def _flat(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A JSON object as one CSV row: nested objects flattened to ``outer_inner`` keys, lists joined."""
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{name}_"))
+        elif isinstance(value, list | tuple):
+            out[name] = " ".join(str(v) for v in value)
+        else:
+            out[name] = value
+    return out

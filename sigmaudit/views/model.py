@@ -48,6 +48,9 @@ class View:
     """The result the view was built from (the HTML renderer draws charts from it)."""
     parts: tuple[View, ...] = ()
     """A combined view's parts (a report: the scan, plan and trend views)."""
+    csv_records: tuple[dict[str, Any], ...] | None = None
+    """The rows ``--format csv`` writes, keyed exactly as in the JSON contract (nested objects
+    flattened as ``outer_inner``); None: the ``csv_table`` instead."""
 
     def tables(self) -> list[Table]:
         """Every table, in order."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -13,7 +14,15 @@ if TYPE_CHECKING:
     from ...loaders import LoadedCounts
 
 
-@reads_logs
+def _check_paths(*, per_prompt: Path | None, **_: object) -> None:
+    """Refuse a --per-prompt file type we cannot write before any log is read."""
+    if per_prompt is not None:
+        from ...writers import table_suffix
+
+        table_suffix(per_prompt, "--per-prompt")
+
+
+@reads_logs(validate=_check_paths)
 def scan(
     loaded: LoadedCounts,
     G: Annotated[list[int] | None, typer.Option("-G", "--group-size", min=1, show_default=False,
@@ -23,6 +32,10 @@ def scan(
                                                help="G for wasted compute, finite-G mass and the group-size check "
                                                     "(default: most common logged group size, else 8).")] = None,
     eps: EpsOpt = 0.05,
+    per_prompt: Annotated[Path | None, typer.Option(
+        "--per-prompt", show_default=False, metavar="FILE",
+        help="Also write one row per prompt (prompt, n, k, p_hat, p_posterior_mean, G, silent_rate, estimator) "
+             "to FILE (.csv, .parquet or .jsonl), at --g-main.")] = None,
     fmt: FormatOpt = None,
     output: OutputOpt = None,
 ) -> None:
@@ -53,4 +66,9 @@ def scan(
     report = audit(loaded, G=Gs, g_main=g_main, eps=eps)
     if report.filtered_warning:
         note(f"warning: {report.filtered_warning}")
+    if per_prompt is not None:
+        from ...audits.scan import per_prompt_table
+        from ...writers import write_table
+
+        write_table(per_prompt_table(loaded, report.wasted.G), per_prompt, "--per-prompt")
     emit_result(report, fmt, output)
