@@ -62,7 +62,8 @@ def test_suffix_picks_the_format(capsys, tmp_path, name, suffix, starts):
 
 
 @pytest.mark.parametrize(("args", "says"), [
-    (["scan", LOG, "-q", "-f", "csv", "-o", "r.json"], "-o r.json: the file's suffix '.json' says json but --format says csv"),
+    (["scan", LOG, "-q", "-f", "csv", "-o", "r.json"],
+     "-o r.json: the file's suffix '.json' says json but --format says csv"),
     (["scan", LOG, "-q", "-o", "r.out"], "-o r.out: cannot tell the format from the suffix '.out'"),
     (["report", LOG, "-q", "-f", "csv"], "--format: this command does not write csv"),
     (["report", LOG, "-q", "-o", "r.md"], "--format: this command does not write markdown"),
