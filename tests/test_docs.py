@@ -1,0 +1,124 @@
+"""The README is tested, not trusted (the sqlite-utils way): its example outputs are what the
+current code prints, and every command, option and JSON key it names exists."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+import typer
+
+from sigmaudit.cli.app import app, main
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+SAMPLE = str(ROOT / "sample_logs" / "rollouts.parquet")
+
+_spec = importlib.util.spec_from_file_location("readme_examples", ROOT / "scripts" / "readme_examples.py")
+assert _spec and _spec.loader
+examples = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(examples)
+
+
+def _in_process(command: str) -> tuple[int, str]:
+    """What ``scripts/readme_examples.py`` gets from a subprocess, computed in this process."""
+    argv = shlex.split(command)
+    assert argv[0] == "sigmaudit", command
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv[1:])
+    return code, err.getvalue() + out.getvalue()
+
+
+def test_readme_examples_are_what_the_code_prints(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.setattr(examples, "_run", _in_process)
+    blocks = examples.FENCE.findall(README)
+    assert len(blocks) >= 6
+    for block in blocks:
+        assert examples.render_block(block) == block, (
+            f"README example is stale; run: python scripts/readme_examples.py\n{block[:200]}")
+
+
+def _commands() -> dict[str, set[str]]:
+    """Each registered command and the option names it accepts."""
+    click_app = typer.main.get_command(app)
+    out = {}
+    for name, cmd in click_app.commands.items():  # type: ignore[attr-defined]
+        out[name] = {opt for p in cmd.params for opt in (*p.opts, *p.secondary_opts)}
+    return out
+
+
+COMMANDS = _commands()
+
+
+def test_every_command_the_readme_names_exists():
+    named = set(re.findall(r"(?:\$ |`|^[ \t]+|entry: )sigmaudit ([a-z]+)\b", README, flags=re.M))
+    assert {"scan", "plan", "check", "calc", "trend", "simulate", "report"} <= named
+    missing = sorted(n for n in named if n not in COMMANDS)
+    assert not missing, f"README names commands that do not exist: {missing}"
+
+
+def test_every_option_the_readme_names_exists():
+    every = set().union(*COMMANDS.values()) | {"--version", "--help"}
+    named = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*[a-z])", README))
+    missing = sorted(named - every)
+    assert not missing, f"README names options that no command has: {missing}"
+
+
+def _keys(obj: object) -> set[str]:
+    if isinstance(obj, dict):
+        return set(obj) | set().union(*(_keys(v) for v in obj.values()))
+    if isinstance(obj, list):
+        return set().union(*(_keys(v) for v in obj)) if obj else set()
+    return {obj} if isinstance(obj, str) else set()
+
+
+CONTRACT_RUNS = {
+    "calc": ["calc", "-p", "0.3", "-G", "8"],
+    "scan": ["scan", SAMPLE, "-q"],
+    "plan": ["plan", SAMPLE, "-q", "-G", "8", "--budget", "4000", "--max-silent", "0.5"],
+    "check": ["check", SAMPLE, "-q", "-G", "8", "--max-silent", "0.9", "--max-all-wrong", "0.9",
+              "--max-all-correct", "0.9", "--max-extreme-share", "0.9", "--min-fidelity", "0.1",
+              "--max-never-solved", "0.9"],
+    "trend": ["trend", SAMPLE, "-q", "-G", "16"],
+    "simulate": ["simulate", "--prompts", "200", "--steps", "5"],
+}
+
+
+def _contract_sections() -> dict[str, str]:
+    body = README.split("## JSON contracts", 1)[1].split("\n## ", 1)[0]
+    parts = re.split(r"^### `([a-z]+)`\n", body, flags=re.M)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+@pytest.mark.parametrize("command", sorted(CONTRACT_RUNS))
+def test_every_json_key_the_readme_names_exists(capsys, command):
+    section = _contract_sections()[command]
+    code = main([*CONTRACT_RUNS[command], "-f", "json"])
+    out, _ = capsys.readouterr()
+    assert code in (0, 1)
+    present = _keys(json.loads(out))
+    named: set[str] = set()
+    for token in re.findall(r"`([^`]+)`", section) + re.findall(r'"([a-z_]+)"', section):
+        if re.fullmatch(r"[a-z][a-z_0-9]*[\[\]{}a-z_0-9, …:.\"]*", token):  # a key or key{sub, keys}
+            named |= set(re.findall(r"\b([a-z][a-z_0-9]*[a-z0-9])\b", token))
+    ignore = {"null", "true", "false", "bool", "rule", "p", "n", "k", "groups", "series", "rate", "sqrt", "or",
+              "ceil", "e", "g", "i", "bins", "extreme", "middle", "unbiased", "bayes", "plugin", "max", "min"}
+    missing = sorted(k for k in named - ignore - present if not k.isdigit())
+    assert not missing, f"README's {command} contract names keys the JSON lacks: {missing}"
+
+
+def test_the_docs_test_fails_on_a_renamed_key(capsys):
+    section = _contract_sections()["calc"].replace("`silent_rate`", "`silent_share`")
+    code = main([*CONTRACT_RUNS["calc"], "-f", "json"])
+    present = _keys(json.loads(capsys.readouterr()[0]))
+    assert code == 0 and "silent_share" in re.findall(r"`([^`]+)`", section) and "silent_share" not in present
