@@ -35,7 +35,8 @@ def commands(path: str, G: int) -> dict[str, list[str]]:
     base = [PY, str(HERE / "baselines.py")]
     scan = ["-m", "sigmaudit", "scan", path, "-G", str(G), "--format", "json"]
     return {
-        "scan": [PY, *scan],
+        # the checkout this script is in (PYTHONPATH wins over an editable install of another one)
+        "scan": ["env", f"PYTHONPATH={HERE.parent}", PY, "-P", *scan],
         # the same command from another checkout (see --before); PYTHONPATH wins over the editable install
         "before": ["env", f"PYTHONPATH={os.environ.get('SIGMAUDIT_BEFORE', '')}", PY, "-P", *scan],
         "duckdb": [*base, "duckdb", path, str(G)],
