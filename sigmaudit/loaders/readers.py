@@ -110,6 +110,7 @@ def scan(path: Path, tmpdir: Path, like: Source | None = None) -> Source:
     if path.stat().st_size == 0:
         raise InputError("empty file", location=str(path))
     local = _decompress(path, compression, tmpdir) if compression else path
+    found, reused = None, False
     if local.stat().st_size == 0:
         raise InputError("empty file", location=str(path))
     try:
@@ -127,19 +128,15 @@ def scan(path: Path, tmpdir: Path, like: Source | None = None) -> Source:
             found = shape(local)
             if like is not None and like.fmt == "jsonl" and found is not None and found == like.shape \
                     and list(like.schema) == [key for key, _ in found]:
-                return Source(path, local, fmt, pl.scan_ndjson(local, schema=like.schema), like.schema,
-                              found, reused=True)
-            lf = pl.scan_ndjson(local, infer_schema_length=JSONL_SCHEMA_LINES)
-            schema = dict(lf.collect_schema())
-            if not schema:
-                raise InputError("empty file (no columns)", location=str(path))
-            return Source(path, local, fmt, lf, schema, found)
+                lf, reused = pl.scan_ndjson(local, schema=like.schema), True
+            else:
+                lf = pl.scan_ndjson(local, infer_schema_length=JSONL_SCHEMA_LINES)
         schema = dict(lf.collect_schema())
     except POLARS_ERRORS as exc:
         raise read_error(path, local, fmt, exc) from exc
     if not schema:
         raise InputError("empty file (no columns)", location=str(path))
-    return Source(path, local, fmt, lf, schema)
+    return Source(path, local, fmt, lf, schema, found, reused)
 
 
 def read_error(path: Path, local: Path, fmt: str, exc: Exception) -> InputError:
