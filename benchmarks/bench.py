@@ -47,9 +47,10 @@ def commands(path: str, G: int) -> dict[str, list[str]]:
 
 
 def startup_commands() -> dict[str, list[str]]:
+    here = ["env", f"PYTHONPATH={HERE.parent}", PY, "-P"]
     return {
-        "help": [PY, "-m", "sigmaudit", "--help"],
-        "calc": [PY, "-m", "sigmaudit", "calc", "-p", "0.05", "-G", "8"],
+        "help": [*here, "-m", "sigmaudit", "--help"],
+        "calc": [*here, "-m", "sigmaudit", "calc", "-p", "0.05", "-G", "8"],
         "python": [PY, "-c", "pass"],
     }
 
