@@ -1,7 +1,8 @@
-"""What a user would write instead of ``sigmaudit scan``: the same two group-bys in DuckDB or
-pandas, and a plain pyarrow read of the columns (the I/O floor).
+"""What a user would write instead of ``sigmaudit scan``: the same two group-bys in DuckDB,
+Polars (hand-written) or pandas, and a plain pyarrow read of the columns (the I/O floor).
 
     python benchmarks/baselines.py duckdb  benchmarks/data/long_1000.parquet
+    python benchmarks/baselines.py polars  benchmarks/data/long_1000.parquet
     python benchmarks/baselines.py pandas  benchmarks/data/verl_250          # a folder of jsonl
     python benchmarks/baselines.py pyarrow benchmarks/data/long_1000.parquet
 
@@ -48,6 +49,27 @@ def run_duckdb(path: Path, G: int) -> dict[str, float]:
     return {"observed_silent_fraction": observed, "plugin_silent_rate": plugin}
 
 
+def run_polars(path: Path, G: int) -> dict[str, float]:
+    """The same two group-bys hand-written in Polars: an explicit three-key schema for jsonl (no
+    inference, other keys skipped), the streaming engine for the (step, prompt) group-by."""
+    import polars as pl
+
+    step, prompt, reward, jsonl = _columns(path)
+    if jsonl:
+        files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
+        lf = pl.scan_ndjson(files, schema={step: pl.Int64, prompt: pl.String, reward: pl.Float64})
+    else:
+        lf = pl.scan_parquet(path)
+    r = pl.col(reward)
+    g = (lf.group_by(step, prompt).agg(r.count().alias("n"), (r == 1).sum().alias("k"))
+         .filter(pl.col("n") > 0).collect(engine="streaming"))
+    observed = g.select(((pl.col("k") == 0) | (pl.col("k") == pl.col("n"))).mean()).item()
+    p = g.group_by(prompt).agg(pl.col("n").sum(), pl.col("k").sum())
+    rate = p["k"] / p["n"]
+    plugin = float((rate**G + (1 - rate) ** G).mean())
+    return {"observed_silent_fraction": observed, "plugin_silent_rate": plugin}
+
+
 def run_pandas(path: Path, G: int) -> dict[str, float]:
     import pandas as pd
 
@@ -87,7 +109,7 @@ def run_pyarrow(path: Path, G: int) -> dict[str, float]:
 def main() -> None:
     tool, path = sys.argv[1], Path(sys.argv[2])
     G = int(sys.argv[3]) if len(sys.argv) > 3 else 8
-    fn = {"duckdb": run_duckdb, "pandas": run_pandas, "pyarrow": run_pyarrow}[tool]
+    fn = {"duckdb": run_duckdb, "polars": run_polars, "pandas": run_pandas, "pyarrow": run_pyarrow}[tool]
     print(json.dumps(fn(path, G)))
 
 

@@ -4,7 +4,7 @@
     python benchmarks/bench.py benchmarks/data/long_1000.parquet --repeats 5
     python benchmarks/bench.py --startup --repeats 9    # sigmaudit --help / calc start-up
     git worktree add /tmp/sigmaudit-before <rev>         # then: before/after in one session
-    python benchmarks/bench.py benchmarks/data/long_1000.parquet --before /tmp/sigmaudit-before
+    python benchmarks/bench.py benchmarks/data/long_1000.parquet --before /tmp/sigmaudit-before --compare
 
 Runs are alternated (scan, duckdb, pandas, pyarrow, scan, ...) so machine load drifts hit every
 tool alike; the table shows medians of wall time, CPU time (user + sys) and peak memory.
@@ -35,19 +35,22 @@ def commands(path: str, G: int) -> dict[str, list[str]]:
     base = [PY, str(HERE / "baselines.py")]
     scan = ["-m", "sigmaudit", "scan", path, "-G", str(G), "--format", "json"]
     return {
-        "scan": [PY, *scan],
+        # the checkout this script is in (PYTHONPATH wins over an editable install of another one)
+        "scan": ["env", f"PYTHONPATH={HERE.parent}", PY, "-P", *scan],
         # the same command from another checkout (see --before); PYTHONPATH wins over the editable install
         "before": ["env", f"PYTHONPATH={os.environ.get('SIGMAUDIT_BEFORE', '')}", PY, "-P", *scan],
         "duckdb": [*base, "duckdb", path, str(G)],
+        "polars": [*base, "polars", path, str(G)],
         "pandas": [*base, "pandas", path, str(G)],
         "pyarrow": [*base, "pyarrow", path, str(G)],
     }
 
 
 def startup_commands() -> dict[str, list[str]]:
+    here = ["env", f"PYTHONPATH={HERE.parent}", PY, "-P"]
     return {
-        "help": [PY, "-m", "sigmaudit", "--help"],
-        "calc": [PY, "-m", "sigmaudit", "calc", "-p", "0.05", "-G", "8"],
+        "help": [*here, "-m", "sigmaudit", "--help"],
+        "calc": [*here, "-m", "sigmaudit", "calc", "-p", "0.05", "-G", "8"],
         "python": [PY, "-c", "pass"],
     }
 
@@ -88,16 +91,29 @@ def measure(cmd: list[str]) -> dict[str, float]:
     return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_mib": peak / 2**20}
 
 
+def compare(cmds: dict[str, list[str]]) -> None:
+    """Run ``scan`` and ``before`` once each and say whether stdout (the JSON) and stderr agree."""
+    out = {t: subprocess.run(cmds[t], capture_output=True, text=True) for t in ("scan", "before")}
+    for stream in ("stdout", "stderr"):
+        same = getattr(out["scan"], stream) == getattr(out["before"], stream)
+        print(f"scan vs before, {stream}: {'identical' if same else 'DIFFERENT'}", file=sys.stderr)
+    if out["scan"].stdout != out["before"].stdout:
+        new, old = json.loads(out["scan"].stdout), json.loads(out["before"].stdout)
+        print("  keys that differ: " + ", ".join(k for k in new if new[k] != old.get(k)), file=sys.stderr)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("path", nargs="?", help="a log file or folder (see gen_logs.py)")
     ap.add_argument("-G", type=int, default=8)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--tools", default="scan,duckdb,pandas,pyarrow",
-                    help="comma-separated subset of scan, duckdb, pandas, pyarrow (and before)")
+                    help="comma-separated subset of scan, duckdb, polars, pandas, pyarrow (and before)")
     ap.add_argument("--startup", action="store_true", help="time sigmaudit --help and calc instead")
     ap.add_argument("--before", metavar="DIR",
                     help="also time `scan` from the checkout DIR (e.g. a `git worktree` of an older commit)")
+    ap.add_argument("--compare", action="store_true",
+                    help="with --before: first check that both print the same JSON and notes")
     args = ap.parse_args()
     if args.before:
         os.environ["SIGMAUDIT_BEFORE"] = str(Path(args.before).resolve())
@@ -111,6 +127,8 @@ def main() -> None:
         every = commands(args.path, args.G)
         cmds = {t: every[t] for t in args.tools.split(",")}
         label = args.path
+        if args.compare and args.before:
+            compare(every)
     runs: dict[str, list[dict[str, float]]] = {t: [] for t in cmds}
     log = HERE / "data" / "results.jsonl"
     log.parent.mkdir(exist_ok=True)

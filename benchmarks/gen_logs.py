@@ -9,6 +9,15 @@ Prompt ids are long strings (like real dataset ids: ``"openr1-math/train/000123-
     python benchmarks/gen_logs.py --steps 1000      # 8.2M rows  -> data/long_1000.parquet
     python benchmarks/gen_logs.py --steps 10000     # 82M rows   -> data/long_10000.parquet
     python benchmarks/gen_logs.py --steps 250 --jsonl   # 2M rows, verl-style per-step dumps
+    python benchmarks/gen_logs.py --verl --out /tmp/sigmaudit-bench   # 819,200 lines, 2.7 GB -> verl_200/
+    python benchmarks/gen_logs.py --steps 1000 --out /tmp/sigmaudit-bench   # data anywhere (keep it out of git)
+
+``--verl`` writes what verl's ``_dump_generations`` (``trainer.rollout_data_dir``) writes for a
+DAPO-style run: ``{step}.jsonl`` files whose lines hold ``input`` (the chat-templated prompt,
+~350 characters), ``output`` (the completion, ~3,000 characters with newlines, LaTeX and some
+non-ASCII), ``gts``, ``score`` (±1.0), ``step``, then the reward extras ``acc`` (bool) and
+``request_id``, in that key order, ``json.dumps(..., ensure_ascii=False)`` per line. A step's
+lines are shuffled (verl reorders a batch), so a group's answers are not contiguous.
 """
 
 from __future__ import annotations
@@ -84,6 +93,49 @@ def write_jsonl(folder: Path, steps: int, prompts: int, group: int, pool: int, s
                 fh.write(json.dumps(row) + "\n")
 
 
+def _text_corpus(rng: np.random.Generator, size: int = 1 << 20) -> str:
+    """~1 MB of math-flavoured text to cut completions from (escapes and non-ASCII included)."""
+    words = ["Let", "x", "be", "the", "number", "of", "ways", "so", "we", "get", "\\frac{a}{b}",
+             "\\sqrt{2}", "=", "+", "therefore", "\n", "\n\n", "Step", "1:", "2:", "compute", "≤",
+             "π", "sum", "\\boxed{42}", "\"quoted\"", "integer", "prime", "mod", "7", "(x+1)^2",
+             "which", "gives", "check", "Wait,", "case", "∑", "n", "k", "\t", "so", "is", "true."]
+    picks = rng.integers(0, len(words), size=size // 5)
+    return " ".join(words[i] for i in picks)[:size]
+
+
+def write_verl(folder: Path, steps: int, prompts: int, group: int, pool: int, seed: int) -> None:
+    """verl ``_dump_generations`` files with full prompt and completion text (see the module doc)."""
+    rng = np.random.default_rng(seed)
+    ids, p = prompt_pool(pool, rng)
+    corpus = _text_corpus(rng)
+    span = len(corpus) - 6000
+    offsets = rng.integers(0, span, size=pool)
+    template = ("<|im_start|>system\nPlease reason step by step, and put your final answer within "
+                "\\boxed{{}}.<|im_end|>\n<|im_start|>user\nProblem {pid}: {body}<|im_end|>\n"
+                "<|im_start|>assistant\n")
+    prompts_text = [template.format(pid=pid, body=corpus[o:o + 190]) for pid, o in zip(ids, offsets, strict=True)]
+    answers = [str(int(o) % 1000) for o in offsets]
+    folder.mkdir(parents=True, exist_ok=True)
+    for step in range(1, steps + 1):
+        chosen = rng.choice(ids.size, size=prompts, replace=False)
+        idx = np.repeat(chosen, group)
+        rng.shuffle(idx)
+        right = rng.random(idx.size) < p[idx]
+        starts = rng.integers(0, span, size=idx.size)
+        lengths = np.clip(rng.normal(3000, 600, size=idx.size), 200, 5900).astype(int)
+        rid = rng.integers(0, 2**63, size=(idx.size, 2), dtype=np.int64)
+        lines = []
+        for j, i in enumerate(idx):
+            row = {"input": prompts_text[i], "output": corpus[starts[j]:starts[j] + lengths[j]],
+                   "gts": answers[i], "score": 1.0 if right[j] else -1.0, "step": step,
+                   "acc": bool(right[j]), "request_id": f"{rid[j, 0]:016x}{rid[j, 1]:016x}"}
+            lines.append(json.dumps(row, ensure_ascii=False))
+        tmp = folder / f"{step}.jsonl.tmp"
+        with open(tmp, "w") as fh:
+            fh.write("\n".join(lines) + "\n")
+        tmp.rename(folder / f"{step}.jsonl")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=1000)
@@ -91,14 +143,22 @@ def main() -> None:
     ap.add_argument("--group", type=int, default=16, help="answers per prompt per step")
     ap.add_argument("--pool", type=int, default=50_000, help="distinct prompts")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--jsonl", action="store_true", help="verl-style per-step jsonl dumps")
+    ap.add_argument("--jsonl", action="store_true", help="verl-style per-step jsonl dumps (short text)")
+    ap.add_argument("--verl", action="store_true",
+                    help="verl rollout_data_dir dump with full text: 200 steps x 256 prompts x 16 by default")
+    ap.add_argument("--out", type=Path, default=DATA, help="output folder (default benchmarks/data)")
     args = ap.parse_args()
-    DATA.mkdir(parents=True, exist_ok=True)
-    if args.jsonl:
-        out = DATA / f"verl_{args.steps}"
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.verl:
+        steps = 200 if args.steps == 1000 else args.steps
+        prompts = 256 if args.prompts == 512 else args.prompts
+        out = args.out / f"verl_{steps}"
+        write_verl(out, steps, prompts, args.group, args.pool, args.seed)
+    elif args.jsonl:
+        out = args.out / f"verl_{args.steps}"
         write_jsonl(out, args.steps, args.prompts, args.group, args.pool, args.seed)
     else:
-        out = DATA / f"long_{args.steps}.parquet"
+        out = args.out / f"long_{args.steps}.parquet"
         write_parquet(out, args.steps, args.prompts, args.group, args.pool, args.seed)
     print(out)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ..errors import InputError, SchemaError
+from ..errors import InputError, SchemaError, SigmauditError
 from .columns import ColumnMap
 from .detect import detect
 from .options import LAYOUTS, LoadedCounts, LoadOptions
@@ -51,20 +51,25 @@ def load_counts(paths: Sequence[str | Path], opts: LoadOptions | None = None,
     partials: list[pl.DataFrame] = []
     plans: list[ColumnMap] = []
     duplicates = read = missing = 0
+    like = None  # the last jsonl file whose schema was inferred (readers.scan may reuse it)
     with tempfile.TemporaryDirectory(prefix="sigmaudit-") as tmp:
         for index, path in enumerate(files):
-            src = scan(path, Path(tmp))
+            src = scan(path, Path(tmp), like)
             if index == 0 and len(files) == 1 and _is_plain(opts):
                 found = series_columns(src.schema, opts.step_col)
                 if found is not None:
                     return _series(path, src, *found)
-            plan = detect(src.schema, opts, str(path))
-            if plans and plan.layout != plans[0].layout:
-                raise SchemaError(
-                    f"files mix layouts: {files[0]} is {plans[0].layout}, this is {plan.layout}",
-                    location=str(path), remedy="load them in separate runs")
             tick = None if progress is None else functools.partial(_tick, progress, read)
-            part = _reduce(src, plan, opts, index, tick)
+            try:
+                plan, part = _read(src, opts, index, files, plans, tick)
+            except SigmauditError:
+                if not src.reused:
+                    raise
+                # the schema reused from an earlier jsonl file did not fit: read the file as if alone
+                src = scan(path, Path(tmp))
+                plan, part = _read(src, opts, index, files, plans, tick)
+            if src.fmt == "jsonl" and not src.reused:
+                like = src
             plans.append(plan)
             partials.append(part.frame)
             duplicates += part.duplicates
@@ -73,6 +78,17 @@ def load_counts(paths: Sequence[str | Path], opts: LoadOptions | None = None,
             if progress is not None:
                 progress(read)
     return _assemble(files, plans, partials, duplicates, read, missing)
+
+
+def _read(src, opts: LoadOptions, index: int, files: list[Path], plans: list[ColumnMap],  # noqa: ANN001
+          tick: Callable[[int], None] | None) -> tuple[ColumnMap, Partial]:
+    """Detect one file's layout (it must match the first file's) and reduce it."""
+    plan = detect(src.schema, opts, str(src.path))
+    if plans and plan.layout != plans[0].layout:
+        raise SchemaError(
+            f"files mix layouts: {files[0]} is {plans[0].layout}, this is {plan.layout}",
+            location=str(src.path), remedy="load them in separate runs")
+    return plan, _reduce(src, plan, opts, index, tick)
 
 
 def _tick(progress: Callable[[int], None], before: int, rows: int) -> None:

@@ -89,20 +89,28 @@ class Source:
     """Lazy scan of the file."""
     schema: dict[str, pl.DataType]
     """Column names and types."""
+    shape: tuple[tuple[str, str], ...] | None = None
+    """jsonl: keys and value kinds of the file's first (and last) line (:func:`.jsonl.shape`)."""
+    reused: bool = False
+    """jsonl: ``schema`` was taken from an earlier file of the same shape, not inferred."""
 
     def fail(self, exc: Exception) -> InputError:
         """The InputError for an error raised while collecting this file."""
         return read_error(self.path, self.local, self.fmt, exc)
 
 
-def scan(path: Path, tmpdir: Path) -> Source:
-    """A lazy scan of one file; raises InputError for missing, empty or corrupt files."""
+def scan(path: Path, tmpdir: Path, like: Source | None = None) -> Source:
+    """A lazy scan of one file; raises InputError for missing, empty or corrupt files.
+
+    A jsonl file shaped like the jsonl Source ``like`` (see :mod:`.jsonl`) is scanned with its schema
+    instead of inferring one."""
     kind = file_kind(path)
     assert kind is not None, path
     fmt, compression = kind
     if path.stat().st_size == 0:
         raise InputError("empty file", location=str(path))
     local = _decompress(path, compression, tmpdir) if compression else path
+    found, reused = None, False
     if local.stat().st_size == 0:
         raise InputError("empty file", location=str(path))
     try:
@@ -115,13 +123,20 @@ def scan(path: Path, tmpdir: Path) -> Source:
                 raise InputError("no data rows (header only)", location=str(path))
             lf = pl.scan_csv(local, skip_rows=skip, infer_schema_length=10_000)
         else:
-            lf = pl.scan_ndjson(local, infer_schema_length=JSONL_SCHEMA_LINES)
+            from .jsonl import shape
+
+            found = shape(local)
+            if like is not None and like.fmt == "jsonl" and found is not None and found == like.shape \
+                    and list(like.schema) == [key for key, _ in found]:
+                lf, reused = pl.scan_ndjson(local, schema=like.schema), True
+            else:
+                lf = pl.scan_ndjson(local, infer_schema_length=JSONL_SCHEMA_LINES)
         schema = dict(lf.collect_schema())
     except POLARS_ERRORS as exc:
         raise read_error(path, local, fmt, exc) from exc
     if not schema:
         raise InputError("empty file (no columns)", location=str(path))
-    return Source(path, local, fmt, lf, schema)
+    return Source(path, local, fmt, lf, schema, found, reused)
 
 
 def read_error(path: Path, local: Path, fmt: str, exc: Exception) -> InputError:
