@@ -10,6 +10,7 @@ the math layer only ever sees the resulting counts. See :mod:`.detect` for the l
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import tempfile
 from collections.abc import Callable, Sequence
@@ -18,11 +19,12 @@ from pathlib import Path
 import polars as pl
 
 from ..errors import InputError, SchemaError, SigmauditError
+from . import trainers
 from .columns import ColumnMap
 from .detect import detect
 from .options import LAYOUTS, LoadedCounts, LoadOptions
 from .paths import expand_paths
-from .readers import scan
+from .readers import Source, scan
 from .reduce import PARTIAL_SCHEMA, Partial, reduce_counts, reduce_lists, reduce_samples
 from .series import read_series, series_columns
 
@@ -44,51 +46,132 @@ def load_counts(paths: Sequence[str | Path], opts: LoadOptions | None = None,
 
     ``progress``, if given, is called after each file with the number of samples read so far.
     Raises InputError (unreadable input), SchemaError (columns or values fit no layout) or
-    ConfigError (bad options); inputs are never modified.
+    ConfigError (bad options); inputs are never modified. Files found in a directory (or by a
+    glob) that a trainer writes beside its rollouts, or that fit no layout or another layout
+    than the rest, are skipped with a note; named files never are.
     """
     opts = opts or LoadOptions()
     files = expand_paths(paths)
-    partials: list[pl.DataFrame] = []
-    plans: list[ColumnMap] = []
-    duplicates = read = missing = 0
+    named = {Path(p).resolve() for p in ([paths] if isinstance(paths, str | Path) else paths)
+             if Path(p).is_file()}
+    skipped = {f: why for f, why in trainers.skip_reasons(files).items()
+               if f.resolve() not in named}
+    files = [f for f in files if f not in skipped]
     like = None  # the last jsonl file whose schema was inferred (readers.scan may reuse it)
     with tempfile.TemporaryDirectory(prefix="sigmaudit-") as tmp:
+        opened: list[_Opened] = []
+        errors: list[SchemaError] = []
         for index, path in enumerate(files):
-            src = scan(path, Path(tmp), like)
-            if index == 0 and len(files) == 1 and _is_plain(opts):
-                found = series_columns(src.schema, opts.step_col)
-                if found is not None:
-                    return _series(path, src, *found)
+            try:
+                item = _open(path, Path(tmp), opts, series_ok=index == 0 and len(files) == 1, like=like)
+            except SchemaError as exc:
+                if path.resolve() in named or len(files) == 1:
+                    raise
+                errors.append(exc)
+                skipped[path] = f"fits no layout ({exc.message})"
+                continue
+            if isinstance(item, LoadedCounts):
+                return item
+            if item.norm is None and item.src.fmt == "jsonl" and not item.src.reused:
+                like = item.src
+            opened.append(item)
+        if not opened:
+            raise errors[0] if errors else InputError("no files to read", location=", ".join(map(str, paths)))
+        layout = _main_layout(opened, named)
+        for item in opened:
+            if item.plan.layout != layout:
+                skipped[item.path] = f"{item.plan.layout} layout, not {layout}"
+        opened = [o for o in opened if o.plan.layout == layout]
+        partials: list[pl.DataFrame] = []
+        plans: list[ColumnMap] = []
+        duplicates = read = missing = 0
+        extra: list[str] = []
+        for index, item in enumerate(opened):
             tick = None if progress is None else functools.partial(_tick, progress, read)
             try:
-                plan, part = _read(src, opts, index, files, plans, tick)
+                part = _reduce(item.src, item.plan, opts, index, tick)
             except SigmauditError:
-                if not src.reused:
+                if not item.src.reused:
                     raise
                 # the schema reused from an earlier jsonl file did not fit: read the file as if alone
-                src = scan(path, Path(tmp))
-                plan, part = _read(src, opts, index, files, plans, tick)
-            if src.fmt == "jsonl" and not src.reused:
-                like = src
-            plans.append(plan)
+                src = scan(item.path, Path(tmp))
+                item = _Opened(item.path, src, detect(src.schema, opts, str(item.path)), None)
+                part = _reduce(item.src, item.plan, opts, index, tick)
+            plans.append(item.plan)
             partials.append(part.frame)
-            duplicates += part.duplicates
+            duplicates += part.duplicates + (item.norm.duplicates if item.norm else 0)
             read += part.rows
             missing += part.missing
+            if item.norm:
+                extra.extend(item.norm.extra_notes)
             if progress is not None:
                 progress(read)
-    return _assemble(files, plans, partials, duplicates, read, missing)
+    loaded = _assemble([o.path for o in opened], plans, partials, duplicates, read, missing)
+    trainers.check(loaded.layout, plans, loaded.per_group, missing, str(opened[0].path))
+    norms = [o.norm for o in opened if o.norm is not None]
+    filtered = norms[0].filtered if norms and all(n.filtered for n in norms) else None
+    notes = [*loaded.notes, *extra[:3]]
+    if len(extra) > 3:
+        notes.append(f"... and {len(extra) - 3} more such notes")
+    notes.extend(_skip_notes(skipped))
+    source = norms[0].reward_source if norms else loaded.reward_source
+    return dataclasses.replace(loaded, notes=tuple(notes), filtered=filtered, reward_source=source)
 
 
-def _read(src, opts: LoadOptions, index: int, files: list[Path], plans: list[ColumnMap],  # noqa: ANN001
-          tick: Callable[[int], None] | None) -> tuple[ColumnMap, Partial]:
-    """Detect one file's layout (it must match the first file's) and reduce it."""
-    plan = detect(src.schema, opts, str(src.path))
-    if plans and plan.layout != plans[0].layout:
-        raise SchemaError(
-            f"files mix layouts: {files[0]} is {plans[0].layout}, this is {plan.layout}",
-            location=str(src.path), remedy="load them in separate runs")
-    return plan, _reduce(src, plan, opts, index, tick)
+@dataclasses.dataclass(frozen=True)
+class _Opened:
+    path: Path
+    src: Source
+    plan: ColumnMap
+    norm: trainers.Normalised | None
+
+
+def _open(path: Path, tmp: Path, opts: LoadOptions, series_ok: bool,
+          like: Source | None = None) -> _Opened | LoadedCounts:
+    """One file's source and column map (a framework's restructured frame where it needs one);
+    ``like`` is a jsonl source whose schema :func:`~.readers.scan` may reuse."""
+    module = trainers.reader(path, None) if trainers.needs_reader(path) else None
+    if module is None:
+        src = scan(path, tmp, like)
+        if series_ok and _is_plain(opts):
+            found = series_columns(src.schema, opts.step_col)
+            if found is not None:
+                return _series(path, src, *found)
+        module = trainers.reader(path, src.schema)
+        if module is None:
+            return _Opened(path, src, detect(src.schema, opts, str(path)), None)
+    norm = module.read(path, opts)
+    src, plan = norm.source(path)
+    return _Opened(path, src, plan, norm)
+
+
+def _main_layout(opened: list[_Opened], named: set[Path]) -> str:
+    """The layout the load reads: that of the named files (which must agree), else the most
+    common among the files found, a trainer's before a generic one."""
+    named_layouts = list(dict.fromkeys(o.plan.layout for o in opened if o.path.resolve() in named))
+    if len(named_layouts) > 1:
+        first = next(o for o in opened if o.path.resolve() in named)
+        other = next(o for o in opened if o.path.resolve() in named and o.plan.layout != first.plan.layout)
+        raise SchemaError(f"files mix layouts: {first.path} is {first.plan.layout}, this is "
+                          f"{other.plan.layout}", location=str(other.path), remedy="load them in separate runs")
+    if named_layouts:
+        return named_layouts[0]
+    counts: dict[str, int] = {}
+    for o in opened:
+        counts[o.plan.layout] = counts.get(o.plan.layout, 0) + 1
+    generic = ("long", "grouped", "counts")
+    return max(counts, key=lambda lay: (lay not in generic, counts[lay]))
+
+
+def _skip_notes(skipped: dict[Path, str]) -> list[str]:
+    by_reason: dict[str, list[Path]] = {}
+    for path, why in skipped.items():
+        by_reason.setdefault(why, []).append(path)
+    out = []
+    for why, paths in by_reason.items():
+        more = f" and {len(paths) - 1} more" if len(paths) > 1 else ""
+        out.append(f"skipped {paths[0]}{more}: {why}")
+    return out
 
 
 def _tick(progress: Callable[[int], None], before: int, rows: int) -> None:
@@ -174,7 +257,7 @@ def _assemble(files: list[Path], plans: list[ColumnMap], partials: list[pl.DataF
         notes.append(f"{singles} {have} a single sample (counted; its p̂ is 0 or 1)")
     plan = plans[0]
     reward_source = (plan.k or plan.rate or "") if layout == "counts" else (plan.reward or "")
-    if reward_source == "__rewards":
+    if reward_source == "__rewards":  # the older prime-rl layout
         reward_source = "traces[].reward"
     return LoadedCounts(
         per_prompt=per_prompt, per_group=per_group, layout=layout,

@@ -53,6 +53,8 @@ class ColumnMap:
     """Columns to compute before selecting (e.g. fields of nested structs)."""
     note: str = ""
     """The one-line detection note."""
+    row_filter: pl.Expr | None = None
+    """Rows to keep, after ``derived`` (verl v1: the last output of each session)."""
 
     @property
     def has_groups(self) -> bool:

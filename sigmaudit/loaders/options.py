@@ -7,7 +7,24 @@ from typing import Any
 
 import polars as pl
 
-LAYOUTS = ("long", "grouped", "counts", "verl", "trl", "open-instruct", "prime-rl", "series")
+LAYOUTS = ("long", "grouped", "counts", "verl", "trl", "open-instruct", "prime-rl", "nemo-rl",
+           "areal", "roll", "skyrl", "inspect-ai", "series")
+FILTER_SOURCES = ("structure", "statistics", "flag")
+
+
+@dataclass(frozen=True)
+class Filtered:
+    """Why a log is read as written after zero-variance filtering (a post-filter dump)."""
+
+    source: str
+    """``structure`` (the dump carries a marker), ``statistics`` (too few silent groups for the
+    pass rates) or ``flag`` (the user said so with ``--post-filter``)."""
+    message: str
+    """One line: what was seen."""
+
+    def __post_init__(self) -> None:
+        if self.source not in FILTER_SOURCES:
+            raise ValueError(f"filtered source must be one of {FILTER_SOURCES}, got {self.source!r}")
 
 
 @dataclass(frozen=True)
@@ -45,8 +62,9 @@ class LoadedCounts:
     """Columns ``step`` (Int64, null without steps), ``prompt``, ``n``, ``k``: one row per
     logged group; None when group membership is unknown."""
     layout: str
-    """One of ``long``, ``grouped``, ``counts``, ``verl``, ``trl``, ``open-instruct``,
-    ``prime-rl``, ``series`` (a per-step curve of shares, see ``series``)."""
+    """One of ``LAYOUTS``: ``long``, ``grouped``, ``counts``, a trainer (``verl``, ``trl``,
+    ``open-instruct``, ``prime-rl``, ``nemo-rl``, ``areal``, ``roll``, ``skyrl``, ``inspect-ai``)
+    or ``series`` (a per-step curve of shares, see ``series``)."""
     files: tuple[str, ...]
     """The files read, in order."""
     n_rows: int
@@ -66,3 +84,7 @@ class LoadedCounts:
     ``observed_all_wrong``, ``observed_silent``, ``pass_rate``); ``per_prompt`` is then empty."""
     cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """Derived objects built once per load by the layers above (e.g. the audits' Corpus)."""
+    filtered: Filtered | None = None
+    """Set when the dump itself shows it was written after zero-variance filtering (source
+    ``structure``); None otherwise. Audits may add the ``statistics``/``flag`` sources."""
+

@@ -9,9 +9,9 @@ from pathlib import Path
 from ..errors import InputError
 
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl",
-           ".ndjson": "jsonl"}
+           ".ndjson": "jsonl", ".eval": "eval"}
 COMPRESSIONS = {".gz": "gz", ".zst": "zst"}
-SUPPORTED = "parquet, csv, jsonl/ndjson (csv and jsonl also as .gz or .zst)"
+SUPPORTED = "parquet, csv, jsonl/ndjson (csv and jsonl also as .gz or .zst), inspect_ai .eval"
 
 
 def file_kind(path: Path) -> tuple[str, str | None] | None:
@@ -23,7 +23,7 @@ def file_kind(path: Path) -> tuple[str, str | None] | None:
     if not suffixes or suffixes[-1] not in FORMATS:
         return None
     fmt = FORMATS[suffixes[-1]]
-    if fmt == "parquet" and compression:
+    if fmt in ("parquet", "eval") and compression:
         return None
     return fmt, compression
 

@@ -82,6 +82,8 @@ def _prepared(src: Source, plan: ColumnMap) -> pl.LazyFrame:
     lf = src.lf
     if plan.derived:
         lf = lf.with_columns([expr.alias(name) for name, expr in plan.derived])
+    if plan.row_filter is not None:
+        lf = lf.filter(plan.row_filter)
     return lf
 
 

@@ -1,0 +1,56 @@
+"""AReaL: ``WorkflowExecutor._dump_trajectory`` (``areal/infra/workflow_executor.py``), read at
+inclusionAI/AReaL 4aef98d8d818af55b43621aaadba047ae10f4e77.
+
+``{fileroot}/logs/{user}/{experiment}/{trial}/rollout/{tail_version}/{task_id}.jsonl``
+(``eval-rollout/`` for evaluation), one file per rollout task (= one group), appended one line
+per sample: ``task_id``, ``sample_idx``, ``seqlen``, ``prompt_len``, ``head_version``,
+``tail_version``, ``reward``, ``prompt`` (decoded text), ``completion``. Samples with an empty
+completion are not written.
+
+- group = ``task_id``; prompt = ``prompt`` text; step = the version folder (``tail_version``).
+- written before the ``should_accept_fn`` filter: the dump is the run, not a post-filter copy.
+- ``eval-rollout/`` is skipped when ``rollout/`` is present.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from ..options import LoadOptions
+from ._common import Normalised, first_json_line, read_json_lines
+
+NAME = "areal"
+KEYS = {"task_id", "sample_idx", "head_version", "tail_version", "reward", "prompt"}
+
+
+def claims_path(path: Path) -> bool:
+    """Trajectory dumps, by their keys."""
+    if path.suffix.lower() != ".jsonl":
+        return False
+    head = first_json_line(path)
+    return bool(head) and KEYS <= set(head)
+
+
+def skip(path: Path, files: set[Path]) -> str | None:
+    """``eval-rollout/`` beside ``rollout/``."""
+    if path.parent.parent.name == "eval-rollout" and any(
+            f.parent.parent.name == "rollout" for f in files):
+        return "AReaL eval-rollout trajectories (rollout/ is read)"
+    return None
+
+
+def read(path: Path, opts: LoadOptions) -> Normalised:
+    """One task file as a long frame."""
+    rows = read_json_lines(path)
+    reward = opts.reward_col or "reward"
+    frame = pl.DataFrame({
+        "step": [r.get("tail_version") for r in rows],
+        "group": [f"{r.get('tail_version')}:{r.get('task_id')}" for r in rows],
+        "prompt": [r.get("prompt") for r in rows],
+        "reward": [None if r.get(reward) is None else float(r[reward]) for r in rows]},
+        schema={"step": pl.Int64, "group": pl.Utf8, "prompt": pl.Utf8, "reward": pl.Float64})
+    return Normalised(frame, NAME, "detected AReaL trajectories: group = task_id (one file), "
+                      "prompt = prompt text, step from tail_version (the version folder), "
+                      f"reward from {reward}", reward)

@@ -1,0 +1,160 @@
+"""prime-rl: ``FileMonitor.log_episodes`` (``src/prime_rl/monitors/file.py``) writing verifiers'
+``Episode.to_record()`` (``verifiers/v1/episode.py``), read at PrimeIntellect-ai/prime-rl
+559b44772e471d1538537b8805cc77f3824a5e64 and PrimeIntellect-ai/verifiers
+a60a606ecc4d309247edf9ff92c3eabca362781f.
+
+``{output_dir}/rollouts/step_{N}/{train,eval}/{all,effective}/traces.jsonl``, plus the metrics
+file ``metrics.jsonl`` (skipped). One line per episode: ``id``, ``env``, ``task`` {``type``,
+``data``, ``key``, ``hash``}, ``group`` {``id``}, ``run`` {..., ``work`` {``step``}}, ``ok``,
+``errors``, ``traces`` [{..., ``rewards`` {name: {``score``, ``weight``} or null}, ...}].
+
+- a rollout is a trace, its reward ``Trace.reward`` = sum of score x weight over its non-null
+  rewards (what prime-rl's advantages use); all rewards null = missing. ``--reward-col NAME``
+  takes ``rewards.NAME.score`` instead.
+- group = ``group.id`` (new each step); prompt = ``task.key`` (else ``task.hash``); step =
+  ``step_{N}`` folder (else ``run.work.step``).
+- ``all`` holds every arrival, ``effective`` the episodes kept after ``filter_zero_advantages``
+  etc.: with both present ``effective`` is skipped; read alone it is marked post-filter
+  (source ``structure``). ``eval`` is skipped when ``train`` is present.
+- The older layout (one line per group, ``group.id``, ``traces[].reward``) is still read by
+  :func:`recognize`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from ...errors import SchemaError
+from ..columns import PROMPT_NAMES, STEP_NAMES, ColumnMap, find, key_note, split_cols
+from ..options import Filtered, LoadOptions
+from ._common import Normalised, first_json_line, read_json_lines, step_from_name
+
+NAME = "prime-rl"
+
+
+def _subset(path: Path) -> tuple[str | None, str | None]:
+    """(kind, subset) from ``.../{train,eval}/{all,effective}/traces.jsonl``."""
+    if path.name != "traces.jsonl":
+        return None, None
+    subset, kind = path.parent.name, path.parent.parent.name
+    if subset in ("all", "effective") and kind in ("train", "eval"):
+        return kind, subset
+    return None, None
+
+
+def skip(path: Path, files: set[Path]) -> str | None:
+    """``effective`` beside ``all``, ``eval`` beside ``train``, ``metrics.jsonl``."""
+    kinds = [_subset(f) for f in files]
+    if path.name == "metrics.jsonl" and any(k for k, _ in kinds):
+        return "prime-rl metrics, not rollouts"
+    kind, subset = _subset(path)
+    if subset == "effective" and any(s == "all" for _, s in kinds):
+        return "prime-rl `effective` subset (a post-filter copy of `all`, which is read)"
+    if kind == "eval" and any(k == "train" for k, _ in kinds):
+        return "prime-rl eval episodes (the train episodes are read)"
+    return None
+
+
+def _fields(dtype: pl.DataType) -> dict[str, pl.DataType]:
+    return {f.name: f.dtype for f in dtype.fields} if isinstance(dtype, pl.Struct) else {}
+
+
+def claims_path(path: Path) -> bool:
+    """Episode records: ``traces`` whose entries carry ``rewards`` maps, and a ``task``."""
+    if path.suffix.lower() not in (".jsonl", ".ndjson"):
+        return False
+    head = first_json_line(path)
+    if not head or "task" not in head or not isinstance(head.get("traces"), list):
+        return False
+    traces = head["traces"]
+    return not traces or (isinstance(traces[0], dict) and "rewards" in traces[0])
+
+
+def _trace_reward(trace: dict, name: str | None) -> float | None:
+    rewards = trace.get("rewards") or {}
+    if name is not None:
+        r = rewards.get(name)
+        return None if r is None else float(r.get("score", 0.0))
+    present = [r for r in rewards.values() if r is not None]
+    if not present:
+        return None
+    return float(sum(float(r.get("score", 0.0)) * float(r.get("weight", 1.0)) for r in present))
+
+
+def read(path: Path, opts: LoadOptions) -> Normalised:
+    """One traces.jsonl of episodes as a long frame (one row per trace)."""
+    kind, subset = _subset(path)
+    step_dir = step_from_name(path, r"step_(\d+)")
+    name = opts.reward_col
+    rows = []
+    for episode in read_json_lines(path):
+        task = episode.get("task") or {}
+        prompt = task.get("key") or task.get("hash")
+        group = (episode.get("group") or {}).get("id")
+        work = ((episode.get("run") or {}).get("work") or {})
+        step = step_dir if step_dir is not None else work.get("step")
+        env = (episode.get("env") or {}).get("name") or (episode.get("env") or {}).get("id")
+        gid = group if group is not None else episode.get("id")
+        key = None if prompt is None else str(prompt)
+        rows.extend((step, gid, key, _trace_reward(t, name), env)
+                    for t in episode.get("traces") or [])
+    frame = pl.DataFrame(rows, schema={"step": pl.Int64, "group": pl.Utf8, "prompt": pl.Utf8,
+                                       "reward": pl.Float64, "env": pl.Utf8}, orient="row")
+    if frame.height and frame["prompt"].null_count() == frame.height:
+        raise SchemaError("prime-rl episodes without task.key or task.hash", location=str(path),
+                          remedy="write episodes with verifiers' Episode.to_record()")
+    source = f"traces[].rewards.{name}.score" if name else "traces[].rewards (score x weight)"
+    filtered = None
+    if subset == "effective":
+        filtered = Filtered("structure", "prime-rl `effective` episodes: kept after "
+                                         "filter_zero_advantages (post-filter); read `all` for "
+                                         "the run")
+    where = f"{kind}/{subset}" if kind else "episodes"
+    return Normalised(frame, NAME, f"detected prime-rl episodes ({where}): group = group.id, "
+                      f"prompt = task.key, step from step_N, reward from {source}", source,
+                      filtered=filtered)
+
+
+def recognize(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> ColumnMap | None:
+    """The older layout: one line per group, ``group.id``, ``traces[].reward``."""
+    traces = schema.get("traces")
+    if not isinstance(traces, pl.List):
+        return None
+    inner = _fields(traces.inner)
+    reward_field = opts.reward_col or "reward"
+    if reward_field not in inner:
+        raise SchemaError(
+            f"prime-rl traces have no {reward_field!r} field; fields: {', '.join(inner)}",
+            location=where, remedy="pass --reward-col with the field that means correct")
+    derived: list[tuple[str, pl.Expr]] = [
+        ("__rewards", pl.col("traces").list.eval(pl.element().struct.field(reward_field)))]
+    group_fields = _fields(schema.get("group", pl.Null()))
+    if "id" in group_fields:
+        derived.append(("group.id", pl.col("group").struct.field("id")))
+        gid: str | None = "group.id"
+    else:
+        gid = next((c for c in ("group.id", "group_id") if c in schema), None)
+    if gid is None:
+        raise SchemaError("prime-rl traces without a group id (group.id)", location=where,
+                          remedy="pass --group-col")
+    step = opts.step_col or find(list(schema), STEP_NAMES)
+    if step is None and "step" in group_fields:
+        derived.append(("group.step", pl.col("group").struct.field("step")))
+        step = "group.step"
+    prompt = split_cols(opts.prompt_col)
+    if not prompt:
+        top = find(list(schema), PROMPT_NAMES, exclude=("traces",))
+        nested = find(list(group_fields), PROMPT_NAMES, exclude=("id",))
+        if top:
+            prompt = (top,)
+        elif nested:
+            derived.append((f"group.{nested}", pl.col("group").struct.field(nested)))
+            prompt = (f"group.{nested}",)
+        else:
+            prompt = (gid,)
+    return ColumnMap(NAME, prompt, reward="__rewards", step=step, group=gid,
+                     list_rewards=True, derived=tuple(derived),
+                     note=f"detected prime-rl traces layout: one group per row ({gid}), "
+                          f"prompt = {key_note(prompt)}, reward from traces[].{reward_field}")

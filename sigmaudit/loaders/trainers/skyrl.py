@@ -1,0 +1,63 @@
+"""SkyRL: ``dump_per_dataset_eval_results`` (``skyrl/train/utils/trainer_utils.py``), called from
+``skyrl/train/evaluate.py``, read at NovaSky-AI/SkyRL a9564572eb8e91076be43c1bd5e4615e3de17265.
+
+``{export_path}/dumped_evals/global_step_{N}_evals/{data_source}.jsonl`` (``eval_only/`` without
+a step) plus ``aggregated_results.jsonl`` (the eval metrics: skipped). One line per sample:
+``input_prompt``, ``output_response``, ``score`` (a float, or a per-token list with the reward
+on the last token), ``stop_reason``, ``env_class``, ``env_extras``, ``data_source``.
+
+- prompt = ``input_prompt`` (decoded prompt tokens); group = (step, data_source, prompt);
+  step = ``global_step_{N}`` folder; reward = ``score`` (its last entry when a list).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from ..options import LoadOptions
+from ._common import Normalised, first_json_line, read_json_lines, step_from_name
+
+NAME = "skyrl"
+KEYS = {"input_prompt", "output_response", "score"}
+
+
+def claims_path(path: Path) -> bool:
+    """Per-dataset eval dumps, by their keys."""
+    if path.suffix.lower() != ".jsonl":
+        return False
+    head = first_json_line(path)
+    return bool(head) and KEYS <= set(head)
+
+
+def skip(path: Path, files: set[Path]) -> str | None:
+    """``aggregated_results.jsonl``: metrics, not samples."""
+    if path.name == "aggregated_results.jsonl":
+        return "SkyRL aggregated eval metrics, not samples"
+    return None
+
+
+def _score(value) -> float | None:  # noqa: ANN001
+    if isinstance(value, list):
+        value = value[-1] if value else None
+    return None if value is None else float(value)
+
+
+def read(path: Path, opts: LoadOptions) -> Normalised:
+    """One per-dataset file as a long frame."""
+    rows = read_json_lines(path)
+    step = step_from_name(path, r"global_step_(\d+)_evals")
+    reward = opts.reward_col or "score"
+    source = [str(r.get("data_source")) for r in rows]
+    prompt = [r.get("input_prompt") for r in rows]
+    frame = pl.DataFrame({
+        "step": [step] * len(rows),
+        "group": [f"{step}:{s}:{p}" for s, p in zip(source, prompt, strict=True)],
+        "prompt": prompt, "reward": [_score(r.get(reward)) for r in rows],
+        "data_source": source},
+        schema={"step": pl.Int64, "group": pl.Utf8, "prompt": pl.Utf8, "reward": pl.Float64,
+                "data_source": pl.Utf8})
+    return Normalised(frame, NAME, "detected SkyRL eval dump: group = (step, data_source, "
+                      "input_prompt), prompt = input_prompt, step from global_step_N_evals, "
+                      f"reward from {reward} (last token)", reward)
