@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
@@ -116,11 +117,9 @@ SAMPLES = {
     "long.csv": ("long", 300, None, 4800),
     "grouped.parquet": ("grouped", None, 512, 4096),
     "counts.csv": ("counts", 300, None, 300),
-    "verl": ("verl", None, 240, 1920),
-    "trl": ("trl", None, 64, 512),
-    "open-instruct": ("open-instruct", None, None, 1536),
-    "prime-rl": ("prime-rl", None, 128, 1024),
 }
+"""The generic layouts; each trainer's folder is checked against its generator's truth in
+test_sample_logs.py."""
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))
@@ -142,3 +141,45 @@ def test_sample_logs_load_without_flags(name):
 def test_sample_logs_stay_small():
     total = sum(f.stat().st_size for f in SAMPLE_LOGS.rglob("*") if f.is_file())
     assert total < 2_000_000
+
+
+def test_verl_legacy_prompt_drawn_twice_in_a_step_is_refused(tmp_path):
+    rows = [verl_row(1, p, a) for p in ("P", "Q", "R") for a in (True, False)]
+    rows += [verl_row(1, "P", True), verl_row(1, "P", True)]  # P drawn again: a 4-row group
+    write_jsonl(tmp_path / "1.jsonl", rows)
+    with pytest.raises(SchemaError) as err:
+        load_counts([tmp_path])
+    line = err.value.one_line()
+    assert "prompt drawn twice in one step" in line and "group size 2" in line
+    assert "uid" in line
+
+
+def test_verl_v1_uid_separates_two_draws_and_keeps_the_last_output(tmp_path):
+    rows = [verl_row(1, "P", a, uid=f"aaa_{s}_0") for s, a in enumerate((True, True))]
+    rows += [verl_row(1, "P", a, uid=f"bbb_{s}_0") for s, a in enumerate((False, False))]
+    # a multi-output session: output 0 carries no reward, output 1 the session's
+    rows += [verl_row(1, "Q", False, uid="ccc_0_0"), verl_row(1, "Q", True, uid="ccc_0_1"),
+             verl_row(1, "Q", False, uid="ccc_1_0")]
+    write_jsonl(tmp_path / "1.jsonl", rows)
+    lc = load_counts([tmp_path])
+    assert_frame_equal(lc.per_group, groups([(1, "P", 2, 2), (1, "P", 2, 0), (1, "Q", 2, 1)]))
+    assert_frame_equal(lc.per_prompt, prompts([("P", 4, 2), ("Q", 2, 1)]))
+
+
+def test_nemo_rl_dynamic_sampling_reads_filtered_rewards_and_flags_the_dump(tmp_path):
+    rows = [{"content": [[p, "x"]], "rewards": [9.0], "filtered_rewards": [r], "idx": i}
+            for i, (p, r) in enumerate([("A", 1.0), ("A", 0.0), ("B", 0.0), ("B", 1.0)])]
+    write_jsonl(tmp_path / "train_data_step7.jsonl", rows)
+    lc = load_counts([tmp_path])
+    assert lc.layout == "nemo-rl" and lc.reward_source == "filtered_rewards"
+    assert_frame_equal(lc.per_group, groups([(7, "A", 2, 1), (7, "B", 2, 1)]))
+    assert lc.filtered is not None and lc.filtered.source == "structure"
+
+
+def test_consecutive_runs_split_by_the_group_size(tmp_path):
+    # ROLL: prompt m1 drawn twice in a row (a run of 4 where groups have 2 rows)
+    data = {"global_step": [0] * 6, "id": ["m1"] * 4 + ["m2"] * 2,
+            "scores": [1.0, 1.0, 0.0, 0.0, 1.0, 0.0]}
+    (tmp_path / "rollout_dump_data.step_0.jsonl").write_text(json.dumps(data) + "\n")
+    lc = load_counts([tmp_path])
+    assert sorted(lc.per_group.select("prompt", "k").rows()) == [("m1", 0), ("m1", 2), ("m2", 1)]
