@@ -64,7 +64,9 @@ def test_json_contract(capsys, counts):
     code, out, _ = run(capsys, "check", counts, "-G", "16", "--max-silent", "0.9", "-f", "json", "-q")
     d = json.loads(out)
     assert code == 0
-    assert list(d) == ["schema_version", "passed", "G", "estimator", "fidelity_estimator", "prompts", "checks"]
+    assert list(d) == ["schema_version", "passed", "G", "estimator", "fidelity_estimator", "prompts", "checks",
+                       "filtered", "pre_filter"]
+    assert d["filtered"] is None and d["pre_filter"] is None
     assert d["G"] == 16 and d["estimator"] == "bayes" and d["prompts"] == len(N)
     assert set(d["checks"][0]) == {"name", "value", "limit", "kind", "op", "passed"}
 

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..loaders.options import Filtered
+
 if TYPE_CHECKING:
     import polars as pl
 
@@ -248,6 +250,9 @@ class ScanReport:
     """The group-size law over the corpus."""
     notes: tuple[str, ...]
     """Loader notes and the audit's own notes (also printed on stderr)."""
+    filtered: Filtered | None = None
+    """Set when the log is a post-filter dump: source ``structure`` (the dump says so), ``flag``
+    (``--post-filter``) or ``statistics`` (``filtered_warning``), with a one-line message."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract (field names are the keys; NaN becomes null in the renderer)."""
@@ -444,6 +449,7 @@ def audit(
     G: tuple[int, ...] | list[int] = DEFAULT_G,
     g_main: int | None = None,
     eps: float = 0.05,
+    post_filter: bool = False,
 ) -> ScanReport:
     """Audit per-prompt (and per-group) counts: the figures of ``sigmaudit scan``.
 
@@ -458,6 +464,9 @@ def audit(
         check; default the most common logged group size, else 8.
     eps
         Fidelity shortfall ε of the group-size law (φ >= 1 − ε).
+    post_filter
+        The user says the log was written after zero-variance filtering (``filtered`` source
+        ``flag`` unless the dump itself says so).
     """
     from . import corpus_of
 
@@ -479,9 +488,14 @@ def audit(
     if loaded.has_steps and per_group is not None:
         steps = int(per_group["step"].drop_nulls().n_unique())
 
+    from .filtered import resolve
+
+    filtered = resolve(loaded, post_filter, Filtered("statistics", warning) if warning else None)
     notes = list(loaded.notes)
     if warning:
         notes.append(warning)
+    if filtered is not None and filtered.source != "statistics":
+        notes.append(f"post-filter dump ({filtered.source}): {filtered.message}")
     return ScanReport(
         prompts=corpus.n_prompts,
         rollouts=rollouts,
@@ -502,6 +516,7 @@ def audit(
         mass_share=_mass_share(corpus, g_main),
         group_size=_group_size(corpus, g_main, eps),
         notes=tuple(notes),
+        filtered=filtered,
     )
 
 

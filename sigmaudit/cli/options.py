@@ -37,6 +37,11 @@ EpsOpt = Annotated[
     float,
     typer.Option("--eps", callback=open_unit_interval, help="Fidelity shortfall ε for the group-size law (φ ≥ 1 − ε)."),
 ]
+PostFilterOpt = Annotated[
+    bool,
+    typer.Option("--post-filter", help="The log was written after zero-variance filtering (DAPO-style): "
+                                       "say so in the output (JSON key 'filtered', source 'flag')."),
+]
 FormatOpt = Annotated[
     Format | None,
     typer.Option(

@@ -95,6 +95,9 @@ def _silent(r: ScanReport) -> Section:
         ))
     if r.filtered_warning:
         lines.append(f"WARNING: {r.filtered_warning}")
+    if r.filtered is not None and r.filtered.source != "statistics":
+        lines.append(f"WARNING: post-filter dump ({r.filtered.source}): {r.filtered.message}; "
+                     "silent rates read from it are understated")
     return Section("silent groups", tuple(lines), tuple(tables))
 
 
