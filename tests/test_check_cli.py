@@ -65,7 +65,7 @@ def test_json_contract(capsys, counts):
     d = json.loads(out)
     assert code == 0
     assert list(d) == ["schema_version", "passed", "G", "estimator", "fidelity_estimator", "prompts", "checks",
-                       "filtered", "pre_filter"]
+                       "filtered", "pre_filter", "by"]
     assert d["filtered"] is None and d["pre_filter"] is None
     assert d["G"] == 16 and d["estimator"] == "bayes" and d["prompts"] == len(N)
     assert set(d["checks"][0]) == {"name", "value", "limit", "kind", "op", "passed"}

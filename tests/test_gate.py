@@ -126,7 +126,7 @@ def test_contract_and_annotations():
         Check("silent_rate", 0.5, 0.3, "max", False), Check("fidelity", 0.9, 0.8, "min", True)))
     d = res.to_dict()
     assert list(d) == ["passed", "G", "estimator", "fidelity_estimator", "prompts", "checks", "filtered",
-                       "pre_filter"]
+                       "pre_filter", "by"]
     assert d["checks"][0] == {"name": "silent_rate", "value": 0.5, "limit": 0.3, "kind": "max", "passed": False,
                               "op": "<="}
     assert github_annotations(res) == [

@@ -72,6 +72,12 @@ ThresholdOpt = Annotated[
     typer.Option("--threshold", help="Reward >= T counts as correct (needed for non-binary rewards).",
                  rich_help_panel=_LAYOUT, show_default=False),
 ]
+ByOpt = Annotated[
+    str | None,
+    typer.Option("--by", metavar="COLUMN", show_default=False,
+                 help="Also audit each value of this column on its own (e.g. data_source, dataset, model, run), "
+                      "beside the pooled audit; JSON key 'by'."),
+]
 QuietOpt = Annotated[
     bool,
     typer.Option("--quiet", "-q", help="Do not print notes (what was detected, what was dropped) on stderr."),
@@ -93,13 +99,14 @@ def load_inputs(
     quiet: bool = False,
     progress: bool = False,
     series_ok: bool = True,
+    by: str | None = None,
 ) -> LoadedCounts:
     """Load per-prompt counts from the given paths; notes go to stderr unless ``quiet``.
 
     ``progress`` shows a Rich progress indicator on stderr (the caller decides:
     only on a terminal and never for machine-readable output).
     """
-    from ..loaders import LoadOptions, load_counts
+    from ..loaders import LoadOptions, load_by, load_counts
     from .output import note
 
     opts = LoadOptions(
@@ -113,13 +120,14 @@ def load_inputs(
         samples=samples,
         threshold=threshold,
     )
+    load = load_counts if by is None else functools.partial(load_by, column=by)
     if progress:
         from .progress import rows_progress
 
         with rows_progress() as callback:
-            loaded = load_counts(paths, opts, progress=callback)
+            loaded = load(paths, opts=opts, progress=callback)
     else:
-        loaded = load_counts(paths, opts)
+        loaded = load(paths, opts=opts)
     if loaded.layout == "series" and not series_ok:
         from ..errors import SchemaError
 
@@ -150,12 +158,13 @@ def reads_logs(
     validate: Callable[..., None] | None = None,
     series_ok: bool = False,
     formats: tuple[Any, ...] | None = None,
+    by_ok: bool = False,
 ) -> Any:
     """Give a command the log inputs: the paths argument, the layout overrides and ``--quiet``.
 
     The decorated function takes ``loaded`` (the :class:`~sigmaudit.loaders.LoadedCounts`)
     instead of paths and overrides, and ``quiet`` if it asks for it. The CLI sees the
-    paths first, the command's own options next, then ``--quiet`` and the layout
+    paths first, the command's own options next, then ``--by`` (``by_ok``), ``--quiet`` and the layout
     overrides (in their own help panel). ``validate``, called with the command's own
     options before any file is read, rejects impossible options early. A progress
     indicator shows on stderr only when both streams are terminals and the output is
@@ -165,7 +174,8 @@ def reads_logs(
     ``--format``/``-o`` be checked before any file is read too.
     """
     if command is None:
-        return functools.partial(reads_logs, validate=validate, series_ok=series_ok, formats=formats)
+        return functools.partial(reads_logs, validate=validate, series_ok=series_ok, formats=formats,
+                                 by_ok=by_ok)
     own = inspect.signature(command)  # annotations as strings: ``loaded``'s type is only imported for checkers
     wants_quiet = "quiet" in own.parameters
     keyword = inspect.Parameter.KEYWORD_ONLY
@@ -178,6 +188,8 @@ def reads_logs(
 
     params = [inspect.Parameter("paths", keyword, annotation=PathsArg)]
     params += [resolved(p) for name, p in own.parameters.items() if name not in ("loaded", "quiet")]
+    if by_ok:
+        params.append(inspect.Parameter("by", keyword, default=None, annotation=ByOpt))
     params.append(inspect.Parameter("quiet", keyword, default=False, annotation=QuietOpt))
     params += [inspect.Parameter(name, keyword, default=dflt, annotation=ann) for name, ann, dflt in _LAYOUT_PARAMS]
 
@@ -188,6 +200,7 @@ def reads_logs(
         paths = kwargs.pop("paths")
         layout = {name: kwargs.pop(name) for name, _, _ in _LAYOUT_PARAMS}
         quiet = kwargs.pop("quiet")
+        by = kwargs.pop("by", None)
         if validate is not None:
             validate(**kwargs)
         if "fmt" in kwargs or "output" in kwargs:
@@ -196,7 +209,7 @@ def reads_logs(
             offered = formats or tuple(Format)
             resolve_format(kwargs.get("fmt"), kwargs.get("output"), offered[0], offered)
         progress = sys.stderr.isatty() and sys.stdout.isatty() and kwargs.get("fmt") in (None, Format.table)
-        loaded = load_inputs(paths, **layout, quiet=quiet, progress=progress, series_ok=series_ok)
+        loaded = load_inputs(paths, **layout, quiet=quiet, progress=progress, series_ok=series_ok, by=by)
         if wants_quiet:
             kwargs["quiet"] = quiet
         return command(loaded=loaded, **kwargs)

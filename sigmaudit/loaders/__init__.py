@@ -24,11 +24,11 @@ from .columns import ColumnMap
 from .detect import detect
 from .options import LAYOUTS, LoadedCounts, LoadOptions
 from .paths import expand_paths
-from .readers import Source, scan
+from .readers import POLARS_ERRORS, Source, scan
 from .reduce import PARTIAL_SCHEMA, Partial, reduce_counts, reduce_lists, reduce_samples
 from .series import read_series, series_columns
 
-__all__ = ["LAYOUTS", "LoadOptions", "LoadedCounts", "load_counts"]
+__all__ = ["LAYOUTS", "LoadOptions", "LoadedCounts", "load_by", "load_counts"]
 
 
 def _reduce(src, plan: ColumnMap, opts: LoadOptions, index: int,  # noqa: ANN001
@@ -89,14 +89,14 @@ def load_counts(paths: Sequence[str | Path], opts: LoadOptions | None = None,
         for index, item in enumerate(opened):
             tick = None if progress is None else functools.partial(_tick, progress, read)
             try:
-                part = _reduce(item.src, item.plan, opts, index, tick)
+                part = _reduce(_subset(item.src, opts), item.plan, opts, index, tick)
             except SigmauditError:
                 if not item.src.reused:
                     raise
                 # the schema reused from an earlier jsonl file did not fit: read the file as if alone
                 src = scan(item.path, Path(tmp))
                 item = _Opened(item.path, src, detect(src.schema, opts, str(item.path)), None)
-                part = _reduce(item.src, item.plan, opts, index, tick)
+                part = _reduce(_subset(item.src, opts), item.plan, opts, index, tick)
             plans.append(item.plan)
             partials.append(part.frame)
             duplicates += part.duplicates + (item.norm.duplicates if item.norm else 0)
@@ -116,6 +116,55 @@ def load_counts(paths: Sequence[str | Path], opts: LoadOptions | None = None,
     notes.extend(_skip_notes(skipped))
     source = norms[0].reward_source if norms else loaded.reward_source
     return dataclasses.replace(loaded, notes=tuple(notes), filtered=filtered, reward_source=source)
+
+
+def load_by(paths: Sequence[str | Path], column: str, opts: LoadOptions | None = None,
+            progress: Callable[[int], None] | None = None) -> LoadedCounts:
+    """:func:`load_counts` of every row, with ``parts``: the counts of each value of ``column``.
+
+    Each part is its own load (its own corpus, so its own prior fit); rows whose ``column`` is
+    null belong to no part (a note says how many values there are).
+    """
+    opts = opts or LoadOptions()
+    pooled = load_counts(paths, opts, progress)
+    if pooled.layout == "series":
+        raise SchemaError("a per-step series has no rows to split", location=pooled.files[0],
+                          remedy="drop --by")
+    files = [Path(f) for f in pooled.files]
+    values: set[str] = set()
+    seen = False
+    with tempfile.TemporaryDirectory(prefix="sigmaudit-") as tmp:
+        for path in files:
+            item = _open(path, Path(tmp), opts, series_ok=False)
+            assert isinstance(item, _Opened)
+            if column in item.src.schema:
+                seen = True
+                col = pl.col(column).cast(pl.Utf8)
+                try:
+                    values.update(v for v in item.src.lf.select(col.unique()).collect().to_series()
+                                  .to_list() if v is not None)
+                except POLARS_ERRORS as exc:
+                    raise item.src.fail(exc) from exc
+    if not seen:
+        raise SchemaError(f"--by column {column!r} is in none of the files read",
+                          location=", ".join(map(str, files[:3])),
+                          remedy="pick a column the files have (e.g. data_source, dataset, model, run)")
+    if not values:
+        raise SchemaError(f"--by column {column!r} holds only nulls", location=str(files[0]))
+    parts = tuple((v, load_counts(files, dataclasses.replace(opts, subset=(column, v))))
+                  for v in sorted(values))
+    notes = (*pooled.notes, f"split by {column}: {len(parts)} values, each audited on its own")
+    return dataclasses.replace(pooled, by=column, parts=parts, notes=notes)
+
+
+def _subset(src: Source, opts: LoadOptions) -> Source:
+    """``src`` restricted to the rows of ``opts.subset`` (column, value)."""
+    if opts.subset is None:
+        return src
+    column, value = opts.subset
+    if column not in src.schema:
+        return dataclasses.replace(src, lf=src.lf.filter(pl.lit(False)))
+    return dataclasses.replace(src, lf=src.lf.filter(pl.col(column).cast(pl.Utf8) == value))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -49,6 +49,8 @@ class LoadOptions:
     """Counts layout with a pass rate: samples per prompt when no n column exists."""
     threshold: float | None = None
     """Reward >= threshold counts as correct; needed for non-binary rewards."""
+    subset: tuple[str, str] | None = None
+    """(column, value): read only the rows whose column, as text, equals value (``--by``)."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,10 @@ class LoadedCounts:
     ``observed_all_wrong``, ``observed_silent``, ``pass_rate``); ``per_prompt`` is then empty."""
     cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """Derived objects built once per load by the layers above (e.g. the audits' Corpus)."""
+    by: str | None = None
+    """The ``--by`` column, when the load was split by it (see ``parts``)."""
+    parts: tuple[tuple[str, LoadedCounts], ...] = ()
+    """With ``by``: (value, counts of the rows with that value) per value, in sorted order."""
     filtered: Filtered | None = None
     """Set when the dump itself shows it was written after zero-variance filtering (source
     ``structure``); None otherwise. Audits may add the ``statistics``/``flag`` sources."""

@@ -178,4 +178,22 @@ def _group_size(r: ScanReport) -> Section:
 def scan_view(r: ScanReport) -> View:
     """The panels of ``sigmaudit scan``: corpus, silent groups, wasted compute, gradient mass, group size."""
     sections = (_corpus(r), _silent(r), _wasted(r), _mass(r), _group_size(r))
+    if r.by is not None:
+        sections += (_by(r),)
     return View("sigmaudit scan", sections, csv_table=SILENT_TABLE)
+
+
+def _by(r: ScanReport) -> Section:
+    """One row per value of the --by column, each value audited on its own."""
+    assert r.by is not None
+    rows = []
+    for g in r.by.groups:
+        s: ScanReport = g.result
+        o = s.observed_silent
+        rows.append((g.value, s.prompts, s.rollouts, None if o is None else o.groups,
+                     None if o is None else o.fraction, s.wasted.silent_rollout_share,
+                     None if s.filtered is None else s.filtered.source))
+    cols = (r.by.column, "prompts", "rollouts", "groups", "observed silent",
+            f"expected silent at G = {r.wasted.G}", "post-filter")
+    note = "each value audited on its own (own prior fit); the panels above are the pooled audit"
+    return Section(f"by {r.by.column}", tables=(Table(f"by {r.by.column}", cols, tuple(rows), note=note),))

@@ -22,7 +22,7 @@ def _check_paths(*, per_prompt: Path | None, **_: object) -> None:
         table_suffix(per_prompt, "--per-prompt")
 
 
-@reads_logs(validate=_check_paths)
+@reads_logs(validate=_check_paths, by_ok=True)
 def scan(
     loaded: LoadedCounts,
     G: Annotated[list[int] | None, typer.Option("-G", "--group-size", min=1, show_default=False,

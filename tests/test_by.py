@@ -1,0 +1,93 @@
+"""``--by COLUMN``: one audit per value (own corpus, own prior fit) beside the pooled one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from cli_runner import run
+from test_loaders_layouts import write_jsonl
+
+from sigmaudit.errors import SchemaError
+from sigmaudit.loaders import load_by, load_counts
+
+EVALPERF = Path(__file__).resolve().parents[2] / "shared" / "data" / "real" / "evalperf_per_task_pass_rates.csv"
+if not EVALPERF.exists():
+    EVALPERF = Path("/work/shared/data/real/evalperf_per_task_pass_rates.csv")
+
+
+@pytest.fixture
+def verl_two_sources(tmp_path):
+    """verl rollout_data_dir whose reward extras include data_source: gsm8k groups are all mixed
+    (1 of 4 right), math groups all wrong."""
+    d = tmp_path / "rollout_data"
+    d.mkdir()
+    for step in (1, 2):
+        rows = []
+        for i in range(6):
+            source = "gsm8k" if i < 3 else "math"
+            for s in range(4):
+                right = source == "gsm8k" and s == 0
+                rows.append({"input": f"q{i}", "output": "...", "gts": "1", "score": float(right),
+                             "step": step, "acc": right, "data_source": source})
+        write_jsonl(d / f"{step}.jsonl", rows)
+    return d
+
+
+def test_load_by_splits_rows_by_value(verl_two_sources):
+    lc = load_by([verl_two_sources], "data_source")
+    assert lc.by == "data_source" and [v for v, _ in lc.parts] == ["gsm8k", "math"]
+    gsm, math = (p for _, p in lc.parts)
+    assert gsm.per_prompt["prompt"].to_list() == ["q0", "q1", "q2"]
+    assert gsm.per_prompt["n"].to_list() == [8] * 3 and gsm.per_prompt["k"].to_list() == [2] * 3
+    assert math.per_prompt["k"].sum() == 0 and math.per_group.height == 6
+    assert lc.per_prompt.height == 6  # the pooled load is unchanged
+
+
+def test_check_by_names_the_failing_group(capsys, verl_two_sources):
+    code, out, err = run(capsys, "check", str(verl_two_sources), "--by", "data_source", "-G", "4",
+                         "--max-never-solved", "0.5", "-f", "json", "-q")
+    assert code == 1
+    d = json.loads(out)
+    groups = {g["value"]: g for g in d["by"]["groups"]}
+    assert d["by"]["column"] == "data_source" and set(groups) == {"gsm8k", "math"}
+    assert groups["gsm8k"]["passed"] and groups["gsm8k"]["checks"][0]["value"] == 0.0
+    assert not groups["math"]["passed"] and groups["math"]["checks"][0]["value"] == 1.0
+    assert d["checks"][0]["value"] == 0.5 and not d["passed"]  # pooled holds, a group fails
+    assert err == "sigmaudit: check failed for data_source = math\n"
+
+
+def test_scan_and_plan_by_give_one_entry_per_value(capsys, verl_two_sources):
+    for command in ("scan", "plan"):
+        code, out, _ = run(capsys, command, str(verl_two_sources), "--by", "data_source", "-f", "json", "-q")
+        d = json.loads(out)
+        assert [g["value"] for g in d["by"]["groups"]] == ["gsm8k", "math"]
+        assert [g["prompts"] for g in d["by"]["groups"]] == [3, 3] and d["prompts"] == 6
+    code, out, _ = run(capsys, "scan", str(verl_two_sources), "-f", "json", "-q")
+    assert json.loads(out)["by"] is None
+
+
+def test_by_a_missing_column_is_an_error(verl_two_sources):
+    with pytest.raises(SchemaError, match="--by column 'model' is in none of the files"):
+        load_by([verl_two_sources], "model")
+
+
+@pytest.mark.skipif(not EVALPERF.exists(), reason="published data not present")
+def test_evalperf_by_run_matches_the_file(capsys):
+    table = pl.read_csv(EVALPERF)
+    never = (table.group_by("run").agg((pl.col("n_correct") == 0).mean().alias("never"),
+                                       pl.len().alias("tasks")).sort("run"))
+    code, out, err = run(capsys, "check", str(EVALPERF), "--by", "run", "-G", "8",
+                         "--max-never-solved", "0.1", "-f", "json", "-q")
+    d = json.loads(out)
+    groups = d["by"]["groups"]
+    assert [g["value"] for g in groups] == never["run"].to_list()
+    assert [g["prompts"] for g in groups] == never["tasks"].to_list()
+    for g, expected in zip(groups, never["never"].to_list(), strict=True):
+        assert g["checks"][0]["value"] == pytest.approx(expected, abs=1e-12)
+    failing = [r for r, v in zip(never["run"], never["never"], strict=True) if v > 0.1]
+    assert failing and code == 1
+    assert err == f"sigmaudit: check failed for run = {', '.join(failing)}\n"
+    assert load_counts([EVALPERF]).per_prompt.height == d["prompts"]
