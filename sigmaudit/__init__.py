@@ -66,6 +66,9 @@ _EXPORTS: dict[str, str] = {
     # commands as library calls
     "closed_forms": "sigmaudit.audits.calc:calc",
     "load_counts": "sigmaudit.loaders",
+    "load_by": "sigmaudit.loaders",
+    "check_logs": "sigmaudit.audits.check",
+    "plan_logs": "sigmaudit.audits.plan",
     "LoadOptions": "sigmaudit.loaders",
     "audit": "sigmaudit.audits.scan",
     # errors
