@@ -76,7 +76,7 @@ def reader(path: Path, schema: dict[str, pl.DataType] | None) -> ModuleType | No
 
 def skip_reasons(files: Sequence[Path]) -> dict[Path, str]:
     """Files a framework writes beside its rollouts that are not rollouts, with the reason."""
-    known = set(files)
+    known = frozenset(files)  # hashable (and its hash cached): modules cache summaries of it
     out: dict[Path, str] = {}
     for f in files:
         for module in FRAMEWORKS:

@@ -14,6 +14,7 @@ completion are not written.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import polars as pl
@@ -33,10 +34,14 @@ def claims_path(path: Path) -> bool:
     return bool(head) and KEYS <= set(head)
 
 
-def skip(path: Path, files: set[Path]) -> str | None:
+@functools.lru_cache(maxsize=8)
+def _has_rollout(files: frozenset[Path]) -> bool:
+    return any(f.parent.parent.name == "rollout" for f in files)
+
+
+def skip(path: Path, files: frozenset[Path]) -> str | None:
     """``eval-rollout/`` beside ``rollout/``."""
-    if path.parent.parent.name == "eval-rollout" and any(
-            f.parent.parent.name == "rollout" for f in files):
+    if path.parent.parent.name == "eval-rollout" and _has_rollout(files):
         return "AReaL eval-rollout trajectories (rollout/ is read)"
     return None
 

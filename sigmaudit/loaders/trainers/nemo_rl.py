@@ -18,6 +18,7 @@ No step field (the file name has it), no prompt id, no group id. Rows come from
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -36,11 +37,15 @@ def claims_path(path: Path) -> bool:
     return FILE.fullmatch(path.name) is not None
 
 
-def skip(path: Path, files: set[Path]) -> str | None:
+@functools.lru_cache(maxsize=8)
+def _has_train(files: frozenset[Path]) -> bool:
+    return any((f := FILE.fullmatch(p.name)) is not None and f.group(1) == "train" for p in files)
+
+
+def skip(path: Path, files: frozenset[Path]) -> str | None:
     """Validation files beside training files."""
     m = FILE.fullmatch(path.name)
-    if m and m.group(1) == "val" and any(
-            (f := FILE.fullmatch(p.name)) and f.group(1) == "train" for p in files):
+    if m and m.group(1) == "val" and _has_train(files):
         return "NeMo-RL validation samples (the train_data_step files are read)"
     return None
 

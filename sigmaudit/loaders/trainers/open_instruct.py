@@ -30,7 +30,7 @@ NAME = "open-instruct"
 KEYS = {"step", "prompt_idx", "reward"}
 
 
-def skip(path: Path, files: set[Path]) -> str | None:
+def skip(path: Path, files: frozenset[Path]) -> str | None:
     """``{run}_metadata.jsonl`` beside the rollout shards."""
     if path.name.endswith("_metadata.jsonl") and any(
             re.search(r"_rollouts_\d+\.jsonl$", f.name) for f in files if f.parent == path.parent):

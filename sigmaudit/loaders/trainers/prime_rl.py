@@ -22,6 +22,7 @@ file ``metrics.jsonl`` (skipped). One line per episode: ``id``, ``env``, ``task`
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import polars as pl
@@ -44,15 +45,23 @@ def _subset(path: Path) -> tuple[str | None, str | None]:
     return None, None
 
 
-def skip(path: Path, files: set[Path]) -> str | None:
+@functools.lru_cache(maxsize=8)
+def _present(files: frozenset[Path]) -> frozenset[str | None]:
+    """Every kind and subset among the files (computed once per load)."""
+    return frozenset(x for f in files for x in _subset(f))
+
+
+def skip(path: Path, files: frozenset[Path]) -> str | None:
     """``effective`` beside ``all``, ``eval`` beside ``train``, ``metrics.jsonl``."""
-    kinds = [_subset(f) for f in files]
-    if path.name == "metrics.jsonl" and any(k for k, _ in kinds):
+    if path.name not in ("metrics.jsonl", "traces.jsonl"):
+        return None
+    present = _present(files)
+    if path.name == "metrics.jsonl" and present - {None}:
         return "prime-rl metrics, not rollouts"
     kind, subset = _subset(path)
-    if subset == "effective" and any(s == "all" for _, s in kinds):
+    if subset == "effective" and "all" in present:
         return "prime-rl `effective` subset (a post-filter copy of `all`, which is read)"
-    if kind == "eval" and any(k == "train" for k, _ in kinds):
+    if kind == "eval" and "train" in present:
         return "prime-rl eval episodes (the train episodes are read)"
     return None
 

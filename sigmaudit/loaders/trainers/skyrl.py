@@ -31,7 +31,7 @@ def claims_path(path: Path) -> bool:
     return bool(head) and KEYS <= set(head)
 
 
-def skip(path: Path, files: set[Path]) -> str | None:
+def skip(path: Path, files: frozenset[Path]) -> str | None:
     """``aggregated_results.jsonl``: metrics, not samples."""
     if path.name == "aggregated_results.jsonl":
         return "SkyRL aggregated eval metrics, not samples"
