@@ -17,13 +17,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.weighting import EXTREME
+from ..errors import ConfigError
+from ..loaders.options import Filtered
+from .by import ByGroup, ByResult
+from .filtered import PreFilter
 
 if TYPE_CHECKING:
     from ..core.corpus import Corpus
+    from ..loaders import LoadedCounts
 
 Kind = Literal["max", "min"]
 
@@ -120,9 +125,17 @@ class CheckResult:
     """Number of prompts."""
     checks: tuple[Check, ...]
     """One per threshold given."""
+    filtered: Filtered | None = None
+    """Set when the log is a post-filter dump (see :mod:`sigmaudit.audits.filtered`)."""
+    pre_filter: PreFilter | None = None
+    """Set with ``--groups-generated``: ``silent_rate`` is then the observed pre-filter fraction."""
+    by: ByResult | None = None
+    """With ``--by COLUMN``: each value's own check; ``passed`` needs every one to pass."""
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON contract: passed, G, estimator, prompts, checks[{name, value, limit, kind, op, passed}]."""
+        """JSON contract: passed, G, estimator, prompts, checks[{name, value, limit, kind, op, passed}],
+        filtered (null or {source, message}), pre_filter (null or its fields), by (null or
+        {column, groups: [{value, ...these keys}]})."""
         return {
             "passed": self.passed,
             "G": self.G,
@@ -130,12 +143,20 @@ class CheckResult:
             "fidelity_estimator": "bayes",
             "prompts": self.prompts,
             "checks": [{**asdict(c), "op": c.op} for c in self.checks],
+            "filtered": None if self.filtered is None else asdict(self.filtered),
+            "pre_filter": None if self.pre_filter is None else asdict(self.pre_filter),
+            "by": None if self.by is None else self.by.to_dict(),
         }
 
     @property
     def failed(self) -> tuple[Check, ...]:
         """The checks that failed."""
         return tuple(c for c in self.checks if not c.passed)
+
+    @property
+    def failed_groups(self) -> tuple[str, ...]:
+        """Values of the ``--by`` column whose check failed."""
+        return () if self.by is None else tuple(g.value for g in self.by.groups if not g.result.passed)
 
 
 def metric_values(corpus: Corpus, G: int, names: Sequence[str] | None = None) -> tuple[str, dict[str, float | None]]:
@@ -160,12 +181,69 @@ def metric_values(corpus: Corpus, G: int, names: Sequence[str] | None = None) ->
     return s.estimator, {k: v for k, v in values.items() if k in wanted}
 
 
-def check(corpus: Corpus, G: int, thresholds: Sequence[Threshold]) -> CheckResult:
-    """Evaluate ``thresholds`` on ``corpus`` at group size ``G``."""
+FILTER_SENSITIVE = ("silent_rate", "all_wrong_rate", "all_correct_rate")
+"""Metrics a post-filter dump understates: ``check`` refuses them on such a dump."""
+
+
+def check(corpus: Corpus, G: int, thresholds: Sequence[Threshold], *, filtered: Filtered | None = None,
+          pre_filter: PreFilter | None = None, allow_filtered: bool = False) -> CheckResult:
+    """Evaluate ``thresholds`` on ``corpus`` at group size ``G``.
+
+    On a post-filter dump (``filtered``) a silent/all-wrong/all-correct threshold raises
+    ConfigError (exit 2) unless ``allow_filtered``, or ``pre_filter`` gives the pre-filter silent
+    fraction (which then replaces ``silent_rate``; all-wrong/all-correct stay refused, since
+    the dropped groups' kind is unknown).
+    """
+    sensitive = [t.name for t in thresholds if t.name in FILTER_SENSITIVE]
+    if filtered is not None and sensitive and not allow_filtered:
+        if pre_filter is None:
+            raise ConfigError(
+                f"post-filter log ({filtered.source}): {', '.join(METRICS[n][1] for n in sensitive)} "
+                f"would read an understated rate", location="check",
+                remedy="pass --groups-generated N (groups sampled before the filter) or --allow-filtered")
+        if sensitive != ["silent_rate"]:
+            raise ConfigError("--groups-generated gives the pre-filter silent fraction, not its "
+                              "all-wrong/all-correct split", location="check",
+                              remedy="drop --max-all-wrong/--max-all-correct, or pass --allow-filtered")
+        if pre_filter.G != G:
+            raise ConfigError(f"the dump's groups have G = {pre_filter.G}, not {G}: the pre-filter "
+                              f"silent fraction is observed at the logged G", location="G",
+                              remedy=f"pass -G {pre_filter.G}")
     estimator, values = metric_values(corpus, G, [t.name for t in thresholds])
+    use_pre = pre_filter is not None and filtered is not None and not allow_filtered
+    if use_pre:
+        values["silent_rate"] = pre_filter.silent_fraction  # type: ignore[union-attr]
+        estimator = "observed pre-filter fraction (--groups-generated)"
     checks = evaluate(values, thresholds)
     return CheckResult(passed=all(c.passed for c in checks), G=int(G), estimator=estimator,
-                       prompts=corpus.n_prompts, checks=checks)
+                       prompts=corpus.n_prompts, checks=checks, filtered=filtered,
+                       pre_filter=pre_filter if use_pre else None)
+
+
+def check_logs(loaded: LoadedCounts, G: int, thresholds: Sequence[Threshold], *, post_filter: bool = False,
+               groups_generated: int | None = None, allow_filtered: bool = False) -> CheckResult:
+    """:func:`check` on loaded logs: post-filter resolution (:mod:`.filtered`), and with ``--by``
+    one check per value (the pooled result passes only when every value passes too)."""
+    import functools
+
+    from . import corpus_of
+    from .filtered import pre_filter, resolve
+    from .scan import statistical_filter
+
+    filtered = resolve(loaded, post_filter, functools.partial(statistical_filter, loaded))
+    pre = pre_filter(loaded, groups_generated) if groups_generated is not None and filtered else None
+    result = check(corpus_of(loaded), G, thresholds, filtered=filtered, pre_filter=pre,
+                   allow_filtered=allow_filtered)
+    if loaded.by is None:
+        return result
+    if pre is not None:
+        raise ConfigError("--groups-generated counts the groups of the whole log, not of each --by value",
+                          location="--by", remedy="drop --by, or pass --allow-filtered")
+    groups = tuple(ByGroup(value, check_logs(part, G, thresholds, post_filter=post_filter,
+                                             allow_filtered=allow_filtered))
+                   for value, part in loaded.parts)
+    return replace(result, passed=result.passed and all(g.result.passed for g in groups),
+                   by=ByResult(loaded.by, groups))
 
 
 def _escape(data: str) -> str:
@@ -175,8 +253,13 @@ def _escape(data: str) -> str:
 
 def github_annotations(result: CheckResult) -> list[str]:
     """``::error title=...::message`` lines, one per failed check."""
-    return [
+    out = [
         f"::error title=sigmaudit check ({_escape(c.name)})::{_escape(c.sentence())} at G = {result.G} "
         f"({_escape(METRICS[c.name][2])})"
         for c in result.failed
     ]
+    if result.by is not None:
+        out += [f"::error title=sigmaudit check ({_escape(result.by.column)}={_escape(g.value)}, {_escape(c.name)})"
+                f"::{_escape(c.sentence())} at G = {result.G}"
+                for g in result.by.groups for c in g.result.failed]
+    return out

@@ -22,6 +22,7 @@ groups left no trace of which kind they were.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -34,24 +35,15 @@ if TYPE_CHECKING:
 FLAG_MESSAGE = "--post-filter: the dump was written after zero-variance filtering (user's word)"
 
 
-def statistics(loaded: LoadedCounts) -> Filtered | None:
-    """The scan's statistical test as a :class:`Filtered` (source ``statistics``), or None."""
-    from .scan import _filtered_warning, _observed
-
-    if loaded.per_group is None or loaded.per_group.height == 0:
-        return None
-    warning = _filtered_warning(_observed(loaded, loaded.corpus, {}))
-    return None if warning is None else Filtered("statistics", warning)
-
-
 def resolve(loaded: LoadedCounts, post_filter: bool = False,
-            statistical: Filtered | None = None) -> Filtered | None:
-    """Why ``loaded`` is a post-filter dump (structure first, then flag, then statistics)."""
+            statistical: Filtered | Callable[[], Filtered | None] | None = None) -> Filtered | None:
+    """Why ``loaded`` is a post-filter dump: structure first, then flag, then ``statistical`` (the
+    scan's test, :func:`sigmaudit.audits.scan.statistical_filter`, or a callable computing it)."""
     if loaded.filtered is not None:
         return loaded.filtered
     if post_filter:
         return Filtered("flag", FLAG_MESSAGE)
-    return statistical if statistical is not None else statistics(loaded)
+    return statistical() if callable(statistical) else statistical
 
 
 @dataclass(frozen=True)

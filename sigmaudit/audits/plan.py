@@ -27,6 +27,8 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..fmt import pct
+from ..loaders.options import Filtered
+from .by import ByGroup, ByResult
 
 if TYPE_CHECKING:
     from ..core.corpus import Corpus
@@ -138,11 +140,20 @@ class PlanResult:
     """How the ``fidelity`` column is computed."""
     allocation: AllocationResult | None = None
     """Per-prompt allocation summary when ``--budget`` or ``--eps`` was given."""
+    filtered: Filtered | None = None
+    """Set when the log is a post-filter dump (its pass rates lean toward mixed prompts)."""
+    by: ByResult | None = None
+    """With ``--by COLUMN``: each value's own sweep and recommendation (this one is pooled)."""
 
     @property
     def target_failed(self) -> bool:
         """A target was given and no G of the sweep meets it (exit code 1)."""
         return self.targets.given and self.recommended_G is None
+
+    @property
+    def failed_groups(self) -> tuple[str, ...]:
+        """Values of the ``--by`` column for which no G meets the targets."""
+        return () if self.by is None else tuple(g.value for g in self.by.groups if g.result.target_failed)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON contract (see README): sweep rows, recommended_G, targets, unreachable share, allocation."""
@@ -159,6 +170,8 @@ class PlanResult:
             "prompts": self.prompts,
             "batch_prompts": self.batch_prompts,
             "allocation": None if self.allocation is None else self.allocation.to_dict(),
+            "filtered": None if self.filtered is None else asdict(self.filtered),
+            "by": None if self.by is None else self.by.to_dict(),
         }
 
 
@@ -207,6 +220,8 @@ def plan(
     batch_prompts: int = DEFAULT_BATCH_PROMPTS,
     targets: Targets | None = None,
     allocation: AllocationResult | None = None,
+    filtered: Filtered | None = None,
+    by: ByResult | None = None,
 ) -> PlanResult:
     """Sweep G over ``Gs`` (default :data:`DEFAULT_G_GRID`) and recommend the smallest G meeting ``targets``."""
     targets = targets or Targets()
@@ -225,6 +240,8 @@ def plan(
         prompts=corpus.n_prompts,
         batch_prompts=int(batch_prompts),
         allocation=allocation,
+        filtered=filtered,
+        by=by,
     )
 
 
@@ -238,15 +255,28 @@ def plan_logs(
     eps: float | None = None,
     min_g: int = 2,
     max_g: int = 256,
+    post_filter: bool = False,
 ) -> PlanResult:
     """:func:`plan` on loaded logs, with a per-prompt allocation when ``budget`` or ``eps`` is given
-    (:func:`sigmaudit.audits.allocate.allocate`; its rows are ``result.allocation.per_prompt``)."""
+    (:func:`sigmaudit.audits.allocate.allocate`; its rows are ``result.allocation.per_prompt``),
+    the post-filter state (:mod:`.filtered`) and, with ``--by``, one plan per value (the
+    allocation is for the pooled log only)."""
+    import functools
+
     from . import corpus_of
     from .allocate import allocate
+    from .filtered import resolve
+    from .scan import statistical_filter
 
     corpus = corpus_of(loaded)
     alloc = None
     if budget is not None or eps is not None:
         alloc = allocate(corpus, loaded.per_prompt["prompt"].to_list(), budget=budget, eps=eps,
                          min_g=min_g, max_g=max_g)
-    return plan(corpus, Gs, batch_prompts=batch_prompts, targets=targets, allocation=alloc)
+    by = None
+    if loaded.by is not None:
+        by = ByResult(loaded.by, tuple(
+            ByGroup(value, plan_logs(part, Gs, batch_prompts=batch_prompts, targets=targets, post_filter=post_filter))
+            for value, part in loaded.parts))
+    return plan(corpus, Gs, batch_prompts=batch_prompts, targets=targets, allocation=alloc,
+                filtered=resolve(loaded, post_filter, functools.partial(statistical_filter, loaded)), by=by)

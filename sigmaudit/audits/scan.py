@@ -12,13 +12,14 @@ estimate where it exists for every prompt (n >= G), else the model-based one
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ..loaders.options import Filtered
+from .by import ByGroup, ByResult
 
 if TYPE_CHECKING:
     import polars as pl
@@ -253,10 +254,14 @@ class ScanReport:
     filtered: Filtered | None = None
     """Set when the log is a post-filter dump: source ``structure`` (the dump says so), ``flag``
     (``--post-filter``) or ``statistics`` (``filtered_warning``), with a one-line message."""
+    by: ByResult | None = None
+    """With ``--by COLUMN``: the audit of each value's rows (this report is the pooled one)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract (field names are the keys; NaN becomes null in the renderer)."""
-        return asdict(self)
+        d = asdict(replace(self, by=None))
+        d["by"] = None if self.by is None else self.by.to_dict()
+        return d
 
 
 # --------------------------------------------------------------------------- helpers
@@ -344,6 +349,16 @@ def _observed(loaded: LoadedCounts, corpus: Corpus, rows: dict[int, SilentRow]) 
         expected_estimator=row.estimator,
         expected_groups=row.estimate * groups,
     )
+
+
+def statistical_filter(loaded: LoadedCounts) -> Filtered | None:
+    """The statistical post-filter test (``filtered_warning``) as a :class:`Filtered`, or None."""
+    if loaded.per_group is None or loaded.per_group.height == 0:
+        return None
+    from . import corpus_of
+
+    warning = _filtered_warning(_observed(loaded, corpus_of(loaded), {}))
+    return None if warning is None else Filtered("statistics", warning)
 
 
 def _filtered_warning(obs: ObservedSilent | None) -> str | None:
@@ -517,6 +532,8 @@ def audit(
         group_size=_group_size(corpus, g_main, eps),
         notes=tuple(notes),
         filtered=filtered,
+        by=None if loaded.by is None else ByResult(loaded.by, tuple(
+            ByGroup(value, audit(part, G, g_main, eps, post_filter)) for value, part in loaded.parts)),
     )
 
 

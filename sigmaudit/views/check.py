@@ -19,6 +19,24 @@ def check_view(result: CheckResult) -> View:
     n_fail = len(result.failed)
     verdict = ("PASSED: all " f"{len(result.checks)} checks hold" if result.passed
                else f"FAILED: {n_fail} of {len(result.checks)} checks")
-    head = f"G = {result.G}, {result.prompts} prompts — {verdict}"
-    return View("sigmaudit check", (Section("gate", lines=(head,), tables=(table,)),), csv_table="checks")
+    lines = [f"G = {result.G}, {result.prompts} prompts — {verdict}"]
+    if result.filtered is not None:
+        lines.append(f"post-filter dump ({result.filtered.source}): {result.filtered.message}")
+    if result.pre_filter is not None:
+        pf = result.pre_filter
+        lines.append(f"silent_rate = observed pre-filter fraction (N - L + s) / N = ({pf.groups_generated} - "
+                     f"{pf.groups_logged} + {pf.silent_logged}) / {pf.groups_generated} at G = {pf.G} "
+                     "(--groups-generated)")
+    sections = [Section("gate", lines=tuple(lines), tables=(table,))]
+    if result.by is not None:
+        bad = result.failed_groups
+        column = result.by.column
+        rows = tuple((g.value, g.result.prompts, "pass" if g.result.passed else "FAIL",
+                      ", ".join(c.name for c in g.result.failed)) for g in result.by.groups)
+        head = (f"{len(result.by.groups) - len(bad)} of {len(result.by.groups)} values pass"
+                + (f"; FAILED: {', '.join(bad)}" if bad else ""))
+        sections.append(Section(f"by {column}", lines=(head,), tables=(Table(
+            f"by {column}", (column, "prompts", "result", "failed checks"), rows,
+            note="each value checked on its own (own prior fit); the gate above is the pooled log"),)))
+    return View("sigmaudit check", tuple(sections), csv_table="checks")
 

@@ -34,9 +34,19 @@ def plan_view(result: PlanResult) -> View:
         f"(never solved {pct(result.unreachable_all_wrong)}, always solved "
         f"{pct(result.unreachable_all_correct)}; posterior P(p ∈ {{0, 1}}))",
     )
+    if result.filtered is not None:
+        lines += (f"WARNING: post-filter dump ({result.filtered.source}): {result.filtered.message}; "
+                  "pass rates lean toward mixed prompts, so silent rates are understated",)
     sections = [Section("G sweep", tables=(sweep,)), Section("recommendation", lines=lines)]
     if result.allocation is not None:
         sections.append(allocation_section(result.allocation))
+    if result.by is not None:
+        column = result.by.column
+        rows = tuple((g.value, g.result.prompts, g.result.recommended_G, g.result.unreachable_share)
+                     for g in result.by.groups)
+        sections.append(Section(f"by {column}", tables=(Table(
+            f"by {column}", (column, "prompts", "recommended G", "unreachable share"), rows,
+            note="each value planned on its own (own prior fit); the sweep above is pooled"),)))
     return View("sigmaudit plan", tuple(sections), csv_table="G sweep")
 
 

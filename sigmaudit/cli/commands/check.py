@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from ...audits.check import Threshold
     from ...loaders import LoadedCounts
 
-from ..options import FormatOpt, OutputOpt, emit_result, unit_interval
+from ..options import FormatOpt, OutputOpt, PostFilterOpt, emit_result, unit_interval
 
 _GATE = "Thresholds (at least one)"
 
@@ -39,7 +39,7 @@ def _thresholds(
     return thresholds
 
 
-@reads_logs(validate=_thresholds)
+@reads_logs(validate=_thresholds, by_ok=True)
 def check(
     loaded: LoadedCounts,
     G: Annotated[int, typer.Option("-G", "--group-size", min=1, help="Group size the training run uses.")],
@@ -54,30 +54,44 @@ def check(
                                                 "--min-fidelity")] = None,
     max_never_solved: Annotated[float | None, _rate("Fail when the share of prompts with k = 0 exceeds X.",
                                                     "--max-never-solved")] = None,
+    post_filter: PostFilterOpt = False,
+    groups_generated: Annotated[int | None, typer.Option(
+        "--groups-generated", min=1, show_default=False,
+        help="Groups sampled before the zero-variance filter: on a post-filter log, --max-silent is then "
+             "checked against the pre-filter silent fraction (N - logged + silent logged) / N.")] = None,
+    allow_filtered: Annotated[bool, typer.Option(
+        "--allow-filtered", help="Check silent/all-wrong/all-correct thresholds on a post-filter log anyway "
+                                 "(they read understated rates).")] = False,
     fmt: FormatOpt = None,
     output: OutputOpt = None,
 ) -> None:
     """Gate: exit 0 when every threshold holds at G, 1 when any fails, 2 when it cannot run.
 
     Silent rates use the scan's default estimate (unbiased when every prompt has n ≥ G samples,
-    else bayes). Under GitHub Actions (GITHUB_ACTIONS set) each failure is also printed on stderr
-    as an ::error:: annotation and a markdown summary is appended to $GITHUB_STEP_SUMMARY.
+    else bayes). On a post-filter log (the dump says so, --post-filter, or no silent group where
+    some are expected) a silent/all-wrong/all-correct threshold exits 2 unless --groups-generated
+    N or --allow-filtered. With --by, fails when any value fails. Under GitHub Actions
+    (GITHUB_ACTIONS set) each failure is also printed on stderr as an ::error:: annotation and a
+    markdown summary is appended to $GITHUB_STEP_SUMMARY.
 
     Example: sigmaudit check rollouts.parquet -G 16 --max-silent 0.4 --min-fidelity 0.85
     """
     import os
     import sys
 
-    from ...audits import corpus_of
-    from ...audits.check import check as run_check
-    from ...audits.check import github_annotations
+    from ...audits.check import check_logs, github_annotations
     from ...exitcodes import ExitCode
 
     thresholds = _thresholds(max_silent=max_silent, max_all_wrong=max_all_wrong, max_all_correct=max_all_correct,
                              max_extreme_share=max_extreme_share, min_fidelity=min_fidelity,
                              max_never_solved=max_never_solved)
-    result = run_check(corpus_of(loaded), G, thresholds)
+    result = check_logs(loaded, G, thresholds, post_filter=post_filter, groups_generated=groups_generated,
+                        allow_filtered=allow_filtered)
     emit_result(result, fmt, output)
+    if result.failed_groups:
+        from ..output import note
+
+        note(f"check failed for {result.by.column} = {', '.join(result.failed_groups)}")  # type: ignore[union-attr]
     if os.environ.get("GITHUB_ACTIONS"):
         for line in github_annotations(result):
             sys.stderr.write(line + "\n")

@@ -12,7 +12,7 @@ from ..inputs import reads_logs
 if TYPE_CHECKING:
     from ...loaders import LoadedCounts
 
-from ..options import FormatOpt, OutputOpt, emit_result, unit_interval
+from ..options import FormatOpt, OutputOpt, PostFilterOpt, emit_result, unit_interval
 
 _TARGETS = "Targets"
 _ALLOC = "Per-prompt allocation"
@@ -34,7 +34,7 @@ def _check_options(
         table_suffix(alloc_out, "--alloc-out")
 
 
-@reads_logs(validate=_check_options)
+@reads_logs(validate=_check_options, by_ok=True)
 def plan(
     loaded: LoadedCounts,
     group_sizes: Annotated[list[int] | None, typer.Option(
@@ -59,6 +59,7 @@ def plan(
     alloc_out: Annotated[Path | None, typer.Option(
         "--alloc-out", rich_help_panel=_ALLOC, dir_okay=False, show_default=False,
         help="Write the per-prompt allocation here (.csv, .parquet or .jsonl). -o is the report.")] = None,
+    post_filter: PostFilterOpt = False,
     fmt: FormatOpt = None,
     output: OutputOpt = None,
 ) -> None:
@@ -76,8 +77,14 @@ def plan(
     from ...writers import write_table
 
     result = plan_logs(loaded, group_sizes or None, batch_prompts=batch_prompts,
-                       targets=Targets(max_silent, min_fidelity), budget=budget, eps=eps, min_g=min_g, max_g=max_g)
+                       targets=Targets(max_silent, min_fidelity), budget=budget, eps=eps, min_g=min_g, max_g=max_g,
+                       post_filter=post_filter)
     if result.allocation is not None and alloc_out is not None:
         write_table(result.allocation.per_prompt, alloc_out, "--alloc-out")
     emit_result(result, fmt, output)
-    raise typer.Exit(int(ExitCode.FAILED if result.target_failed else ExitCode.OK))
+    if result.failed_groups:
+        from ..output import note
+
+        note(f"no G meets the targets for {result.by.column} = {', '.join(result.failed_groups)}")  # type: ignore[union-attr]
+    failed = result.target_failed or bool(result.failed_groups)
+    raise typer.Exit(int(ExitCode.FAILED if failed else ExitCode.OK))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..inputs import reads_logs
-from ..options import EpsOpt, FormatOpt, OutputOpt, emit_result
+from ..options import EpsOpt, FormatOpt, OutputOpt, PostFilterOpt, emit_result
 
 if TYPE_CHECKING:
     from ...loaders import LoadedCounts
@@ -36,6 +36,7 @@ def scan(
         "--per-prompt", show_default=False, metavar="FILE",
         help="Also write one row per prompt (prompt, n, k, p_hat, p_posterior_mean, G, silent_rate, estimator) "
              "to FILE (.csv, .parquet or .jsonl), at --g-main.")] = None,
+    post_filter: PostFilterOpt = False,
     fmt: FormatOpt = None,
     output: OutputOpt = None,
 ) -> None:
@@ -63,9 +64,11 @@ def scan(
             note(f"warning: {data.scan.filtered_warning}")
         emit_result(data, fmt, output)
         return
-    report = audit(loaded, G=Gs, g_main=g_main, eps=eps)
-    if report.filtered_warning:
-        note(f"warning: {report.filtered_warning}")
+    report = audit(loaded, G=Gs, g_main=g_main, eps=eps, post_filter=post_filter)
+    if report.filtered is not None:
+        f = report.filtered
+        note(f"warning: {f.message}" if f.source == "statistics"
+             else f"warning: post-filter dump ({f.source}): {f.message}")
     if per_prompt is not None:
         from ...audits.scan import per_prompt_table
         from ...writers import write_table
