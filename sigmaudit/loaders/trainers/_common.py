@@ -76,9 +76,18 @@ def read_json_lines(path: Path) -> list[dict]:
     return rows
 
 
-@functools.lru_cache(maxsize=4096)
 def first_json_line(path: Path) -> dict | None:
-    """The first line of a jsonl file as an object, or None (unreadable, not an object)."""
+    """The first line of a jsonl file as an object, or None (unreadable, not an object); read
+    once per file version however many framework modules ask."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return _first_json_line(path, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=4096)
+def _first_json_line(path: Path, mtime_ns: int, size: int) -> dict | None:
     try:
         with open(path, encoding="utf-8-sig") as fh:
             for line in fh:
