@@ -183,3 +183,19 @@ def test_consecutive_runs_split_by_the_group_size(tmp_path):
     (tmp_path / "rollout_dump_data.step_0.jsonl").write_text(json.dumps(data) + "\n")
     lc = load_counts([tmp_path])
     assert sorted(lc.per_group.select("prompt", "k").rows()) == [("m1", 0), ("m1", 2), ("m2", 1)]
+
+
+def test_inspect_eval_with_several_scorers_asks_which(tmp_path):
+    import zipfile
+
+    log = tmp_path / "task.eval"
+    with zipfile.ZipFile(log, "w") as zf:  # deflate members, as Python >= 3.14 or older inspect write
+        for sid, epoch, a, b in [(1, 1, "C", "I"), (1, 2, "I", "I"), (2, 1, "C", "C")]:
+            zf.writestr(f"samples/{sid}_epoch_{epoch}.json", json.dumps(
+                {"id": sid, "epoch": epoch, "scores": {"match": {"value": a}, "judge": {"value": b}}}))
+    with pytest.raises(SchemaError) as err:
+        load_counts([log])
+    assert "several scorers (match, judge)" in err.value.one_line() and "--reward-col" in err.value.one_line()
+    lc = load_counts([log], LoadOptions(reward_col="match"))
+    assert lc.layout == "inspect-ai"
+    assert_frame_equal(lc.per_prompt, prompts([("task | 1", 2, 1), ("task | 2", 1, 1)]))
