@@ -77,7 +77,7 @@ def load_counts(paths: Sequence[str | Path], opts: LoadOptions | None = None,
             opened.append(item)
         if not opened:
             raise errors[0] if errors else InputError("no files to read", location=", ".join(map(str, paths)))
-        layout = _main_layout(opened, named)
+        layout = _main_layout(opened, named, _origins(paths, files))
         for item in opened:
             if item.plan.layout != layout:
                 skipped[item.path] = f"{item.plan.layout} layout, not {layout}"
@@ -194,22 +194,43 @@ def _open(path: Path, tmp: Path, opts: LoadOptions, series_ok: bool,
     return _Opened(path, src, plan, norm)
 
 
-def _main_layout(opened: list[_Opened], named: set[Path]) -> str:
-    """The layout the load reads: that of the named files (which must agree), else the most
-    common among the files found, a trainer's before a generic one."""
-    named_layouts = list(dict.fromkeys(o.plan.layout for o in opened if o.path.resolve() in named))
-    if len(named_layouts) > 1:
-        first = next(o for o in opened if o.path.resolve() in named)
-        other = next(o for o in opened if o.path.resolve() in named and o.plan.layout != first.plan.layout)
-        raise SchemaError(f"files mix layouts: {first.path} is {first.plan.layout}, this is "
-                          f"{other.plan.layout}", location=str(other.path), remedy="load them in separate runs")
-    if named_layouts:
-        return named_layouts[0]
-    counts: dict[str, int] = {}
-    for o in opened:
-        counts[o.plan.layout] = counts.get(o.plan.layout, 0) + 1
+def _origins(paths: Sequence[str | Path] | str | Path, files: list[Path]) -> dict[Path, int]:
+    """For each file, the index of the path argument (file, directory or glob) it came from."""
+    raw = [paths] if isinstance(paths, str | Path) else list(paths)
+    out: dict[Path, int] = {}
+    wanted = set(files)
+    for i, p in enumerate(raw):
+        for f in expand_paths([p]):
+            if f in wanted:
+                out.setdefault(f, i)
+    return out
+
+
+def _main_layout(opened: list[_Opened], named: set[Path], origin: dict[Path, int]) -> str:
+    """The layout the load reads. Named files must all have it; within one directory (or glob)
+    argument the most common layout wins, a trainer's before a generic one, and the others are
+    skipped; two arguments whose layouts differ are refused (load them in separate runs)."""
     generic = ("long", "grouped", "counts")
-    return max(counts, key=lambda lay: (lay not in generic, counts[lay]))
+    by_arg: dict[int, dict[str, int]] = {}
+    for o in opened:
+        counts = by_arg.setdefault(origin.get(o.path, -1), {})
+        counts[o.plan.layout] = counts.get(o.plan.layout, 0) + 1
+    chosen: list[tuple[str, Path]] = []
+    for arg, counts in by_arg.items():
+        members = [o for o in opened if origin.get(o.path, -1) == arg]
+        layouts = {o.plan.layout for o in members if o.path.resolve() in named}
+        layout = next(iter(layouts)) if len(layouts) == 1 else max(
+            counts, key=lambda lay: (lay not in generic, counts[lay]))
+        chosen.append((layout, next(o.path for o in members if o.plan.layout == layout)))
+    for o in opened:  # named files: every one must have the chosen layout
+        if o.path.resolve() in named and o.plan.layout != chosen[0][0]:
+            chosen.append((o.plan.layout, o.path))
+    first, where = chosen[0]
+    for layout, path in chosen[1:]:
+        if layout != first:
+            raise SchemaError(f"files mix layouts: {where} is {first}, this is {layout}",
+                              location=str(path), remedy="load them in separate runs")
+    return first
 
 
 def _skip_notes(skipped: dict[Path, str]) -> list[str]:

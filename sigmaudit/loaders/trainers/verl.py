@@ -54,14 +54,18 @@ def recognize(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> 
 
 
 def check(per_group: pl.DataFrame, missing: int, plans, where: str) -> None:  # noqa: ANN001
-    """Legacy dumps (no uid): a (step, input) group holding a multiple >= 2 of the usual group
-    size is a prompt drawn twice in one step, whose groups the dump cannot separate."""
-    if missing or any(p.group for p in plans) or per_group.height < 2:
+    """Legacy dumps (no uid): when every (step, input) group holds a multiple of the usual group
+    size G >= 2 and some hold 2G or more, a prompt was drawn twice in one step, and the dump
+    cannot separate its groups. Logs of another shape (sizes that are not multiples of G, a
+    prompt key chosen with --prompt-col, missing rewards) are left alone."""
+    if missing or any(p.group for p in plans) or plans[0].prompt != ("input",) or per_group.height < 2:
         return
     sizes = per_group["n"]
     g = int(sizes.mode().min())
-    big = per_group.filter((pl.col("n") >= 2 * g) & (pl.col("n") % g == 0))
-    if g > 0 and big.height:
+    if g < 2 or bool((sizes % g != 0).any()):
+        return
+    big = per_group.filter(pl.col("n") >= 2 * g)
+    if big.height:
         step, prompt, n = big.row(0)[0], str(big.row(0)[1])[:60], big.row(0)[2]
         raise SchemaError(
             f"verl dump without uid: {big.height} (step, input) groups hold a multiple of the "
