@@ -18,9 +18,11 @@ CORE_MODULES = [
     "sigmaudit.core.estimators",
     "sigmaudit.core.prior",
     "sigmaudit.core.corpus",
+    "sigmaudit.core.forecast",
 ]
 # modules whose docstrings carry examples today; an example silently dropped fails here
-WITH_EXAMPLES = {"sigmaudit.core.silent", "sigmaudit.core.fidelity", "sigmaudit.core.group_size"}
+WITH_EXAMPLES = {"sigmaudit.core.forecast", "sigmaudit.core.silent", "sigmaudit.core.fidelity",
+                 "sigmaudit.core.group_size"}
 
 
 @pytest.mark.parametrize("name", CORE_MODULES)

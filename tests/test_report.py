@@ -126,6 +126,7 @@ def test_view_holds_every_part(data):
     assert any(t.startswith("scan: ") for t in titles)
     assert any(t.startswith("plan: ") for t in titles)
     assert any(t.startswith("trend: ") for t in titles)
+    assert any(t.startswith("backtest: ") for t in titles)
 
 
 def test_default_title():
@@ -138,14 +139,15 @@ def test_default_title():
 
 def test_page_has_the_charts_and_sections(page):
     assert page.startswith("<!DOCTYPE html>")
-    assert page.count("<svg") == 5
+    assert page.count("<svg") == 7
     h2 = re.findall(r"<h2>(.*?)</h2>", page)
-    assert h2 == ["Summary", "Charts", "Recommendation", "Scan", "Per step"]
+    assert h2 == ["Summary", "Charts", "Recommendation", "Scan", "Per step", "Forecast backtest"]
     h3 = re.findall(r"<h3>(.*?)</h3>", page)
     for heading in ("Pass rates", "Silent groups versus G", "Fidelity versus G", "Gradient mass by difficulty",
-                    "Over training", "G sweep", "corpus", "silent groups", "group size"):
+                    "Over training", "Forecast calibration", "What a skip rule buys", "G sweep", "corpus",
+                    "silent groups", "group size", "calibration", "skip rules"):
         assert heading in h3
-    assert page.count("<figcaption>") == 5
+    assert page.count("<figcaption>") == 7
 
 
 def test_captions_say_what_the_numbers_mean(data, page):
@@ -154,7 +156,10 @@ def test_captions_say_what_the_numbers_mean(data, page):
     assert "bayes" in silent and "12 prompts" in silent and f"At G = {data.chosen_G}" in silent
     assert "ε = 0.05" in fid and "quartiles" in fid
     assert "E[σ](p̂, G = 8)" in captions[3]
-    assert "G = 8" in captions[4] and "bayes" in captions[4]
+    assert "G = 8" in captions[4] and "one step ahead" in captions[4] and "earlier steps only" in captions[4]
+    bt = data.backtest
+    assert f"{bt.visits:,} groups" in captions[5] and f"{bt.calibration_error:.3f}" in captions[5]
+    assert "GRESO" in captions[6] and "Zheng et al. 2025" in captions[6]
 
 
 def test_page_makes_no_network_request(page):

@@ -47,10 +47,10 @@ def test_sample_log_report(sample_report):
     assert err.splitlines()[-1].startswith(f"sigmaudit: wrote {path} (")
     assert "detected long layout" in err
     page = path.read_text(encoding="utf-8")
-    assert page.count("<svg") == 5
+    assert page.count("<svg") == 7
     assert "<title>sample run</title>" in page and "<h1>sample run</h1>" in page
     assert re.findall(r"<h2>(.*?)</h2>", page) == ["Summary", "Charts", "Recommendation", "Scan", "Per step",
-                                                      "Notes"]
+                                                      "Forecast backtest", "Notes"]
     assert "<h3>Over training</h3>" in page
     assert "200 prompts" in page and "32,000 rollouts" in page and "20 steps" in page
     assert "Recommended G = <b>32</b>" in page and "G = 32 (recommended)" in page
@@ -74,13 +74,14 @@ def test_no_steps_no_trend_and_default_output_in_cwd(capsys, tmp_path, monkeypat
     page = (tmp_path / "sigmaudit-report.html").read_text(encoding="utf-8")
     assert "sigmaudit: wrote sigmaudit-report.html" in err
     assert page.count("<svg") == 4 and "Over training" not in page and "no steps" in page
+    assert "Forecast calibration" not in page
 
 
 def test_dash_writes_the_page_to_stdout_and_quiet_silences_notes(capsys, tmp_path):
     log = small_log(tmp_path, steps=True)
     code, out, err = run(capsys, "report", str(log), "-o", "-", "-q", "--g-main", "4")
     assert code == 0 and err == ""
-    assert out.startswith("<!DOCTYPE html>") and out.count("<svg") == 5
+    assert out.startswith("<!DOCTYPE html>") and out.count("<svg") == 7
     assert "G = 4 (--g-main)" in out
     assert not (tmp_path / "-").exists()
 

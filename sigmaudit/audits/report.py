@@ -1,12 +1,12 @@
-"""``sigmaudit report``: the scan, the plan and the trend of one set of logs, gathered for a chart renderer.
+"""``sigmaudit report``: the scan, the plan, the trend and the backtest of one set of logs, for a chart renderer.
 
-:func:`build_report` runs the existing library calls — :func:`sigmaudit.scan.audit`,
-:func:`sigmaudit.plan.plan`, :func:`sigmaudit.trend.trend` (when the logs have
-steps) and :func:`sigmaudit.core.fidelity.fidelity` for the per-quartile curves —
-and returns a :class:`ReportData`. No new math lives here: every number of the
-report is one of those results' fields, or φ(p̂_q, G) at a quartile p̂_q the scan
-already reports. The HTML renderer (:mod:`sigmaudit.render.html`) only draws
-and lays them out.
+:func:`build_report` runs the existing library calls — :func:`sigmaudit.audits.scan.audit`,
+:func:`sigmaudit.audits.plan.plan`, :func:`sigmaudit.audits.trend.trend` and
+:func:`sigmaudit.audits.backtest.backtest` (when the logs have steps) and
+:func:`sigmaudit.core.fidelity.fidelity` for the per-quartile curves — and returns a
+:class:`ReportData`. No new math lives here: every number of the report is one of those
+results' fields, or φ(p̂_q, G) at a quartile p̂_q the scan already reports. The HTML renderer
+(:mod:`sigmaudit.render.html`) only draws and lays them out.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from ..loaders import LoadedCounts
+    from .backtest import BacktestResult
     from .plan import PlanResult, Targets
     from .scan import ScanReport
     from .trend import TrendResult
@@ -67,6 +68,9 @@ class ReportData:
     """Fidelity shortfall ε of the group-size law (φ >= 1 − ε)."""
     fidelity_curves: tuple[FidelityCurve, ...]
     """φ along G at the quartiles and median of p̂ over the in-between prompts (empty when there are none)."""
+    backtest: BacktestResult | None = None
+    """One-step-ahead forecasts of silent groups scored on the log (``sigmaudit backtest``); None without
+    steps (or with one step)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON contract: title, files, g_main, chosen_G, chosen_by, eps, scan, plan, trend, fidelity_curves."""
@@ -80,6 +84,7 @@ class ReportData:
             "scan": self.scan.to_dict(),
             "plan": self.plan.to_dict(),
             "trend": None if self.trend is None else self.trend.to_dict(),
+            "backtest": None if self.backtest is None else self.backtest.to_dict(),
             "fidelity_curves": [
                 {"quantile": c.quantile, "p_hat": c.p_hat, "G": list(c.G), "fidelity": list(c.fidelity),
                  "exact_G": c.exact_G}
@@ -162,11 +167,18 @@ def build_report(
     scan = audit(loaded, G=tuple(G) if G else DEFAULT_G, g_main=g_main, eps=eps)
     plan = run_plan(corpus_of(loaded), tuple(G) if G else DEFAULT_G_GRID, targets=targets)
     trend = None
+    bt = None
     if loaded.has_steps and loaded.per_group is not None and loaded.per_group.height:
         try:
             trend = run_trend(loaded.per_group, estimator="bayes")
         except SchemaError:  # a step column whose values are all missing: no trend, the rest stands
             trend = None
+        from .backtest import backtest
+
+        try:
+            bt = backtest(loaded.per_group)
+        except SchemaError:  # no step values, or a single step: nothing earlier to forecast from
+            bt = None
     main = scan.wasted.G
     chosen, chosen_by = (plan.recommended_G, "recommended") if plan.recommended_G is not None else (main, "g-main")
     return ReportData(
@@ -175,6 +187,7 @@ def build_report(
         scan=scan,
         plan=plan,
         trend=trend,
+        backtest=bt,
         g_main=main,
         chosen_G=int(chosen),
         chosen_by=chosen_by,

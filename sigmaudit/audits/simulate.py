@@ -42,7 +42,7 @@ Default initial difficulty (no corpus): a Beta mixture with a hard tail,
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -229,6 +229,11 @@ class RuleRun:
     """Answers sampled: ``groups_drawn`` × G."""
     r2_silent: float | None
     """R² of ``silent_forecast`` against ``silent_measured`` over steps (None if undefined)."""
+    k_by_step: NDArray[np.int64] | None = field(default=None, repr=False, compare=False)
+    """Right answers of each prompt's (last drawn) group, shape (steps, prompts); kept only when
+    the run was asked to record its log (``record=True``)."""
+    p_by_step: NDArray[np.float64] | None = field(default=None, repr=False, compare=False)
+    """True pass rate each group was drawn at, shape (steps, prompts) (with ``k_by_step``)."""
 
     @property
     def oversampling(self) -> float:
@@ -337,7 +342,7 @@ class SeriesReport:
 
 
 def _run_rule(
-    rule: SimRule, p0: NDArray[np.float64], hard: NDArray[np.int64], cfg: SimulateConfig
+    rule: SimRule, p0: NDArray[np.float64], hard: NDArray[np.int64], cfg: SimulateConfig, record: bool = False
 ) -> RuleRun:
     from scipy.special import expit, logit
 
@@ -350,7 +355,9 @@ def _run_rule(
     theta = logit(p0)
     measured, forecast, ext, ext_f, hq, mp = [], [], [], [], [], []
     drawn = used = 0
-    for _ in range(cfg.steps):
+    ks = np.zeros((cfg.steps, p0.size), dtype=np.int64) if record else None
+    ps = np.zeros((cfg.steps, p0.size)) if record else None
+    for step in range(cfg.steps):
         p = expit(theta)
         k = rng.binomial(G, p)
         silent = (k == 0) | (k == G)
@@ -368,6 +375,8 @@ def _run_rule(
             used += int(np.count_nonzero((k > 0) & (k < G)))
         else:
             used += p.size
+        if ks is not None and ps is not None:
+            ks[step], ps[step] = k, p
         gain = sign_gain(k, G, p) if table is None else table[k]
         total = float(gain.sum())
         ext.append(float(gain[EXTREME.contains(p)].sum() / total) if total > 0 else None)
@@ -389,6 +398,8 @@ def _run_rule(
         groups_scheduled=p.size * cfg.steps,
         samples=drawn * G,
         r2_silent=none_if_nan(r_squared(measured, forecast)),
+        k_by_step=ks,
+        p_by_step=ps,
     )
 
 
@@ -415,6 +426,7 @@ def simulate(
     rules: Sequence[str] | str = DEFAULT_RULES,
     init_counts: tuple[ArrayLike, ArrayLike] | None = None,
     init_label: str = "corpus",
+    record: bool = False,
 ) -> SimulateResult:
     """Run the controlled training run for each rule from the same initial prompts.
 
@@ -422,7 +434,8 @@ def simulate(
     corpus prompt with ``init_counts=(n, k)`` (per-prompt counts; p = k/n with
     p ∈ {0, 1} excluded, clipped to [0.02, 0.98]); given with a corpus, that
     many pass rates are resampled from it. ``init_label`` names the corpus in
-    the description.
+    the description. ``record=True`` keeps each rule's groups and true pass rates per step
+    (for :func:`rollout_log`).
 
     Examples
     --------
@@ -452,5 +465,36 @@ def simulate(
         init = InitSpec("corpus", desc, float(p0.mean()), usable, excluded, resampled)
     cfg = SimulateConfig(int(p0.size), int(G), int(steps), float(lr), int(seed), int(dapo_max_tries), init)
     hard = np.argsort(p0, kind="stable")[: max(1, p0.size // 4)]
-    runs = tuple(_run_rule(rule, p0, hard, cfg) for rule in rule_list)
+    runs = tuple(_run_rule(rule, p0, hard, cfg, record) for rule in rule_list)
     return SimulateResult(cfg, runs, float(p0[hard].mean()), int(hard.size))
+
+
+def rollout_log(result: SimulateResult, rule: str | None = None) -> Any:
+    """One rule's run (default: the first simulated) as a rollout log in the long layout: one row per sampled answer.
+
+    Columns ``step`` (1..steps), ``prompt`` (``p000000``...), ``reward`` (1 right, 0 wrong; the
+    group's k right answers first) and ``true_p`` (the pass rate the group was drawn at: the
+    truth a forecast is checked against; loaders ignore the column). DAPO logs the group it
+    kept (its last draw), like trainers that dump after filtering. Needs a run simulated with
+    ``record=True``.
+    """
+    import polars as pl
+
+    run = result.runs[0] if rule is None else result.run(rule)
+    if run is None:
+        raise ValueError(f"rule {rule!r} was not simulated")
+    if run.k_by_step is None or run.p_by_step is None:
+        raise ValueError("this run was simulated without record=True: no groups to write")
+    ks, ps = run.k_by_step, run.p_by_step
+    steps, prompts = ks.shape
+    G = result.config.G
+    width = len(str(prompts - 1))
+    names = pl.Series("prompt", [f"p{i:0{max(width, 6)}d}" for i in range(prompts)])
+    sample = np.arange(G)
+    reward = (sample[None, None, :] < ks[:, :, None]).astype(np.int8).ravel()
+    return pl.DataFrame({
+        "step": np.repeat(np.arange(1, steps + 1, dtype=np.int64), prompts * G),
+        "prompt": names.gather(np.tile(np.repeat(np.arange(prompts), G), steps)),
+        "reward": reward,
+        "true_p": np.repeat(ps.ravel(), G),
+    })

@@ -6,7 +6,18 @@ fraction split into all-wrong (k = 0) and all-correct (k = n), and the
 closed-form forecast of the silent fraction implied by the step's pass rates,
 at the logged group size and at other G.
 
-The forecast is a mean over the step's groups of a per-group estimate of
+Two different numbers per step:
+
+- **forecast** (``ahead_silent``): the honest one-step-ahead forecast. The silent share at step t
+  predicted from what was logged before t only: a corpus prior fitted on earlier steps and each
+  prompt's earlier visits (:func:`sigmaudit.audits.forecast.replay`, the same forecast
+  ``backtest`` scores), next to a naive baseline (the previous step's observed share), with the
+  mean absolute error of both over steps.
+- **implied** (``forecast_silent`` in JSON, for compatibility): each step's own outcomes read
+  through an estimator of p^G + (1 − p)^G. It uses the step's outcomes, so it follows the
+  step-to-step noise; it says what the step's pass rates imply, it does not predict.
+
+The implied rate is a mean over the step's groups of a per-group estimate of
 p^G + (1 − p)^G (THEORY.md, "Estimating from finite logs"); ``estimator``:
 
 - ``bayes`` (default): the corpus prior over p (:func:`~sigmaudit.core.prior.fit_corpus_prior`:
@@ -66,6 +77,11 @@ class TrendRow:
     """All-correct part of ``forecast_silent``."""
     forecast: dict[int, float | None]
     """Estimated silent rate at each requested G (None where the estimator is undefined)."""
+    ahead_silent: float | None = None
+    """Honest one-step-ahead forecast: mean over the groups of P(silent at the logged size) predicted
+    from earlier steps only (:func:`sigmaudit.audits.forecast.replay`); None for the first step."""
+    naive_silent: float | None = None
+    """Naive baseline: the previous logged step's observed silent share (mean over the groups)."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +104,14 @@ class TrendResult:
     """Groups without a step value (left out)."""
     source: str = "groups"
     """``groups`` (a log reduced to groups) or ``series`` (a file of per-step shares)."""
+    ahead_mae: float | None = None
+    """Mean absolute error over steps (after the first) of the one-step-ahead forecast of the silent share."""
+    naive_mae: float | None = None
+    """Same for the naive baseline (the previous step's observed share)."""
+    mae_steps: int = 0
+    """Steps behind the two errors."""
+    ahead_note: str | None = None
+    """Why there is no one-step-ahead forecast, when there is none for a log of groups."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON contract: ``steps`` (one object per row), ``G_logged``, ``every``, ``estimator``, ..."""
@@ -105,9 +129,13 @@ class TrendResult:
                     "forecast_all_wrong": r.forecast_all_wrong,
                     "forecast_all_correct": r.forecast_all_correct,
                     "forecast": {str(g): v for g, v in r.forecast.items()},
+                    "ahead_silent": r.ahead_silent,
+                    "naive_silent": r.naive_silent,
                 }
                 for r in self.rows
             ],
+            "forecast_error": {"ahead_mae": self.ahead_mae, "naive_mae": self.naive_mae, "steps": self.mae_steps,
+                               "note": self.ahead_note},
             "G_logged": self.G_logged,
             "G_logged_sizes": list(self.G_logged_sizes),
             "every": self.every,
@@ -158,7 +186,10 @@ def trend(
     no_steps = SchemaError("the logs have no training-step information", remedy="name the step column with --step-col")
     if "step" not in per_group.columns:
         raise no_steps
-    df = per_group.select(pl.col("step").cast(pl.Int64), pl.col("n").cast(pl.Int64), pl.col("k").cast(pl.Int64))
+    cols = [pl.col("step").cast(pl.Int64), pl.col("n").cast(pl.Int64), pl.col("k").cast(pl.Int64)]
+    if "prompt" in per_group.columns:
+        cols.append(pl.col("prompt").cast(pl.Utf8))
+    df = per_group.select(cols)
     dropped = int(df["step"].null_count())
     df = df.filter(pl.col("step").is_not_null() & (pl.col("n") > 0))
     if df.height == 0:
@@ -215,7 +246,41 @@ def trend(
         for b in range(nb)
     )
     sizes = tuple(int(s) for s in np.unique(n_u))
-    return TrendResult(rows, sizes[0] if len(sizes) == 1 else None, sizes, int(every), estimator, Gs, dropped)
+    return _with_ahead(TrendResult(rows, sizes[0] if len(sizes) == 1 else None, sizes, int(every), estimator, Gs,
+                                   dropped), df, first)
+
+
+AHEAD_MAX_GROUPS = 2_000_000
+"""``trend`` adds the one-step-ahead forecast to logs of at most this many groups (its replay costs
+about a second per 100,000 groups)."""
+
+
+def _with_ahead(res: TrendResult, df: pl.DataFrame, first: int) -> TrendResult:
+    """Add the one-step-ahead forecast and the naive baseline per row, and both errors per step."""
+    from dataclasses import replace
+
+    from .forecast import ahead_by_step
+
+    if "prompt" not in df.columns or df["step"].n_unique() < 2:
+        return replace(res, ahead_note="no one-step-ahead forecast: it needs prompts and at least two steps")
+    if df.height > AHEAD_MAX_GROUPS:
+        return replace(res, ahead_note=f"no one-step-ahead forecast: {df.height:,} groups is more than trend "
+                                       f"replays ({AHEAD_MAX_GROUPS:,}); 'sigmaudit backtest' replays any log")
+    per_step = ahead_by_step(df)
+    err = per_step.filter(pl.col("forecast").is_not_null())
+    ahead_mae = float((err["observed"] - err["forecast"]).abs().mean())  # type: ignore[arg-type]
+    naive_mae = float((err["observed"] - err["naive"]).abs().mean())  # type: ignore[arg-type]
+    buckets = (per_step.with_columns(((pl.col("step") - first) // res.every).alias("bucket"))
+               .group_by("bucket").agg((pl.col("forecast") * pl.col("groups")).sum() / pl.col("groups")
+                                       .filter(pl.col("forecast").is_not_null()).sum(),
+                                       (pl.col("naive") * pl.col("groups")).sum() / pl.col("groups")
+                                       .filter(pl.col("naive").is_not_null()).sum(),
+                                       pl.col("step").min().alias("first"))
+               .sort("first"))
+    by_first = {int(r["first"]): r for r in buckets.iter_rows(named=True)}
+    rows = tuple(replace(r, ahead_silent=none_if_nan(by_first[r.step]["forecast"]),
+                         naive_silent=none_if_nan(by_first[r.step]["naive"])) for r in res.rows)
+    return replace(res, rows=rows, ahead_mae=ahead_mae, naive_mae=naive_mae, mae_steps=err.height)
 
 
 def trend_from_series(series: pl.DataFrame, *, every: int = 1, G: Sequence[int] = ()) -> TrendResult:

@@ -48,14 +48,16 @@ def _root(
 # Register the commands: each module defines one function; the app, not the module, registers it
 # (so no command module imports this one). Each module's import is light: heavy imports happen
 # inside the command.
-from .commands import calc, check, plan, report, scan, simulate, trend  # noqa: E402
+from .commands import backtest, calc, check, forecast, plan, report, scan, simulate, trend  # noqa: E402
 
-for _command in (scan.scan, plan.plan, check.check, calc.calc, trend.trend, simulate.simulate, report.report):
+for _command in (scan.scan, plan.plan, check.check, calc.calc, trend.trend, forecast.forecast, backtest.backtest,
+                 simulate.simulate, report.report):
     app.command()(_command)
 
 
 PARAM_FLAGS = {"budget": "--budget", "eps": "--eps", "min_g": "--min-g", "max_g": "--max-g", "G": "-G",
-               "g_main": "--g-main", "batch_prompts": "--batch-prompts"}
+               "g_main": "--g-main", "batch_prompts": "--batch-prompts", "max_p_silent": "--max-p-silent",
+               "target_saving": "--target-saving", "max_lost": "--max-lost"}
 """Library parameter names -> the CLI flags that set them (library errors name parameters)."""
 
 

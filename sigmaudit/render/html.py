@@ -27,9 +27,9 @@ from ..views.labels import EXTREME_LABEL, MIDDLE_LABEL, QUANTILE_NAMES
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-# The results drawn here (report data, scan, trend, fidelity curves) arrive through the View
+# The results drawn here (report data, scan, trend, backtest, fidelity curves) arrive through the View
 # (``view.source``, ``view.parts``): this module reads their fields and imports no audit.
-ReportData = ScanReport = TrendResult = FidelityCurve = Any
+ReportData = ScanReport = TrendResult = FidelityCurve = BacktestResult = Any
 
 # Okabe–Ito colours (readable with colour-blindness).
 ALL_WRONG = "#D55E00"
@@ -374,10 +374,10 @@ def trend_chart(trend: TrendResult) -> str:
         tot = [r.observed_silent for r in rows]
         ax.fill_between(x, 0, aw, color=ALL_WRONG, alpha=0.75, linewidth=0, step=None, label="observed all wrong")
         ax.fill_between(x, aw, tot, color=ALL_CORRECT, alpha=0.7, linewidth=0, label="observed all correct")
-        fx = [(r.step, r.forecast_silent) for r in rows if r.forecast_silent is not None]
+        fx = [(r.step, r.ahead_silent) for r in rows if r.ahead_silent is not None]
         if fx:
             ax.plot([a for a, _ in fx], [b for _, b in fx], color=CORPUS, linestyle="--", linewidth=1.3,
-                    label=f"forecast silent ({trend.estimator})")
+                    label="forecast silent (one step ahead)")
         ax.plot(x, [r.pass_rate for r in rows], color=PASS, linewidth=1.6, label="mean pass rate k/n")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         if len(x) == 1:
@@ -390,6 +390,58 @@ def trend_chart(trend: TrendResult) -> str:
         _legend(fig, 4)
 
     return _draw(draw, "trend", "silent groups per training step", width=2 * FIG_WIDTH, height=3.3)
+
+
+def calibration_chart(bt: BacktestResult) -> str:
+    """Mean observed silent share against the mean forecast per bin (dot area ∝ groups), with the diagonal."""
+
+    def draw(fig: Figure, ax: Axes) -> None:
+        bins = [c for c in bt.calibration if c.n]
+        ax.plot([0, 1], [0, 1], color=GREY, linewidth=1.0, linestyle="--", label="perfect calibration")
+        biggest = max(c.n for c in bins)
+        ax.scatter([c.predicted for c in bins], [c.observed for c in bins],
+                   s=[20 + 180 * c.n / biggest for c in bins], color=ALL_CORRECT, alpha=0.85, zorder=3,
+                   label="sigmaudit forecast (area ∝ groups)")
+        ax.plot([c.predicted for c in bins], [c.observed for c in bins], color=ALL_CORRECT, linewidth=1.0)
+        ax.set_xlim(0, 1)
+        _percent_axis(ax, 1.0)
+        from matplotlib.ticker import PercentFormatter
+
+        ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+        ax.set_xlabel("forecast P(silent), mean in the bin")
+        ax.set_ylabel("observed silent share")
+        _legend(fig, 2)
+
+    return _draw(draw, "calibration", "forecast calibration: observed silent share against the forecast")
+
+
+TRADEOFF_STYLE = {"sigmaudit": (ALL_CORRECT, "o", "-"), "greso": (GRPO, "s", "--"),
+                  "silent-last-time": (ALL_WRONG, "D", "")}
+"""Colour, marker and line of each skip rule on the trade-off chart."""
+
+
+def tradeoff_chart(bt: BacktestResult) -> str:
+    """Silent groups avoided against informative groups lost, one curve per skip rule, the loss budget marked."""
+
+    def draw(fig: Figure, ax: Axes) -> None:
+        for rule, (color, marker, line) in TRADEOFF_STYLE.items():
+            pts = sorted((t.informative_lost, t.silent_avoided) for t in bt.tradeoff if t.rule == rule)
+            if not pts:
+                continue
+            ax.plot([0.0, *(a for a, _ in pts)], [0.0, *(b for _, b in pts)], color=color, marker=marker,
+                    linestyle=line or "none", markersize=4, linewidth=1.4, label=rule)
+        ax.axvline(bt.max_lost, color=CORPUS, linewidth=0.9, linestyle=":", label=f"{bt.max_lost:.0%} lost")
+        from matplotlib.ticker import PercentFormatter
+
+        worst = max((t.informative_lost for t in bt.tradeoff if t.informative_lost == t.informative_lost), default=1.0)
+        ax.set_xlim(0, min(1.0, max(worst, bt.max_lost) * 1.1 + 0.01))
+        ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+        _percent_axis(ax, 1.0)
+        ax.set_xlabel("informative groups lost (skipped)")
+        ax.set_ylabel("silent groups avoided")
+        _legend(fig, 4)
+
+    return _draw(draw, "tradeoff", "skip rules: silent groups avoided against informative groups lost")
 
 
 # --------------------------------------------------------------------------- the page
@@ -484,11 +536,34 @@ def _charts(d: ReportData) -> list[tuple[str, str, str, bool]]:
             trend_chart(t),
             f"Per training step ({len(t.rows):,} {'steps' if t.every == 1 else 'buckets'}, {groups:,} logged groups, "
             f"{logged}): the observed share of silent groups, split into all wrong and all correct; dashed, the "
-            f"forecast = mean over the step's groups of the {t.estimator} estimate of p^G + (1 − p)^G at the logged "
-            f"size (prior fitted to the whole run); green, the mean pass rate k/n."
+            f"forecast one step ahead: the share predicted for the step from earlier steps only (corpus prior and "
+            f"each prompt's earlier visits)"
+            + (f", mean absolute error {t.ahead_mae:.4f} over {t.mae_steps:,} steps against {t.naive_mae:.4f} "
+               f"for the previous step's share" if t.ahead_mae is not None and t.naive_mae is not None else "")
+            + "; green, the mean pass rate k/n."
             + (f" {t.dropped_groups:,} groups without a step value left out." if t.dropped_groups else ""),
             True,
         ))
+    if d.backtest is not None:
+        bt = d.backtest
+        at = bt.avoided_at_max_lost
+        base = ", ".join(f"{b.name} {b.brier:.4f}" for b in bt.baselines)
+        charts.append((
+            "Forecast calibration",
+            calibration_chart(bt),
+            f"Every logged group after the first step ({bt.visits:,} groups of {bt.prompts:,} prompts) forecast "
+            f"from earlier steps only: corpus prior fitted on earlier steps, each prompt's earlier visits "
+            f"down-weighted with a half-life chosen online, recalibrated on earlier steps. Bins of width 0.1 of "
+            f"the forecast P(silent) against the observed silent share; weighted mean gap "
+            f"{bt.calibration_error:.3f}. Brier score {bt.brier:.4f} (baselines: {esc(base)}).", False))
+        charts.append((
+            "What a skip rule buys",
+            tradeoff_chart(bt),
+            f"Skipping prompts before rollout: share of the silent groups avoided against the share of informative "
+            f"groups lost, replayed on the log. sigmaudit: skip when the forecast P(silent) ≥ threshold; GRESO "
+            f"(Zheng et al. 2025): skip with chance 1 − max(p_e^z, 0.01) after z silent visits; silent last time. "
+            f"At most {bt.max_lost:.0%} lost: sigmaudit avoids {pct(at.get('sigmaudit'))}, GRESO (best over its "
+            f"two bases) {pct(at.get('greso'))}.", False))
     return charts
 
 
@@ -502,7 +577,7 @@ def _at(p: Any, G: int) -> str:
 
 
 def render_html(view: View) -> str:
-    """One self-contained HTML page: the full report (charts, then the scan, plan and trend
+    """One self-contained HTML page: the full report (charts, then the scan, plan, trend and backtest
     tables) for a report's view, else the view's sections as tables."""
     if not view.parts:
         return _page(view.title, [view_html(view, level=2)])
@@ -538,9 +613,13 @@ def render_html(view: View) -> str:
     parts.append(view_html(plan_v))
     parts.append("<h2>Scan</h2>")
     parts.append(view_html(scan_v))
-    if rest:
-        parts.append("<h2>Per step</h2>")
-        parts.append(view_html(View(rest[0].title, rest[0].sections[:1])))
+    for part in rest:
+        if part.title == "sigmaudit trend":
+            parts.append("<h2>Per step</h2>")
+            parts.append(view_html(View(part.title, part.sections[:1])))
+        elif part.title == "sigmaudit backtest":
+            parts.append("<h2>Forecast backtest</h2>")
+            parts.append(view_html(part))
     if s.notes:
         parts.append("<h2>Notes</h2>")
         parts.append('<ul class="notes">' + "".join(f"<li>{esc(n)}</li>" for n in s.notes) + "</ul>")

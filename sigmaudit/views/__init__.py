@@ -20,6 +20,8 @@ _BUILDERS: dict[str, tuple[str, str, str | None]] = {
     "CheckResult": ("check", "check_view", "checks"),
     "CalcResult": ("calc", "calc_view", "results"),
     "TrendResult": ("trend", "trend_view", "steps"),
+    "ForecastResult": ("forecast", "forecast_view", "per_prompt"),
+    "BacktestResult": ("forecast", "backtest_view", "calibration"),
     "SimulateResult": ("simulate", "simulate_view", None),
     "SeriesReport": ("simulate", "series_report_view", None),
     "ReportData": ("report", "report_view", None),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .forecast import backtest_view
 from .model import Section, View
 from .plan import plan_view
 from .scan import scan_view
@@ -14,10 +15,12 @@ if TYPE_CHECKING:
 
 
 def report_part_views(result: ReportData) -> tuple[View, ...]:
-    """The views of the parts, in report order: scan, plan, and trend when there are steps."""
+    """The views of the parts, in report order: scan, plan, and trend and backtest when there are steps."""
     parts = [scan_view(result.scan), plan_view(result.plan)]
     if result.trend is not None:
         parts.append(trend_view(result.trend))
+    if result.backtest is not None:
+        parts.append(backtest_view(result.backtest))
     return tuple(parts)
 
 

@@ -17,15 +17,18 @@ def trend_view(result: TrendResult) -> View:
     sizes = ", ".join(map(str, result.G_logged_sizes))
     logged = f"G = {result.G_logged}" if result.G_logged else f"logged sizes {sizes}"
     cols = ["step"] + (["to"] if result.every > 1 else []) + [
-        "groups", "pass rate", "silent", "all wrong", "all correct", "forecast"]
-    cols += [f"forecast G={g}" for g in result.G]
+        "groups", "pass rate", "silent", "all wrong", "all correct", "forecast", "naive", "implied"]
+    cols += [f"implied G={g}" for g in result.G]
     rows = tuple(
         (r.step, *((r.step_last,) if result.every > 1 else ()), r.groups, r.pass_rate, r.observed_silent,
-         r.observed_all_wrong, r.observed_all_correct, r.forecast_silent, *(r.forecast[g] for g in result.G))
+         r.observed_all_wrong, r.observed_all_correct, r.ahead_silent, r.naive_silent, r.forecast_silent,
+         *(r.forecast[g] for g in result.G))
         for r in result.rows
     )
-    note = (f"observed shares of the logged groups ({logged}); forecast = mean over the step's groups of the "
-            f"{result.estimator} estimate of p^G + (1 − p)^G at the logged size")
+    note = (f"observed shares of the logged groups ({logged}); forecast = one step ahead, from earlier steps "
+            f"only (corpus prior + each prompt's earlier visits); naive = the previous step's observed share; "
+            f"implied = the step's own outcomes read through the {result.estimator} estimate of p^G + (1 − p)^G "
+            f"(not a forecast: it follows the step's noise)")
     if result.source == "series":
         note = "a per-step series of shares as published or logged: no groups, so no forecast"
     if result.source == "series":  # only the shares the file holds
@@ -41,16 +44,24 @@ def trend_view(result: TrendResult) -> View:
         ("observed silent", [r.observed_silent for r in result.rows]),
         ("  all correct", [r.observed_all_correct for r in result.rows]),
         ("  all wrong", [r.observed_all_wrong for r in result.rows]),
-        ("forecast silent", [r.forecast_silent for r in result.rows]),
+        ("forecast silent", [r.ahead_silent for r in result.rows]),
+        ("implied silent", [r.forecast_silent for r in result.rows]),
         ("pass rate", [r.pass_rate for r in result.rows]),
     ]
-    series += [(f"forecast G={g}", [r.forecast[g] for r in result.rows]) for g in result.G]
+    series += [(f"implied G={g}", [r.forecast[g] for r in result.rows]) for g in result.G]
     series = [(name, vals) for name, vals in series if any(v is not None for v in vals)]
     name_w = max(len(n) for n, _ in series)
     lines = [f"{name:{name_w}}  {sparkline(vals, lo=0.0, hi=1.0, width=width)}  "
              f"{format_value(vals[0], 3)} → {format_value(vals[-1], 3)}" for name, vals in series]
     lines.append(f"{'':{name_w}}  scale 0–1, step {result.rows[0].step} → {result.rows[-1].step_last}")
-    extra = (f"{result.dropped_groups} groups without a step value left out",) if result.dropped_groups else ()
+    extra: tuple[str, ...] = (f"{result.dropped_groups} groups without a step value left out",) \
+        if result.dropped_groups else ()
+    if result.ahead_note and result.source == "groups":
+        extra += (result.ahead_note,)
+    if result.ahead_mae is not None and result.naive_mae is not None:
+        extra += (f"forecast error over {result.mae_steps} steps (mean |observed − predicted| silent share): "
+                  f"one step ahead {format_value(result.ahead_mae)}, naive (previous step's share) "
+                  f"{format_value(result.naive_mae)}",)
     return View("sigmaudit trend", (
         Section("silent groups over training", lines=extra, tables=(table,)),
         Section("trend", lines=tuple(lines)),

@@ -22,6 +22,11 @@ JSON contract (``--format json``), besides ``schema_version``:
   extreme-share values at the p the step drew with; hard_quartile and mean_p after its update).
 
 ``--format csv`` writes the per-step series as one long table (step, rule, ...).
+
+``--log-out run.parquet`` (or .csv, .jsonl) also writes the first rule's run as a rollout log in
+the long layout: ``step`` (1..steps), ``prompt``, ``reward`` (0/1, one row per answer) and
+``true_p`` (the pass rate the group was drawn at; loaders ignore it). DAPO's log holds the group
+it kept. ``forecast`` and ``backtest`` read it like any log; tests check them against ``true_p``.
 """
 
 from __future__ import annotations
@@ -66,6 +71,10 @@ def simulate(
                                                          help="Logs whose pass rates k/n (0 < k < n, clipped to "
                                                               "[0.02, 0.98]) give the initial difficulty "
                                                               "(repeatable) [default: a Beta mixture].")] = None,
+    log_out: Annotated[Path | None, typer.Option(
+        "--log-out", dir_okay=False, show_default=False,
+        help="Also write the first rule's run as a rollout log (.parquet, .csv or .jsonl; long layout: step, "
+             "prompt, reward, and true_p, the pass rate each group was drawn at).")] = None,
     fmt: FormatOpt = None,
     output: OutputOpt = None,
 ) -> None:
@@ -78,16 +87,25 @@ def simulate(
 
     Example: sigmaudit simulate --prompts 2000 --steps 60 --rules grpo,drgrpo,dapo,sign
     """
-    from ...audits.simulate import SeriesReport
+    from ...audits.simulate import SeriesReport, rollout_log
     from ...audits.simulate import simulate as run_simulate
     from ...render import Format
+    from ...writers import table_suffix, write_table
     from ..inputs import load_inputs
-    from ..output import resolve_format
+    from ..output import note, resolve_format
+
+    if log_out is not None:
+        table_suffix(log_out, "--log-out")
 
     counts = None
     if init_from:
         pp = load_inputs(list(init_from), series_ok=False).per_prompt
         counts = (pp["n"].to_numpy(), pp["k"].to_numpy())
     result = run_simulate(prompts=prompts, G=G, steps=steps, lr=lr, seed=seed, dapo_max_tries=dapo_max_tries,
-                          rules=rules, init_counts=counts, init_label=", ".join(map(str, init_from or [])))
+                          rules=rules, init_counts=counts, init_label=", ".join(map(str, init_from or [])),
+                          record=log_out is not None)
+    if log_out is not None:
+        log = rollout_log(result)
+        write_table(log, log_out, "--log-out")
+        note(f"wrote {log_out}: the {result.runs[0].rule} run, {log.height:,} rollouts (long layout)")
     emit_result(SeriesReport(result) if resolve_format(fmt, output) is Format.csv else result, fmt, output)

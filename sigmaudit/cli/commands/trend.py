@@ -5,8 +5,13 @@ JSON contract (``--format json``), besides ``schema_version``:
 - ``steps``: one object per step (or bucket of ``every`` steps), in step order, with ``step`` (first
   logged step of the bucket), ``step_last``, ``groups``, ``pass_rate`` (mean k/n over groups),
   ``observed_silent`` = ``observed_all_wrong`` + ``observed_all_correct`` (shares of groups with
-  k = 0 / k = n), ``forecast_silent`` = ``forecast_all_wrong`` + ``forecast_all_correct`` (mean
-  estimate at each group's logged size), ``forecast`` ``{"G": rate or null}`` for each ``-G``.
+  k = 0 / k = n), ``ahead_silent`` (the one-step-ahead forecast from earlier steps only; null at the
+  first step), ``naive_silent`` (the previous step's observed share), ``forecast_silent`` =
+  ``forecast_all_wrong`` + ``forecast_all_correct`` (the *implied* rate: mean estimate at each
+  group's logged size from the step's own outcomes, not a forecast), ``forecast`` ``{"G": rate or
+  null}`` (implied) for each ``-G``.
+- ``forecast_error``: ``{ahead_mae, naive_mae, steps, note}``: mean absolute error over steps of the
+  one-step-ahead forecast and of the naive baseline (``note`` says why they are null, if they are).
 - ``G_logged``: the logged group size (null when sizes differ; ``G_logged_sizes`` lists them).
 - ``every``, ``estimator`` (bayes, plugin or unbiased), ``G`` (the extra sizes), ``dropped_groups``.
 """
@@ -37,17 +42,21 @@ def _check_estimator(*, estimator: str, **_: object) -> None:
 def trend(
     loaded: LoadedCounts,
     G: Annotated[list[int] | None, typer.Option("-G", "--group-size", min=1, show_default=False,
-                                                help="Also forecast the silent rate at this G (repeatable).")] = None,
+                                                help="Also give the implied silent rate at this G "
+                                                     "(repeatable).")] = None,
     every: Annotated[int, typer.Option("--every", min=1, help="One row per bucket of this many steps.")] = 1,
-    estimator: Annotated[str, typer.Option("--estimator", help="Forecast estimator: bayes (prior fitted to the run), "
-                                                               "plugin, or unbiased (G ≤ n).")] = "bayes",
+    estimator: Annotated[str, typer.Option("--estimator", help="Estimator of the implied rate: bayes (prior fitted to "
+                                                               "the run), plugin, or unbiased (G ≤ n).")] = "bayes",
     fmt: FormatOpt = None,
     output: OutputOpt = None,
 ) -> None:
     """Silent groups per training step: observed (all-wrong / all-correct) against the forecast.
 
-    Needs a training-step column (detected, or named with --step-col). The forecast is the mean over
-    the step's groups of the estimated p^G + (1 − p)^G at the logged group size, and at each -G.
+    Needs a training-step column (detected, or named with --step-col). The forecast of step t is made
+    from earlier steps only (corpus prior + each prompt's earlier visits; what 'backtest' scores), next
+    to a naive baseline (the previous step's share), with both errors. 'implied' is the step's own
+    outcomes read through an estimator of p^G + (1 − p)^G (at the logged size and at each -G): it
+    follows the step's noise and is not a forecast.
 
     Example: sigmaudit trend rollouts.parquet -G 16 --every 5
     """

@@ -1,0 +1,431 @@
+"""``sigmaudit forecast``: which prompts will go silent at their next visit, and the replay behind it.
+
+Both replay a log with steps in step order (:func:`replay`). Every group logged at step t is
+forecast from what was logged before t only: a corpus prior fitted to the groups of earlier
+steps and the prompt's own earlier visits, older visits down-weighted with a half-life
+(:mod:`sigmaudit.core.forecast`). The half-life is chosen online from
+:data:`~sigmaudit.core.forecast.HALF_LIFE_FACTORS` × the typical revisit gap: the forecast
+at step t uses the half-life with the lowest log loss on the groups before t (held-out:
+each of those was itself forecast from its past only), so no number the backtest reports
+was fitted to the outcome it is scored on. Likewise the forecast is recalibrated online
+(:func:`~sigmaudit.core.forecast.fit_recalibration`, fitted on the groups of earlier steps):
+when training pushes most pass rates one way, a forecast from past visits lags behind, and
+the map learnt on earlier steps corrects that lag.
+
+- :func:`sigmaudit.audits.backtest.backtest` scores the replay: Brier score and log loss of P(silent), a 10-bin
+  calibration table, two baselines (the previous step's silent fraction; P(silent | the
+  prompt's last visit was silent or not), estimated from earlier steps), and the trade-off
+  curves of three skip rules (sigmaudit's threshold on P(silent), GRESO's streak rule,
+  "skip if silent last time").
+- :func:`forecast` gives every prompt seen its P(silent), P(all wrong), P(all correct) at
+  its next visit with G samples, using the half-life the backtest picks on the whole log,
+  and a skip list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+from numpy.typing import NDArray
+
+from ..errors import ConfigError, SchemaError
+from ..fmt import none_if_nan
+
+HALF_LIFE_SAMPLE = 20_000
+"""The half-life is chosen on about this many groups (whole prompts, by a hash of their names) in
+bigger logs: each group is forecast once per half-life tried there, once in all elsewhere."""
+RECAL_MIN_GROUPS = 200
+"""The online recalibration starts once this many scored groups precede a step (identity before)."""
+RECAL_EVERY = 4
+"""The recalibration is refitted every this many steps (and at steps 1, 2, 4, 8, ...)."""
+NO_STEPS = "the logs have no training-step information"
+STEPS_REMEDY = "name the step column with --step-col"
+
+
+# --------------------------------------------------------------------------- the replay
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Every group of a log with steps, forecast from its past only (internal to this module)."""
+
+    groups: pl.DataFrame
+    """One row per group: prompt, step, n, k, G (size forecast), outcome, forecast, p_all_wrong,
+    p_all_correct, p_mean, visits_before, streak_correct, streak_wrong, last_silent, scored,
+    naive, markov."""
+    half_lives: tuple[float, ...]
+    """Half-lives tried, in steps."""
+    gap: float
+    """Typical revisit gap (median steps between consecutive visits of a prompt)."""
+    half_life_final: float
+    """The half-life with the lowest log loss over every scored group."""
+    half_life_used: tuple[float, ...]
+    """Half-life used at each logged step (the first step: none, no prior yet)."""
+    steps: tuple[int, ...]
+    """Logged steps, ascending."""
+    prior_fits: int
+    """Priors fitted during the replay."""
+    dropped_groups: int
+    """Groups without a step value (left out)."""
+    recalibration: tuple[float, ...]
+    """(a, b, c) of the recalibration fitted on every scored group (what ``forecast`` applies)."""
+
+
+def _visits(per_group: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    if "step" not in per_group.columns:
+        raise SchemaError(NO_STEPS, remedy=STEPS_REMEDY)
+    df = per_group.select(pl.col("prompt").cast(pl.Utf8), pl.col("step").cast(pl.Int64), pl.col("n").cast(pl.Int64),
+                          pl.col("k").cast(pl.Int64))
+    dropped = int(df["step"].null_count())
+    df = df.filter(pl.col("step").is_not_null() & (pl.col("n") > 0))
+    if df.height == 0:
+        raise SchemaError(NO_STEPS, remedy=STEPS_REMEDY)
+    return df, dropped
+
+
+def _outcome(n: NDArray[np.int64], k: NDArray[np.int64], G: int | None) -> NDArray[np.float64]:
+    """The logged silent outcome at G: the indicator at the group's own size, else the chance that G
+    of its n answers drawn without replacement agree (hypergeometric, unbiased)."""
+    if G is None:
+        return ((k == 0) | (k == n)).astype(np.float64)
+    from ..core.estimators import silent_unbiased
+
+    return np.asarray(silent_unbiased(n, k, G).silent, dtype=np.float64)
+
+
+def _doubling(last: int) -> NDArray[np.int64]:
+    """Step indices 1, 2, 4, 8, ... up to ``last``: a refit each time the data has doubled.
+
+    A log cut after any step gets the same fits for the steps it keeps (so a step's forecast
+    does not depend on how many steps follow it)."""
+    return (2 ** np.arange(int(np.log2(max(last, 1))) + 1)).astype(np.int64)
+
+
+def replay(per_group: pl.DataFrame, G: int | None = None) -> Replay:
+    """Forecast every group from the groups of earlier steps (see the module docstring).
+
+    ``per_group`` has columns prompt, step, n, k. ``G`` scores each group's silence at G
+    samples (needs n >= G everywhere; the outcome is then the hypergeometric chance that G
+    of its answers agree); None scores it at its own logged size n.
+    """
+    from ..core.corpus import Corpus
+    from ..core.forecast import HALF_LIFE_FACTORS, branch_skew, log_losses, silent_forecast, visit_history
+
+    groups, dropped = _visits(per_group)
+    if G is not None:
+        small = int(groups["n"].min())  # type: ignore[arg-type]
+        if small < G:
+            raise ConfigError(f"group size {G} exceeds the smallest logged group ({small} samples): silence at "
+                              f"a size can only be checked on that many of a group's logged answers", location="G",
+                              remedy=f"give G {small} or less, or leave G out (each group's own size)")
+    steps = np.sort(groups["step"].unique().to_numpy())
+    if steps.size < 2:
+        raise SchemaError(f"only one logged step ({steps[0]}): nothing earlier to forecast from",
+                          remedy="backtest needs a log with at least two steps")
+    visits = (groups.group_by("prompt", "step").agg(pl.col("n").sum(), pl.col("k").sum())
+              .sort("prompt", "step")
+              .with_columns(pl.col("prompt").rank("dense").cast(pl.Int64).alias("code")))
+    vp, vs, vn, vk = (visits[c].to_numpy() for c in ("code", "step", "n", "k"))
+    same = vp[1:] == vp[:-1]
+    gaps = (vs[1:] - vs[:-1])[same]
+    gap = float(np.median(gaps)) if gaps.size else 1.0
+    half_lives = tuple(gap * f for f in HALF_LIFE_FACTORS)
+    hist = visit_history(vp, vs, vn, vk, half_lives)
+    visits = visits.with_columns(
+        pl.Series("vrow", np.arange(visits.height)),
+        pl.Series("visits_before", hist.visits_before),
+        pl.Series("streak_correct", hist.streak_correct),
+        pl.Series("streak_wrong", hist.streak_wrong),
+        pl.Series("last_step", hist.last_step),
+    )
+    g = (groups.with_row_index("grow")
+         .join(visits.select("prompt", "step", "vrow", "visits_before", "streak_correct", "streak_wrong",
+                             "last_step"), on=["prompt", "step"], how="left")
+         .sort("step", "prompt", "grow"))
+    n, k = g["n"].to_numpy(), g["k"].to_numpy()
+    vrow = g["vrow"].to_numpy()
+    step_id = np.searchsorted(steps, g["step"].to_numpy())
+    G_eval = n if G is None else np.full(n.size, G)
+    y = _outcome(n, k, G)
+    # priors fitted on earlier steps; each step uses the latest fit before it
+    fits = _doubling(steps.size - 1)  # the prior is refitted each time the earlier data has doubled
+    prior_of_step = np.full(steps.size, -1)
+    for j, i in enumerate(fits):
+        prior_of_step[i:] = j
+    H = len(half_lives)
+    # the half-life is chosen on a sample of whole prompts (all of them in logs up to HALF_LIFE_SAMPLE
+    # groups); the sample depends on prompt names and the log's size only, never on an outcome
+    sample = _sample_rows(g["prompt"], HALF_LIFE_SAMPLE)
+    srows = np.flatnonzero(sample)
+    f_s = np.full((H, srows.size), np.nan)
+    cells = g.group_by("step", "n", "k").agg(pl.len().alias("c")).sort("step", "n", "k")
+    priors = []
+    for i in fits:  # the corpus of the groups logged before step i, as distinct (n, k) pairs
+        before = (cells.filter(pl.col("step") < int(steps[i])).group_by("n", "k").agg(pl.col("c").sum())
+                  .sort("n", "k"))
+        priors.append(Corpus.from_pairs(before["n"].to_numpy(), before["k"].to_numpy(), before["c"].to_numpy()).prior)
+    row_prior = prior_of_step[step_id]
+    for j, prior in enumerate(priors):
+        sel = np.flatnonzero(row_prior[srows] == j)
+        rows = srows[sel]
+        for h in range(H):
+            f_s[h, sel] = silent_forecast(hist.n_eff[h, vrow[rows]], hist.k_eff[h, vrow[rows]], prior,
+                                          G_eval[rows]).silent
+    scored = step_id >= 1
+    # online choice of the half-life: lowest log loss on the scored (sampled) groups of earlier steps
+    s_step, s_scored = step_id[srows], scored[srows]
+    ll = np.where(s_scored[None, :], log_losses(np.nan_to_num(f_s, nan=0.5), y[srows][None, :]), 0.0)
+    per_step = np.stack([np.bincount(s_step, weights=ll[h], minlength=steps.size) for h in range(H)])
+    before_sum = np.cumsum(per_step, axis=1) - per_step  # log loss of the groups before each step
+    default = H - 1  # no scored history yet: the static model (h = ∞)
+    n_scored = np.bincount(s_step, weights=s_scored.astype(float), minlength=steps.size)
+    seen = np.cumsum(n_scored) - n_scored
+    choice = np.where(seen > 0, np.argmin(before_sum, axis=0), default)
+    pick = choice[step_id]
+    final = int(np.argmin(per_step.sum(axis=1)))
+    # every group's forecast at the half-life chosen for its step
+    forecast = np.full(n.size, np.nan)
+    aw_raw = np.full(n.size, np.nan)
+    ac_raw = np.full(n.size, np.nan)
+    p_mean = np.full(n.size, np.nan)
+    for j, prior in enumerate(priors):
+        for h in range(H):
+            rows = np.flatnonzero((row_prior == j) & (pick == h))
+            if rows.size:
+                sf = silent_forecast(hist.n_eff[h, vrow[rows]], hist.k_eff[h, vrow[rows]], prior, G_eval[rows])
+                forecast[rows], aw_raw[rows], ac_raw[rows], p_mean[rows] = (sf.silent, sf.all_wrong,
+                                                                              sf.all_correct, sf.p_mean)
+    raw = forecast
+    forecast, coef_final = _recalibrated(forecast, branch_skew(aw_raw, ac_raw), y, step_id, scored, steps.size)
+    share = np.divide(aw_raw, aw_raw + ac_raw, out=np.full(n.size, 0.5), where=(aw_raw + ac_raw) > 0)
+    # baselines: the previous step's silent fraction; P(silent | last visit silent / informative / first)
+    frac = np.bincount(step_id, weights=y, minlength=steps.size) / np.bincount(step_id, minlength=steps.size)
+    naive = np.where(step_id >= 1, frac[np.maximum(step_id - 1, 0)], np.nan)
+    last_silent = _last_silent(g, visits)
+    state = np.where(np.isnan(last_silent), 2, last_silent).astype(np.int64)
+    markov = _markov(step_id, state, y, steps.size)
+    out = g.select("prompt", "step", "n", "k").with_columns(
+        pl.Series("G", G_eval), pl.Series("outcome", y), pl.Series("forecast", forecast),
+        pl.Series("p_all_wrong", forecast * share), pl.Series("p_all_correct", forecast * (1.0 - share)),
+        pl.Series("raw_forecast", raw), pl.Series("p_mean", p_mean), g["visits_before"], g["streak_correct"],
+        g["streak_wrong"],
+        pl.Series("last_silent", last_silent), pl.Series("scored", scored), pl.Series("naive", naive),
+        pl.Series("markov", markov), pl.Series("half_life", np.asarray(half_lives)[pick]),
+    )
+    used = tuple(float(half_lives[c]) if i >= 1 else float("nan") for i, c in enumerate(choice))
+    return Replay(out, half_lives, gap, float(half_lives[final]), used, tuple(int(s) for s in steps), len(fits),
+                  dropped, tuple(float(c) for c in coef_final))
+
+
+def _sample_rows(prompt: pl.Series, limit: int) -> NDArray[np.bool_]:
+    """Rows of whole prompts, chosen by a hash of the prompt name, about ``limit`` rows in all
+    (every row when there are at most ``limit``)."""
+    if prompt.len() <= limit:
+        return np.ones(prompt.len(), dtype=bool)
+    h = prompt.cast(pl.Utf8).hash(seed=12).to_numpy() % np.uint64(1 << 32)
+    return h < np.uint64(int(limit / prompt.len() * (1 << 32)))
+
+
+def _recalibrated(
+    f: NDArray[np.float64], skew: NDArray[np.float64], y: NDArray[np.float64], step_id: NDArray[np.int64],
+    scored: NDArray[np.bool_], S: int,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Forecasts recalibrated online: the map used at step t is fitted on the scored groups of earlier
+    steps (identity until RECAL_MIN_GROUPS of them); also the map fitted on every scored group."""
+    from ..core.forecast import fit_recalibration, recalibrate
+
+    out = f.copy()
+    counts = np.cumsum(np.bincount(step_id[scored], minlength=S))
+    # refit at steps 1, 2, 4, 8, ... and every RECAL_EVERY steps, once enough groups precede
+    refits = np.array([i for i in range(1, S) if counts[i - 1] >= RECAL_MIN_GROUPS
+                       and (i % RECAL_EVERY == 0 or i & (i - 1) == 0)], dtype=np.int64)
+    for j, i in enumerate(refits):
+        train = scored & (step_id < i)
+        coef = fit_recalibration(f[train], skew[train], y[train])
+        upto = refits[j + 1] if j + 1 < refits.size else S
+        rows = (step_id >= i) & (step_id < upto)
+        out[rows] = recalibrate(f[rows], skew[rows], coef)
+    final = (fit_recalibration(f[scored], skew[scored], y[scored]) if scored.sum() >= RECAL_MIN_GROUPS
+             else np.array([1.0, 0.0, 0.0]))
+    return out, final
+
+
+def _last_silent(g: pl.DataFrame, visits: pl.DataFrame) -> NDArray[np.float64]:
+    """1.0/0.0 when the prompt's previous visit was silent/informative (at its logged size); NaN if none."""
+    v = visits.with_columns(((pl.col("k") == 0) | (pl.col("k") == pl.col("n"))).cast(pl.Float64).alias("sil"))
+    prev = v.select(pl.col("vrow") + 1, pl.col("sil"), pl.col("code")).rename({"code": "pcode"})
+    joined = (v.select("vrow", "code").join(prev, on="vrow", how="left")
+              .with_columns(pl.when(pl.col("pcode") == pl.col("code")).then(pl.col("sil")).otherwise(None)
+                            .alias("last")).sort("vrow"))
+    lookup = joined["last"].to_numpy().astype(np.float64)
+    return lookup[g["vrow"].to_numpy()]
+
+
+def _markov(
+    step_id: NDArray[np.int64], state: NDArray[np.int64], y: NDArray[np.float64], S: int
+) -> NDArray[np.float64]:
+    """P(silent | state of the last visit) from groups of earlier steps, (silent + 1)/(groups + 2)."""
+    out = np.full(step_id.size, np.nan)
+    for s in range(3):
+        m = state == s
+        sil = np.bincount(step_id[m], weights=y[m], minlength=S)
+        cnt = np.bincount(step_id[m], minlength=S).astype(np.float64)
+        sil_b, cnt_b = np.cumsum(sil) - sil, np.cumsum(cnt) - cnt
+        est = (sil_b + 1.0) / (cnt_b + 2.0)
+        out[m] = est[step_id[m]]
+    return out
+
+
+# --------------------------------------------------------------------------- forecast
+
+
+@dataclass(frozen=True)
+class ForecastResult:
+    """Each prompt's chance of a silent group at its next visit, and a skip list."""
+
+    G: int
+    """Group size of the next visit."""
+    next_step: int
+    """The step the forecast is for: the last logged step + 1."""
+    half_life: float
+    """Half-life in steps (chosen by the backtest on the whole log; inf = no down-weighting)."""
+    prior_kind: str
+    """The corpus prior fitted to every logged group (``beta+atoms/1``, ``beta+atoms/2`` or ``grid-em``)."""
+    prompts: int
+    """Prompts forecast (every prompt seen)."""
+    rule: str
+    """How the skip list was chosen: ``max-p-silent`` (skip P(silent) > threshold), ``target-saving``, or ``none``."""
+    threshold: float | None
+    """P(silent) above which a prompt is skipped (None: no skip list)."""
+    skipped: int
+    """Prompts on the skip list."""
+    rollouts_saved: float
+    """Share of the next pass's rollouts (G per prompt) not sampled."""
+    silent_avoided: float
+    """Expected share of the next pass's silent groups that are skipped."""
+    informative_lost: float
+    """Expected share of its informative groups that are skipped."""
+    expected_silent: float
+    """Expected silent groups if every prompt is sampled (Σ P(silent))."""
+    table: pl.DataFrame
+    """prompt, visits, last_step, p_estimate, p_silent, p_all_wrong, p_all_correct,
+    expected_useful_rollouts, skip; sorted by p_silent descending."""
+    backtest_brier: float
+    """Brier score of the same forecasts replayed on the log (held-out, one step ahead)."""
+    recalibrated: bool = False
+    """The backtest's recalibration map was applied (only when G is the one logged group size, where it
+    was fitted)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON contract (see :mod:`sigmaudit.commands.forecast`)."""
+        return {
+            "G": self.G, "next_step": self.next_step, "half_life": none_if_nan(self.half_life),
+            "prior": self.prior_kind, "prompts": self.prompts, "rule": self.rule, "threshold": self.threshold,
+            "skipped": self.skipped, "rollouts_saved": self.rollouts_saved, "silent_avoided": self.silent_avoided,
+            "informative_lost": self.informative_lost, "expected_silent": self.expected_silent,
+            "backtest_brier": self.backtest_brier, "recalibrated": self.recalibrated,
+            "per_prompt": self.table.to_dicts(),
+        }
+
+
+TABLE_COLUMNS = ("prompt", "visits", "last_step", "p_estimate", "p_silent", "p_all_wrong", "p_all_correct",
+                 "expected_useful_rollouts", "skip")
+"""Columns of the per-prompt forecast table (also the keys of each JSON ``per_prompt`` object)."""
+
+
+def forecast(
+    per_group: pl.DataFrame,
+    G: int,
+    *,
+    max_p_silent: float | None = None,
+    target_saving: float | None = None,
+    replayed: Replay | None = None,
+) -> ForecastResult:
+    """P(silent), P(all wrong), P(all correct) at each prompt's next visit with G samples.
+
+    The half-life is the backtest's choice on this log; the prior is fitted to every logged
+    group. ``max_p_silent`` skips prompts whose P(silent) exceeds it; ``target_saving`` skips the
+    most likely silent prompts until that share of the rollouts is saved (at most one of them).
+    ``replayed`` reuses a :func:`replay` of the same ``per_group`` (made without G).
+    """
+    from ..core.corpus import Corpus
+    from ..core.forecast import branch_skew, brier, recalibrate, silent_forecast, visit_history
+
+    if int(G) != G or G < 1:
+        raise ValueError(f"G must be a whole number >= 1, got {G!r}")
+    if max_p_silent is not None and target_saving is not None:
+        raise ConfigError("give max_p_silent or target_saving, not both", location="target_saving")
+    for name, v in (("max_p_silent", max_p_silent), ("target_saving", target_saving)):
+        if v is not None and not 0.0 <= v <= 1.0:
+            raise ConfigError(f"must lie in [0, 1], got {v:g}", location=name)
+    rp = replay(per_group) if replayed is None else replayed
+    h = rp.half_life_final
+    groups, _ = _visits(per_group)
+    visits = (groups.group_by("prompt", "step").agg(pl.col("n").sum(), pl.col("k").sum()).sort("prompt", "step"))
+    next_step = rp.steps[-1] + 1
+    # the state at the next step: one more "visit" per prompt at next_step with nothing observed
+    ghost = visits.group_by("prompt").agg(pl.col("step").max().alias("last_step"), pl.len().alias("visits"))
+    ext = pl.concat([visits, ghost.select("prompt", pl.lit(next_step, dtype=pl.Int64).alias("step"),
+                                          pl.lit(0, dtype=pl.Int64).alias("n"), pl.lit(0, dtype=pl.Int64).alias("k"))]
+                    ).sort("prompt", "step").with_columns(pl.col("prompt").rank("dense").cast(pl.Int64).alias("code"))
+    hist = visit_history(ext["code"].to_numpy(), ext["step"].to_numpy(), ext["n"].to_numpy(), ext["k"].to_numpy(), [h])
+    at_next = ext["step"].to_numpy() == next_step
+    cells = groups.group_by("n", "k").agg(pl.len().alias("c")).sort("n", "k")
+    prior = Corpus.from_pairs(cells["n"].to_numpy(), cells["k"].to_numpy(), cells["c"].to_numpy()).prior
+    sf = silent_forecast(hist.n_eff[0, at_next], hist.k_eff[0, at_next], prior, G)
+    silent, aw, ac = sf.silent, sf.all_wrong, sf.all_correct
+    sizes = groups["n"].unique()
+    recalibrated = sizes.len() == 1 and int(sizes[0]) == G  # the map was fitted at the logged size only
+    if recalibrated:
+        share = np.divide(aw, silent, out=np.full(silent.size, 0.5), where=silent > 0)
+        silent = recalibrate(silent, branch_skew(aw, ac), rp.recalibration)
+        aw, ac = silent * share, silent * (1.0 - share)
+    table = (ext.filter(pl.Series(at_next)).select("prompt")
+             .join(ghost, on="prompt", how="left")
+             .with_columns(pl.Series("p_estimate", sf.p_mean), pl.Series("p_silent", silent),
+                           pl.Series("p_all_wrong", aw), pl.Series("p_all_correct", ac),
+                           pl.Series("expected_useful_rollouts", G * (1.0 - silent)))
+             .sort(["p_silent", "prompt"], descending=[True, False]))
+    ps = table["p_silent"].to_numpy()
+    M = ps.size
+    rule, threshold = "none", None
+    skip = np.zeros(M, dtype=bool)
+    if max_p_silent is not None:
+        rule, threshold = "max-p-silent", float(max_p_silent)
+        skip = ps > max_p_silent
+    elif target_saving is not None:
+        rule = "target-saving"
+        m = int(np.ceil(target_saving * M - 1e-9))
+        skip[:m] = True
+        while 0 < m < M and ps[m] == ps[m - 1]:  # a threshold skips ties together
+            skip[m] = True
+            m += 1
+        threshold = float(ps[m]) if m < M else float(ps[-1]) - 1e-12 if M else None
+        if m == 0:
+            threshold = float(ps[0]) if M else None
+    table = table.with_columns(pl.Series("skip", skip)).select(TABLE_COLUMNS)
+    exp_silent = float(ps.sum())
+    exp_inf = float((1.0 - ps).sum())
+    scored = rp.groups.filter(pl.col("scored"))
+    return ForecastResult(
+        G=int(G), next_step=int(next_step), half_life=h, prior_kind=prior.kind, prompts=M, rule=rule,
+        threshold=threshold, skipped=int(skip.sum()), rollouts_saved=float(skip.mean()) if M else 0.0,
+        silent_avoided=float(ps[skip].sum() / exp_silent) if exp_silent > 0 else 0.0,
+        informative_lost=float((1.0 - ps[skip]).sum() / exp_inf) if exp_inf > 0 else 0.0,
+        expected_silent=exp_silent, table=table, recalibrated=recalibrated,
+        backtest_brier=brier(scored["forecast"].to_numpy(), scored["outcome"].to_numpy()),
+    )
+
+
+def ahead_by_step(per_group: pl.DataFrame) -> pl.DataFrame:
+    """Per logged step: groups, observed silent share (at the logged sizes), the mean one-step-ahead
+    forecast of it (null at the first step) and the naive baseline (the previous step's share). For ``trend``."""
+    rp = replay(per_group)
+    return (rp.groups.group_by("step")
+            .agg(pl.len().alias("groups"), pl.col("outcome").mean().alias("observed"),
+                 pl.when(pl.col("scored")).then(pl.col("forecast")).mean().alias("forecast"),
+                 pl.col("naive").mean())
+            .sort("step"))

@@ -1,0 +1,88 @@
+"""``sigmaudit forecast``: each prompt's chance of a silent group at its next visit, and a skip list.
+
+JSON contract (``--format json``), besides ``schema_version``: ``G``, ``next_step`` (last logged
+step + 1), ``half_life`` (steps, chosen by the backtest; null = no down-weighting), ``prior``,
+``prompts``, ``rule`` (none, max-p-silent or target-saving), ``threshold`` (P(silent) above which a
+prompt is skipped), ``skipped``, ``rollouts_saved``, ``silent_avoided``, ``informative_lost``
+(expected shares), ``expected_silent``, ``backtest_brier``, and ``per_prompt``: one object per
+prompt with ``prompt, visits, last_step, p_estimate, p_silent, p_all_wrong, p_all_correct,
+expected_useful_rollouts, skip`` (most likely silent first).
+
+``--skip-out skip.csv|parquet|jsonl`` writes the per-prompt table (every prompt) next to the report;
+``--format csv`` (or ``-o skip.csv``) makes the report itself that table. The terminal table shows
+the 25 most likely silent prompts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from ..inputs import reads_logs
+from ..options import FormatOpt, OutputOpt, emit_result, unit_interval
+
+if TYPE_CHECKING:
+    from ...loaders import LoadedCounts
+
+_SKIP = "Skip list"
+
+
+def _check_options(*, max_p_silent: float | None, target_saving: float | None, skip_out: Path | None,
+                   **_: object) -> None:
+    """Reject impossible options before any log is read."""
+    from ...errors import ConfigError
+    from ...writers import table_suffix
+
+    if max_p_silent is not None and target_saving is not None:
+        raise ConfigError("give --max-p-silent or --target-saving, not both", location="--target-saving")
+    if skip_out is not None:
+        table_suffix(skip_out, "--skip-out")
+
+
+@reads_logs(validate=_check_options)
+def forecast(
+    loaded: LoadedCounts,
+    G: Annotated[int, typer.Option("-G", "--group-size", min=1, help="Group size of the next visit.")],
+    max_p_silent: Annotated[float | None, typer.Option(
+        "--max-p-silent", callback=unit_interval, rich_help_panel=_SKIP, show_default=False,
+        help="Skip prompts whose P(silent) exceeds this.")] = None,
+    target_saving: Annotated[float | None, typer.Option(
+        "--target-saving", callback=unit_interval, rich_help_panel=_SKIP, show_default=False,
+        help="Skip the most likely silent prompts until this share of rollouts is saved.")] = None,
+    skip_out: Annotated[Path | None, typer.Option(
+        "--skip-out", rich_help_panel=_SKIP, dir_okay=False, show_default=False,
+        help="Write the per-prompt table (every prompt, with its skip flag) here: .csv, .parquet or .jsonl.")
+    ] = None,
+    fmt: FormatOpt = None,
+    output: OutputOpt = None,
+) -> None:
+    """P(silent), P(all wrong), P(all correct) of each prompt's next group of G, from its visit history.
+
+    Each prompt's pass rate is estimated from its earlier visits, older ones down-weighted with a
+    half-life chosen by the backtest (held-out log loss), under a corpus prior fitted to the log.
+    With --max-p-silent or --target-saving, lists the prompts to skip before rollout and says what
+    that is expected to save (rollouts, silent groups) and lose (informative groups). --format csv
+    (or -o skip.csv) is the per-prompt table of every prompt; the terminal table shows the 25 most
+    likely silent. Needs a training-step column.
+
+    Example: sigmaudit forecast rollouts.parquet -G 8 --max-p-silent 0.9 --skip-out skip.parquet
+    """
+    from ...audits.forecast import NO_STEPS, STEPS_REMEDY
+    from ...audits.forecast import forecast as run_forecast
+    from ...errors import SchemaError
+    from ...render import Format
+    from ...writers import write_table
+    from ..output import emit, resolve_format
+
+    chosen = resolve_format(fmt, output)
+    if loaded.per_group is None or not loaded.has_steps:
+        raise SchemaError(NO_STEPS, remedy=STEPS_REMEDY)
+    result = run_forecast(loaded.per_group, G, max_p_silent=max_p_silent, target_saving=target_saving)
+    if skip_out is not None:
+        write_table(result.table, skip_out, "--skip-out")
+    if chosen is Format.csv:  # every prompt, not the terminal table's first rows
+        emit(result.table.write_csv(), output)
+    else:
+        emit_result(result, fmt, output)
