@@ -71,6 +71,8 @@ _EXPORTS: dict[str, str] = {
     "plan_logs": "sigmaudit.audits.plan",
     "LoadOptions": "sigmaudit.loaders",
     "audit": "sigmaudit.audits.scan",
+    "forecast": "sigmaudit.audits.forecast",
+    "backtest": "sigmaudit.audits.backtest",
     # errors
     "SigmauditError": "sigmaudit.errors",
     "InputError": "sigmaudit.errors",
