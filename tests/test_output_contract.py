@@ -19,6 +19,8 @@ COMMANDS = {
     "check": (["check", LOG, "-q", "-G", "8", "--max-silent", "0.9"], "checks"),
     "calc": (["calc", "-p", "0.2", "-p", "0.5", "-G", "8"], "results"),
     "trend": (["trend", LOG, "-q"], "steps"),
+    "forecast": (["forecast", LOG, "-q", "-G", "8"], "per_prompt"),
+    "backtest": (["backtest", LOG, "-q"], "calibration"),
 }
 
 

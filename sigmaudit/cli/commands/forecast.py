@@ -72,17 +72,11 @@ def forecast(
     from ...audits.forecast import NO_STEPS, STEPS_REMEDY
     from ...audits.forecast import forecast as run_forecast
     from ...errors import SchemaError
-    from ...render import Format
     from ...writers import write_table
-    from ..output import emit, resolve_format
 
-    chosen = resolve_format(fmt, output)
     if loaded.per_group is None or not loaded.has_steps:
         raise SchemaError(NO_STEPS, remedy=STEPS_REMEDY)
     result = run_forecast(loaded.per_group, G, max_p_silent=max_p_silent, target_saving=target_saving)
     if skip_out is not None:
         write_table(result.table, skip_out, "--skip-out")
-    if chosen is Format.csv:  # every prompt, not the terminal table's first rows
-        emit(result.table.write_csv(), output)
-    else:
-        emit_result(result, fmt, output)
+    emit_result(result, fmt, output)
