@@ -119,6 +119,7 @@ CASES: dict[str, list[str]] = {
     "sample_skyrl": ["sample_logs/skyrl"],
     "sample_inspect_ai": ["sample_logs/inspect_ai"],
     "sample_lm_eval": ["sample_logs/lm-eval"],
+    "sample_dapo_series": ["sample_logs/dapo_fig3b_allcorrect.csv"],
     "fast_verl_mixed": ["tests/fixtures/fastpath/verl_mixed"],
     "fast_verl_acc": ["tests/fixtures/fastpath/verl_acc"],
     "fast_verl_acc_glob": ["tests/fixtures/fastpath/verl_acc/1*.jsonl"],
