@@ -19,10 +19,11 @@ CORE_MODULES = [
     "sigmaudit.core.prior",
     "sigmaudit.core.corpus",
     "sigmaudit.core.forecast",
+    "sigmaudit.core.identify",
 ]
 # modules whose docstrings carry examples today; an example silently dropped fails here
 WITH_EXAMPLES = {"sigmaudit.core.forecast", "sigmaudit.core.silent", "sigmaudit.core.fidelity",
-                 "sigmaudit.core.group_size"}
+                 "sigmaudit.core.group_size", "sigmaudit.core.identify"}
 
 
 @pytest.mark.parametrize("name", CORE_MODULES)

@@ -290,7 +290,8 @@ def test_all_unsolved_corpus_has_null_shares_not_crashes():
 
 
 def test_single_sample_and_missing_rewards_are_reported():
-    r = audit(loaded_from([(1, 1), (3, 1)], missing_rewards=5, notes=("1 prompts have a single sample",)))
+    # two of three prompts have n >= 4, so the corpus is not thin (a thin one is refused: core.identify)
+    r = audit(loaded_from([(1, 1), (8, 3), (6, 2)], missing_rewards=5, notes=("1 prompts have a single sample",)))
     assert r.single_sample_prompts == 1 and r.missing_rewards == 5
     assert "1 prompts have a single sample" in r.notes
     text = render(build_view(r), Format.markdown)

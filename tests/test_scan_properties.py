@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sigmaudit.audits.scan import audit
+from sigmaudit.core.identify import NotIdentifiedError, thin_corpus
 from sigmaudit.loaders import LoadedCounts
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -44,7 +45,11 @@ def counts(draw) -> tuple[list[int], list[int]]:
 @given(counts(), st.lists(st.integers(1, 80), min_size=1, max_size=4, unique=True), st.floats(0.005, 0.5))
 def test_random_counts_never_crash_and_rates_lie_in_unit_interval(nk, sizes, eps):
     n, k = nk
-    r = audit(loaded_from(n, k), G=sizes, eps=eps)
+    try:
+        r = audit(loaded_from(n, k), G=sizes, eps=eps)
+    except NotIdentifiedError:  # a refusal, not a crash: only a thin corpus may be refused
+        assert thin_corpus(n, [1] * len(n))
+        return
     assert r.prompts == len(n) and r.rollouts == sum(n)
     pr = r.pass_rate
     for x in (pr.mean, pr.median, pr.never_solved, pr.always_solved):

@@ -28,13 +28,13 @@ def corpus_of(loaded: LoadedCounts) -> Corpus:
 
 def check_eps(eps: float) -> float:
     """ε for the group-size law, checked by the core's one ε rule; ConfigError naming ``eps``."""
-    from ..core._validate import as_eps
+    from ..core._validate import EPS_MIN, as_eps
     from ..errors import ConfigError
 
     try:
         if isinstance(eps, bool) or not isinstance(eps, int | float):
             raise ValueError(f"eps must lie in (0, 1), got {eps!r}")
-        as_eps(eps)
+        as_eps(eps, minimum=EPS_MIN)
     except ValueError as exc:
         raise ConfigError(str(exc), location="eps", remedy="e.g. 0.05") from exc
     return float(eps)

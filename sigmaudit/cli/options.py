@@ -23,11 +23,11 @@ def unit_interval(value: float | None) -> float | None:
 
 
 def open_unit_interval(value: float) -> float:
-    """Typer callback: ε in the open interval (0, 1) (the core's one ε check)."""
-    from ..core._validate import as_eps
+    """Typer callback: ε in [EPS_MIN, 1) (the core's one ε check; ε feeds the exact group-size search)."""
+    from ..core._validate import EPS_MIN, as_eps
 
     try:
-        as_eps(value)
+        as_eps(value, minimum=EPS_MIN)
     except ValueError as exc:
         raise typer.BadParameter(str(exc).removeprefix("eps ")) from exc
     return value

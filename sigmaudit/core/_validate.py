@@ -51,12 +51,23 @@ def as_counts(n: ArrayLike, k: ArrayLike, n_name: str = "n") -> tuple[NDArray[np
     return n_arr, k_arr
 
 
-def as_eps(eps: ArrayLike) -> NDArray[np.float64]:
-    """ε as a float array, every value in the open interval (0, 1)."""
+EPS_MIN = 1e-6
+"""Smallest ε the exact group-size search accepts. Below it the answer runs past 10^8 samples per
+group, and 1 − φ (summed in double precision to about 1e-9 at G ~ 10^6) can no longer be told from
+ε: the "smallest G" would be rounding noise. The closed form takes any ε in (0, 1)."""
+
+
+def as_eps(eps: ArrayLike, minimum: float = 0.0) -> NDArray[np.float64]:
+    """ε as a float array, every value in the open interval (0, 1) and at least ``minimum``
+    (:data:`EPS_MIN` wherever ε feeds the exact group-size search)."""
     arr = np.asarray(eps, dtype=np.float64)
     bad = ~np.isfinite(arr) | (arr <= 0.0) | (arr >= 1.0)
     if np.any(bad):
         raise ValueError(f"eps must lie in (0, 1), got {_first_bad(arr, bad)!r}")
+    small = arr < minimum
+    if np.any(small):
+        raise ValueError(f"eps must be at least {minimum:g} (the exact group-size search cannot resolve a "
+                         f"smaller ε), got {_first_bad(arr, small)!r}")
     return arr
 
 

@@ -56,6 +56,7 @@ class Corpus:
         self.weight: NDArray[np.float64] = c_u
         self.index: NDArray[np.int64] = index
         """For each prompt, in the order given, the index of its distinct (n, k) pair."""
+        self._identified: set[int] = set()
 
     @classmethod
     def from_pairs(cls, n: ArrayLike, k: ArrayLike, weight: ArrayLike) -> Corpus:
@@ -91,6 +92,15 @@ class Corpus:
         """Mean over prompts of a per-pair quantity."""
         return float(np.asarray(values, dtype=np.float64) @ self.weight / self.weight.sum())
 
+    def require_identified(self, G: int) -> None:
+        """Refuse (NotIdentifiedError) a model-based figure at G that a thin corpus does not
+        determine (:func:`sigmaudit.core.identify.require_identified`); checked once per G."""
+        from .identify import require_identified
+
+        if G not in self._identified:
+            require_identified(self.n, self.k, self.weight, G)
+            self._identified.add(G)
+
     @cached_property
     def prior(self) -> GridPrior:
         """Prior over p fitted to the whole corpus (model-based estimator): Beta plus point
@@ -117,6 +127,7 @@ class Corpus:
         if est == "unbiased" and not self.unbiased_available(G):
             return CorpusSilent(G, est, None, None, None)
         if est == "bayes":
+            self.require_identified(int(G))
             s = silent_bayes(self.n, self.k, G, self.prior, self.posterior)
         else:
             s = silent_estimate(self.n, self.k, G, est)
@@ -143,7 +154,10 @@ class Corpus:
 
     def fidelity(self, Gs: Sequence[int]) -> list[float | None]:
         """GRPO-mass-weighted mean fidelity per G: Σ_i E[E[σ](p, G) | n_i, k_i] / Σ_i E[sqrt(p(1−p)) | n_i, k_i]
-        (posterior expectations under the corpus prior); None when no prompt has gradient mass."""
+        (posterior expectations under the corpus prior); None when no prompt has gradient mass.
+        Refused (NotIdentifiedError) when a thin corpus leaves the silent rate at the largest G open."""
+        if len(Gs):
+            self.require_identified(max(int(g) for g in Gs))
         den = float(self.weight @ self.posterior_sd())
         if den <= 0.0:
             return [None for _ in Gs]

@@ -19,11 +19,12 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._validate import as_eps, as_prob
+from ._validate import EPS_MIN, as_eps, as_prob
 from .fidelity import expected_sigma_pairs
 
 G_SEARCH_LIMIT = 2**50
 """Largest G the exact search considers; a prompt needing more is reported unreachable."""
+
 
 
 def _scalar_or_none(x: NDArray, like: tuple[ArrayLike, ...]) -> NDArray | int | None:
@@ -58,27 +59,43 @@ def _phi_pairs(p: NDArray[np.float64], G: NDArray[np.int64]) -> NDArray[np.float
 
 
 def _exact_distinct(p: NDArray[np.float64], eps: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Exact group size for 1-D arrays of distinct pairs with 0 < p < 1."""
+    """Exact group size for 1-D arrays of distinct pairs with 0 < p < 1.
+
+    The closed form is within a few percent of the answer (it understates it near p ∈ {0, 1}),
+    so the bracket is found by galloping from it (steps 1, 2, 4, ... away from the guess) and then
+    bisected: about 2 log2 |G_exact − G_closed| + 2 evaluations of φ per pair instead of log2 G.
+    """
     target = 1.0 - eps
     v = p * (1.0 - p)
     guess = np.maximum(np.ceil(1.0 / (8.0 * eps * v)), 2.0)
     guess = np.minimum(guess, float(G_SEARCH_LIMIT)).astype(np.int64)
-    # Bracket: lo fails (φ(lo) < target), hi passes. φ(1) = 0 always fails.
-    lo = np.ones_like(guess)
-    hi = guess.copy()
-    ok_hi = _phi_pairs(p, hi) >= target
-    below = np.maximum(guess - 1, 1)
-    fails_below = _phi_pairs(p, below) < target
-    lo = np.where(ok_hi & fails_below, below, lo)
-    # Grow hi by doubling where the guess itself fails.
-    pending = ~ok_hi
+    # Bracket (lo, hi]: lo fails (φ(lo) < target; φ(1) = 0 always fails), hi passes.
+    ok = _phi_pairs(p, guess) >= target
+    lo = guess.copy()
+    hi = np.where(ok, guess, -1)
+    step = np.ones_like(guess)
+    # Guess passes: gallop down until a G fails.
+    pending = ok.copy()
+    lo[pending] = 1
     while np.any(pending):
         idx = np.flatnonzero(pending)
-        lo[idx] = hi[idx]
-        hi[idx] = np.minimum(hi[idx] * 2, G_SEARCH_LIMIT)
-        passed = _phi_pairs(p[idx], hi[idx]) >= target[idx]
-        stuck = ~passed & (hi[idx] >= G_SEARCH_LIMIT)
-        hi[idx[stuck]] = -1  # unreachable within the search limit
+        cand = np.maximum(hi[idx] - step[idx], 1)
+        passed = (cand > 1) & (_phi_pairs(p[idx], cand) >= target[idx])
+        hi[idx[passed]] = cand[passed]
+        lo[idx[~passed]] = cand[~passed]
+        step[idx] *= 2
+        pending[idx[~passed]] = False
+    # Guess fails: gallop up until a G passes (or the search limit: unreachable).
+    pending = ~ok
+    step[:] = 1
+    while np.any(pending):
+        idx = np.flatnonzero(pending)
+        cand = np.minimum(lo[idx] + step[idx], G_SEARCH_LIMIT)
+        passed = _phi_pairs(p[idx], cand) >= target[idx]
+        hi[idx[passed]] = cand[passed]
+        stuck = ~passed & (cand >= G_SEARCH_LIMIT)
+        lo[idx[~passed]] = cand[~passed]
+        step[idx] *= 2
         pending[idx[passed | stuck]] = False
     # Bisection on (lo, hi].
     active = (hi > 0) & (hi - lo > 1)
@@ -96,14 +113,15 @@ def group_size_exact(p: ArrayLike, eps: ArrayLike) -> NDArray[np.float64] | int 
     """The smallest G with φ(p, G) ≥ 1 − ε; None/NaN (unreachable) at p ∈ {0, 1}.
 
     Evaluated once per distinct (p, ε) pair: 10,000 distinct p at ε = 0.01
-    take well under two seconds.
+    take well under two seconds. ε below :data:`EPS_MIN` is refused (ValueError): the search
+    would chase rounding noise at G in the hundreds of millions.
 
     Examples
     --------
     >>> group_size_exact(0.5, 0.05)
     11
     """
-    pa, ea = as_prob(p), as_eps(eps)
+    pa, ea = as_prob(p), as_eps(eps, minimum=EPS_MIN)
     pb, eb = np.broadcast_arrays(pa, ea)
     flat_p, flat_e = pb.ravel(), eb.ravel()
     out = np.full(flat_p.size, np.nan)
