@@ -78,6 +78,12 @@ ByOpt = Annotated[
                  help="Also audit each value of this column on its own (e.g. data_source, dataset, model, run), "
                       "beside the pooled audit; JSON key 'by'."),
 ]
+KeepDuplicatesOpt = Annotated[
+    bool,
+    typer.Option("--keep-duplicates", help="Keep rows written twice (a log appended to itself, a TRL step "
+                 "written twice) and byte-for-byte copies of an input file (dropped by default, with a note).",
+                 rich_help_panel=_LAYOUT),
+]
 QuietOpt = Annotated[
     bool,
     typer.Option("--quiet", "-q", help="Do not print notes (what was detected, what was dropped) on stderr."),
@@ -96,6 +102,7 @@ def load_inputs(
     rate_col: str | None = None,
     samples: int | None = None,
     threshold: float | None = None,
+    keep_duplicates: bool = False,
     quiet: bool = False,
     progress: bool = False,
     series_ok: bool = True,
@@ -119,6 +126,7 @@ def load_inputs(
         rate_col=rate_col,
         samples=samples,
         threshold=threshold,
+        keep_duplicates=keep_duplicates,
     )
     load = load_counts if by is None else functools.partial(load_by, column=by)
     if progress:
@@ -149,6 +157,7 @@ _LAYOUT_PARAMS: tuple[tuple[str, Any, Any], ...] = (
     ("rate_col", RateColOpt, None),
     ("samples", SamplesOpt, None),
     ("threshold", ThresholdOpt, None),
+    ("keep_duplicates", KeepDuplicatesOpt, False),
 )
 
 

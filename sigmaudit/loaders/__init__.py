@@ -10,9 +10,9 @@ the math layer only ever sees the resulting counts. See :mod:`.detect` for the l
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -20,13 +20,14 @@ import polars as pl
 
 from ..errors import InputError, SchemaError, SigmauditError
 from . import trainers
-from .columns import ColumnMap
+from .columns import ColumnMap, key_note
 from .detect import detect
 from .options import LAYOUTS, LoadedCounts, LoadOptions
 from .paths import expand_paths
 from .readers import POLARS_ERRORS, Source, scan
 from .reduce import PARTIAL_SCHEMA, Partial, reduce_counts, reduce_lists, reduce_samples
 from .series import read_series, series_columns
+from .tempdirs import native_stderr_held, run_folder
 
 __all__ = ["LAYOUTS", "LoadOptions", "LoadedCounts", "load_by", "load_counts"]
 
@@ -57,13 +58,17 @@ def load_counts(paths: Sequence[str | Path], opts: LoadOptions | None = None,
     skipped = {f: why for f, why in trainers.skip_reasons(files).items()
                if f.resolve() not in named}
     files = [f for f in files if f not in skipped]
+    copies: list[str] = []
+    if not opts.keep_duplicates:
+        files, copies = drop_copied_files(files)
     like = None  # the last jsonl file whose schema was inferred (readers.scan may reuse it)
-    with tempfile.TemporaryDirectory(prefix="sigmaudit-") as tmp:
+    held = native_stderr_held() if progress is None else contextlib.nullcontext()
+    with run_folder() as tmp, held:
         opened: list[_Opened] = []
         errors: list[SchemaError] = []
         for index, path in enumerate(files):
             try:
-                item = _open(path, Path(tmp), opts, series_ok=index == 0 and len(files) == 1, like=like)
+                item = _open(path, tmp, opts, series_ok=index == 0 and len(files) == 1, like=like)
             except SchemaError as exc:
                 if path.resolve() in named or len(files) == 1:
                     raise
@@ -84,38 +89,93 @@ def load_counts(paths: Sequence[str | Path], opts: LoadOptions | None = None,
         opened = [o for o in opened if o.plan.layout == layout]
         partials: list[pl.DataFrame] = []
         plans: list[ColumnMap] = []
-        duplicates = read = missing = 0
+        duplicates = read = missing = null_keys = 0
         extra: list[str] = []
         for index, item in enumerate(opened):
             tick = None if progress is None else functools.partial(_tick, progress, read)
+            plan = item.plan if item.norm is not None else _with_dedupe(item.src, item.plan, opts)
             try:
-                part = _reduce(_subset(item.src, opts), item.plan, opts, index, tick)
+                part = _reduce(_subset(item.src, opts), plan, opts, index, tick)
             except SigmauditError:
                 if not item.src.reused:
                     raise
                 # the schema reused from an earlier jsonl file did not fit: read the file as if alone
-                src = scan(item.path, Path(tmp))
+                src = scan(item.path, tmp)
                 item = _Opened(item.path, src, detect(src.schema, opts, str(item.path)), None)
-                part = _reduce(_subset(item.src, opts), item.plan, opts, index, tick)
+                part = _reduce(_subset(item.src, opts), _with_dedupe(item.src, item.plan, opts), opts, index, tick)
             plans.append(item.plan)
             partials.append(part.frame)
             duplicates += part.duplicates + (item.norm.duplicates if item.norm else 0)
             read += part.rows
             missing += part.missing
+            null_keys += part.null_keys
             if item.norm:
                 extra.extend(item.norm.extra_notes)
             if progress is not None:
                 progress(read)
+    if null_keys and read == 0:
+        raise SchemaError(f"every row has a null prompt key ({key_note(plans[0].prompt)})",
+                          location=", ".join(str(o.path) for o in opened),
+                          remedy="pick the key column with --prompt-col")
     loaded = _assemble([o.path for o in opened], plans, partials, duplicates, read, missing)
+    mine = []
+    if null_keys:
+        mine.append(f"{null_keys} rows with a null prompt key ({key_note(plans[0].prompt)}) dropped")
+    if copies:
+        mine.append(f"{len(copies)} file{'s' if len(copies) > 1 else ''} skipped as byte-for-byte copies of "
+                    f"another input ({', '.join(copies[:3])}{', ...' if len(copies) > 3 else ''}); "
+                    "--keep-duplicates reads them")
     trainers.check(loaded.layout, plans, loaded.per_group, missing, str(opened[0].path))
     norms = [o.norm for o in opened if o.norm is not None]
     filtered = norms[0].filtered if norms and all(n.filtered for n in norms) else None
-    notes = [*loaded.notes, *extra[:3]]
+    notes = [*loaded.notes, *mine, *extra[:3]]
     if len(extra) > 3:
         notes.append(f"... and {len(extra) - 3} more such notes")
     notes.extend(_skip_notes(skipped))
     source = norms[0].reward_source if norms else loaded.reward_source
-    return dataclasses.replace(loaded, notes=tuple(notes), filtered=filtered, reward_source=source)
+    return dataclasses.replace(loaded, notes=tuple(notes), filtered=filtered, reward_source=source,
+                               n_null_keys=null_keys)
+
+
+DEDUPE_MAX_BYTES = 256 << 20
+"""Sample logs up to this size are checked for blocks of rows written twice (the whole log, or a
+step's rows, repeated); larger ones are reduced in one streaming pass without the check."""
+
+
+def _with_dedupe(src, plan: ColumnMap, opts: LoadOptions) -> ColumnMap:  # noqa: ANN001
+    """The column map with the repeated-block check on (one row per sample, small enough) or off
+    (``--keep-duplicates``)."""
+    if opts.keep_duplicates:
+        return dataclasses.replace(plan, dedupe=()) if plan.dedupe else plan
+    if plan.dedupe or plan.list_rewards or plan.layout == "counts" or src.local.stat().st_size > DEDUPE_MAX_BYTES:
+        return plan
+    return dataclasses.replace(plan, dedupe=tuple(c for c in src.schema if c not in ("image", "images")))
+
+
+def drop_copied_files(files: list[Path]) -> tuple[list[Path], list[str]]:
+    """(files without byte-for-byte copies of an earlier one, the copies' names). Only files of
+    equal size are hashed."""
+    import hashlib
+
+    by_size: dict[int, list[Path]] = {}
+    for f in files:
+        by_size.setdefault(f.stat().st_size, []).append(f)
+    copies: set[Path] = set()
+    for group in by_size.values():
+        if len(group) < 2:
+            continue
+        seen: dict[str, Path] = {}
+        for f in group:
+            digest = hashlib.sha256()
+            with open(f, "rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    digest.update(chunk)
+            key = digest.hexdigest()
+            if key in seen:
+                copies.add(f)
+            else:
+                seen[key] = f
+    return [f for f in files if f not in copies], [str(f) for f in files if f in copies]
 
 
 def load_by(paths: Sequence[str | Path], column: str, opts: LoadOptions | None = None,
@@ -133,9 +193,9 @@ def load_by(paths: Sequence[str | Path], column: str, opts: LoadOptions | None =
     files = [Path(f) for f in pooled.files]
     values: set[str] = set()
     seen = False
-    with tempfile.TemporaryDirectory(prefix="sigmaudit-") as tmp:
+    with run_folder() as tmp:
         for path in files:
-            item = _open(path, Path(tmp), opts, series_ok=False)
+            item = _open(path, tmp, opts, series_ok=False)
             assert isinstance(item, _Opened)
             if column in item.src.schema:
                 seen = True

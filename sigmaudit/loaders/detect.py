@@ -19,6 +19,8 @@ run B. ``prompt_col`` (comma-separated for several columns) replaces this guess.
 
 from __future__ import annotations
 
+import math
+
 import polars as pl
 
 from ..errors import ConfigError, SchemaError
@@ -52,6 +54,9 @@ def detect(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> Col
                            opts.n_col, opts.k_col, opts.rate_col], where)
     if opts.reward_col and opts.reward_col not in cols and "traces" not in cols:
         require_columns(cols, [opts.reward_col], where)
+    if opts.threshold is not None and not math.isfinite(opts.threshold):
+        raise ConfigError(f"must be a finite number, got {opts.threshold!r}", location="--threshold",
+                          remedy="give the reward at or above which an answer is correct, e.g. --threshold 0.5")
     if opts.samples is not None and opts.samples < 1:
         raise ConfigError(f"samples must be a positive integer, got {opts.samples}",
                           location="--samples")
@@ -59,6 +64,7 @@ def detect(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> Col
     if plan is None:
         plan = _generic(schema, opts, where)
     if plan.reward and not plan.list_rewards:
+        require_columns(cols, [plan.reward], where)
         check_reward_dtype(schema[plan.reward], plan.reward, where)
     return plan
 

@@ -24,7 +24,7 @@ def _kinds(line: bytes) -> tuple[tuple[str, str], ...] | None:
     """(key, JSON kind) of a line holding a flat JSON object, or None (nested, malformed, empty)."""
     try:
         value = json.loads(line)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # a line nested too deeply: infer as before
         return None
     if not isinstance(value, dict) or not value:
         return None

@@ -51,6 +51,9 @@ class LoadOptions:
     """Reward >= threshold counts as correct; needed for non-binary rewards."""
     subset: tuple[str, str] | None = None
     """(column, value): read only the rows whose column, as text, equals value (``--by``)."""
+    keep_duplicates: bool = False
+    """Keep rows written twice (a log's block repeated) and byte-for-byte copies of an input file,
+    which are dropped by default."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,8 @@ class LoadedCounts:
     """The column the rewards (or counts) came from."""
     has_steps: bool
     """A step column was found and used."""
+    n_null_keys: int = 0
+    """Rows dropped because their prompt key is null."""
     series: pl.DataFrame | None = None
     """Layout ``series`` only: the per-step shares (``step`` plus any of ``observed_all_correct``,
     ``observed_all_wrong``, ``observed_silent``, ``pass_rate``); ``per_prompt`` is then empty."""

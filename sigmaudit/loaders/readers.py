@@ -1,7 +1,8 @@
 """Lazy scans of parquet, csv and jsonl files (csv/jsonl also .gz/.zst), with clear errors.
 
 Compressed files are decompressed in a stream to a temporary file (never into memory) and
-scanned from there; inputs are never modified.
+scanned from there, bounded by :data:`MAX_EXPANSION` and the free space of the temporary folder
+(see :mod:`.tempdirs` for where it lives and how leftovers are cleaned); inputs are never modified.
 """
 
 from __future__ import annotations
@@ -9,35 +10,109 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
-from ..errors import InputError
+from ..errors import InputError, SchemaError
 from .paths import file_kind
 
 PARQUET_MAGIC = b"PAR1"
-POLARS_ERRORS = (pl.exceptions.PolarsError, OSError, ValueError)
+UTF8_BOM = b"\xef\xbb\xbf"
+PANIC = pl.exceptions.PanicException
+"""A Rust panic inside polars (corrupt data pages): derives from BaseException, not Exception."""
+POLARS_ERRORS = (pl.exceptions.PolarsError, OSError, ValueError, PANIC)
+GLOB_CHARS = "*?[]{}"
+"""Characters polars' scanners read as a glob pattern in a file name (a file named ``run[1].csv``)."""
+MAX_EXPANSION = 250
+"""A compressed input may expand to at most this many times its size (text logs compress 5-100x; a
+1 MB gzip bomb holding 1 GB of zeros is refused); the temporary folder must also keep
+:data:`FREE_RESERVE` bytes free."""
+FREE_RESERVE = 512 << 20
+_CHUNK = 1 << 20
+
+
+def _copy_bounded(src, dst, path: Path, limit: int, folder: Path) -> None:  # noqa: ANN001
+    """Copy a decompressing stream in 1 MiB chunks, refusing past ``limit`` bytes or a nearly full disk."""
+    written = 0
+    while chunk := src.read(_CHUNK):
+        written += len(chunk)
+        if written > limit:
+            raise InputError(f"decompresses to more than {MAX_EXPANSION}x its size (a compression bomb?)",
+                             location=str(path), remedy="decompress it yourself if the data are real")
+        if written % (64 * _CHUNK) < _CHUNK and shutil.disk_usage(folder).free < FREE_RESERVE + _CHUNK:
+            raise InputError(f"not enough free space in {folder} to decompress it",
+                             location=str(path), remedy="free space or point TMPDIR at a larger disk")
+        dst.write(chunk)
 
 
 def _decompress(path: Path, compression: str, tmpdir: Path) -> Path:
     target = tmpdir / f"{len(list(tmpdir.iterdir()))}_{path.stem}"
+    limit = MAX_EXPANSION * max(path.stat().st_size, 1024)
     try:
         if compression == "gz":
             with gzip.open(path, "rb") as src, open(target, "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
-        else:
+                _copy_bounded(src, dst, path, limit, tmpdir)
+        elif compression == "zst":
             import zstandard
 
             with open(path, "rb") as raw, open(target, "wb") as dst:
-                zstandard.ZstdDecompressor().copy_stream(raw, dst)
+                _copy_bounded(zstandard.ZstdDecompressor().stream_reader(raw), dst, path, limit, tmpdir)
+        else:  # "bom": a copy without the UTF-8 byte-order mark polars' jsonl reader refuses
+            with open(path, "rb") as src, open(target, "wb") as dst:
+                src.read(len(UTF8_BOM))
+                shutil.copyfileobj(src, dst, _CHUNK)
     except ImportError as exc:
         raise InputError("reading .zst needs the zstandard package", location=str(path),
                          remedy="pip install zstandard") from exc
-    except (OSError, EOFError) as exc:
-        raise InputError(f"cannot decompress ({compression}): {exc}", location=str(path)) from exc
+    except InputError:
+        target.unlink(missing_ok=True)
+        raise
+    except (OSError, EOFError, zlib.error) as exc:
+        target.unlink(missing_ok=True)
+        raise InputError(f"corrupt or truncated {compression} data ({_first_line(exc)})",
+                         location=str(path)) from exc
+    except Exception as exc:  # zstandard.ZstdError ("not a zstd frame") and the like
+        target.unlink(missing_ok=True)
+        if type(exc).__module__.startswith("zstandard") or "zstd" in type(exc).__name__.lower():
+            raise InputError(f"not valid zstd data ({_first_line(exc)})", location=str(path)) from exc
+        raise
     return target
+
+
+def _first_line(exc: BaseException, limit: int = 160) -> str:
+    """The first line of an exception's message, at most ``limit`` characters."""
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
+def _starts_with_bom(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(len(UTF8_BOM)) == UTF8_BOM
+
+
+def _check_csv_text(path: Path, shown: Path, skip: int) -> None:
+    """Refuse CR-only line endings and a header naming a column twice (polars would rename it)."""
+    import csv
+
+    with open(path, "rb") as fh:
+        head = fh.read(1 << 16)
+    if b"\r" in head and b"\n" not in head:
+        raise InputError("lines end in CR only (classic Mac line endings)", location=str(shown),
+                         remedy="convert them, e.g. tr '\\r' '\\n' < in.csv > out.csv")
+    with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
+        for _ in range(skip):
+            fh.readline()
+        header = next(csv.reader([fh.readline()]), [])
+    seen: set[str] = set()
+    for name in header:
+        if name in seen:
+            raise SchemaError(f"the header names column {name!r} twice", location=f"{shown}:{skip + 1}",
+                              remedy="rename one of them")
+        seen.add(name)
 
 
 def csv_skip_rows(path: Path) -> int:
@@ -94,7 +169,7 @@ class Source:
     reused: bool = False
     """jsonl: ``schema`` was taken from an earlier file of the same shape, not inferred."""
 
-    def fail(self, exc: Exception) -> InputError:
+    def fail(self, exc: BaseException) -> InputError:
         """The InputError for an error raised while collecting this file."""
         return read_error(self.path, self.local, self.fmt, exc)
 
@@ -110,9 +185,17 @@ def scan(path: Path, tmpdir: Path, like: Source | None = None) -> Source:
     if path.stat().st_size == 0:
         raise InputError("empty file", location=str(path))
     local = _decompress(path, compression, tmpdir) if compression else path
+    if fmt == "jsonl" and _starts_with_bom(local):
+        local = _decompress(local, "bom", tmpdir)
+    if any(c in str(local) for c in GLOB_CHARS):  # polars would expand the name as a glob pattern
+        link = tmpdir / f"{len(list(tmpdir.iterdir()))}_input{local.suffix}"
+        link.symlink_to(local.resolve())
+        local = link
     found, reused = None, False
     if local.stat().st_size == 0:
         raise InputError("empty file", location=str(path))
+    if fmt == "csv":
+        _check_csv_text(local, path, csv_skip_rows(local))
     try:
         if fmt == "parquet":
             _check_parquet(local)
@@ -139,15 +222,18 @@ def scan(path: Path, tmpdir: Path, like: Source | None = None) -> Source:
     return Source(path, local, fmt, lf, schema, found, reused)
 
 
-def read_error(path: Path, local: Path, fmt: str, exc: Exception) -> InputError:
-    """The most specific InputError for a failed read: a bad jsonl line gets its number."""
+def read_error(path: Path, local: Path, fmt: str, exc: BaseException) -> InputError:
+    """The most specific InputError for a failed read: a bad jsonl line gets its number, a reader
+    panic (corrupt data pages) says the file is corrupt."""
     if fmt == "jsonl":
         line = bad_json_line(local)
         if line is not None:
             return InputError(f"malformed JSON on line {line[0]}: {line[1]}",
                               location=f"{path}:{line[0]}")
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return InputError(f"cannot read {fmt}: {first}", location=str(path))
+    if isinstance(exc, PANIC):
+        return InputError(f"corrupt {fmt} file: the reader failed on its data ({_first_line(exc, 100)})",
+                          location=str(path), remedy="re-export or re-download it")
+    return InputError(f"cannot read {fmt}: {_first_line(exc)}", location=str(path))
 
 
 def bad_json_line(path: Path) -> tuple[int, str] | None:
@@ -160,6 +246,8 @@ def bad_json_line(path: Path) -> tuple[int, str] | None:
                 value = json.loads(line)
             except json.JSONDecodeError as exc:
                 return number, exc.msg
+            except RecursionError:
+                return number, "nested too deeply"
             if not isinstance(value, dict):
                 return number, "not a JSON object"
     return None

@@ -35,18 +35,24 @@ class Partial:
     """Samples read (rows of a long log, list entries of a grouped log, rows of a counts file)."""
     missing: int
     """Missing (null/NaN) rewards among them."""
+    null_keys: int = 0
+    """Rows (samples) dropped because their prompt key is null; not in ``rows``."""
 
     @classmethod
     def of(cls, frames: list[pl.DataFrame], duplicates: int) -> Partial:
         """From ``_finish`` frames: their ``rows``/``missing`` columns summed, then dropped
-        (one frame at a time, so big logs never hold those columns for every group)."""
-        rows = missing = 0
+        (one frame at a time, so big logs never hold those columns for every group); rows with a
+        null prompt key are counted in ``null_keys`` and dropped."""
+        rows = missing = null_keys = 0
         kept = []
         for frame in frames:
+            if frame["prompt"].null_count():
+                null_keys += int(frame.filter(pl.col("prompt").is_null())["rows"].sum())
+                frame = frame.filter(pl.col("prompt").is_not_null())
             rows += int(frame["rows"].sum())
             missing += int(frame["missing"].sum())
             kept.append(frame.drop("missing", "rows"))
-        return cls(pl.concat(kept) if len(kept) > 1 else kept[0], duplicates, rows, missing)
+        return cls(pl.concat(kept) if len(kept) > 1 else kept[0], duplicates, rows, missing, null_keys)
 
 
 def _collect(src: Source, lf: pl.LazyFrame) -> pl.DataFrame:
@@ -75,7 +81,7 @@ def _finish(src: Source, plan: ColumnMap, df: pl.DataFrame, gid: pl.Expr) -> pl.
         raise SchemaError(f"step column {plan.step!r} is not an integer step",
                           location=f"{src.path}: column {plan.step}",
                           remedy="pass --step-col with an integer column") from exc
-    return out.filter(pl.col("prompt").is_not_null()) if out["prompt"].null_count() else out
+    return out  # rows with a null prompt key are counted and dropped by Partial.of
 
 
 def _prepared(src: Source, plan: ColumnMap) -> pl.LazyFrame:
@@ -93,9 +99,15 @@ def reduce_samples(src: Source, plan: ColumnMap, threshold: float | None,
     file after each step range of a big log (for a progress indicator)."""
     lf = _prepared(src, plan)
     duplicates = 0
+    deduped = False
     if plan.dedupe:
-        table, duplicates = drop_repeated_blocks(_collect(src, lf.select(plan.dedupe)), plan.step)
-        lf = table.lazy()
+        # TRL writes a step's rows twice; any other log is checked for the whole file appended to itself
+        trl = plan.layout == "trl"
+        table, duplicates = drop_repeated_blocks(_collect(src, lf.select(plan.dedupe)), plan.step if trl else None,
+                                                 distinct=not trl)
+        deduped = trl or duplicates > 0
+        if deduped:
+            lf = table.lazy()
     x = pl.col(plan.reward).cast(pl.Float64)
     valid, correct, bad = reward_flags(x, threshold)
     keys = [plan.step, plan.group, *plan.prompt] if plan.has_groups else list(plan.prompt)
@@ -111,7 +123,7 @@ def reduce_samples(src: Source, plan: ColumnMap, threshold: float | None,
             raise non_binary_error(sorted(sample), plan.reward, str(src.path))
         return Partial.of([_finish(src, plan, df, gid)], duplicates)
 
-    ranges = None if plan.dedupe else step_ranges(src, plan)
+    ranges = None if deduped else step_ranges(src, plan)
     if ranges is None:
         return reduced(lf)
     # Groups never straddle steps, so each step range is reduced and sorted on its own; the
@@ -122,7 +134,7 @@ def reduce_samples(src: Source, plan: ColumnMap, threshold: float | None,
         if tick is not None:
             tick(sum(p.rows for p in parts))
     return Partial(pl.concat([p.frame for p in parts]), duplicates, sum(p.rows for p in parts),
-                   sum(p.missing for p in parts))
+                   sum(p.missing for p in parts), sum(p.null_keys for p in parts))
 
 
 CHUNK_ROWS = 10_000_000
@@ -184,22 +196,34 @@ def step_ranges(src: Source, plan: ColumnMap) -> list[pl.Expr] | None:
     return ranges
 
 
-def drop_repeated_blocks(df: pl.DataFrame, step: str | None) -> tuple[pl.DataFrame, int]:
-    """Drop a step's rows that were written twice (TRL), returning (rows kept, rows dropped).
+MIN_REPEATED_BLOCK = 8
+"""Without a sample-naming column, a repeated block must hold at least this many rows (and two
+different ones) to count as written twice: a tiny log repeats itself by chance."""
+
+
+def drop_repeated_blocks(df: pl.DataFrame, step: str | None, distinct: bool = False) -> tuple[pl.DataFrame, int]:
+    """Drop a step's rows that were written twice (TRL; or a whole log appended to itself), returning
+    (rows kept, rows dropped).
 
     A step's block counts as written twice when its second half repeats its first half row
     for row. A plain ``unique()`` would be wrong: two samples of a group can legitimately be
-    identical (same short completion, same reward, same advantage).
+    identical (same short completion, same reward, same advantage). With ``distinct`` (logs whose
+    rows need not name a sample, e.g. step, prompt, reward) the repeated half must also hold at
+    least :data:`MIN_REPEATED_BLOCK` rows, two of them different: one silent group alone in its
+    step (all rows equal) is kept whole.
     """
     parts = df.partition_by(step, maintain_order=True) if step else [df]
     kept, dropped = [], 0
     for part in parts:
         while part.height % 2 == 0 and part.height:
             half = part.height // 2
-            if not part.head(half).equals(part.tail(half)):
+            first = part.head(half)
+            if not first.equals(part.tail(half)):
+                break
+            if distinct and (half < MIN_REPEATED_BLOCK or first.n_unique() < 2):
                 break
             dropped += half
-            part = part.head(half)
+            part = first
         kept.append(part)
     return pl.concat(kept), dropped
 

@@ -47,8 +47,14 @@ def series_columns(schema: dict[str, pl.DataType], step_col: str | None) -> tupl
 
 def read_series(lf: pl.LazyFrame, step: str, mapping: dict[str, str], where: str) -> pl.DataFrame:
     """The series as ``step`` plus one Float64 column per field, sorted by step; shares checked in [0, 1]."""
-    df = lf.select(pl.col(step).cast(pl.Int64).alias("step"),
-                   *(pl.col(col).cast(pl.Float64).alias(field) for field, col in mapping.items())).collect()
+    from .readers import POLARS_ERRORS
+
+    try:
+        df = lf.select(pl.col(step).cast(pl.Int64).alias("step"),
+                       *(pl.col(col).cast(pl.Float64).alias(field) for field, col in mapping.items())).collect()
+    except POLARS_ERRORS as exc:
+        raise SchemaError(f"step column {step!r} or a share column is not numeric (steps must be whole numbers)",
+                          location=f"{where}: column {step}", remedy="pass --step-col with an integer column") from exc
     df = df.filter(pl.col("step").is_not_null()).sort("step")
     if df.height == 0:
         raise SchemaError("no rows with a step value", location=where)
