@@ -35,5 +35,9 @@ class SchemaError(SigmauditError):
     """A file was read but its columns or values do not fit any layout."""
 
 
+class OutputError(SigmauditError):
+    """A report or table could not be written (full disk, read-only, no permission, bad path)."""
+
+
 class ConfigError(SigmauditError):
     """Options are out of range or contradict each other."""

@@ -1,8 +1,20 @@
-"""The one place numbers become text: table cells, percentages, NaN -> None (every layer uses it)."""
+"""The one place values become text: table cells, percentages, NaN -> None; and text made safe to show
+or to open: control characters escaped (:func:`printable`), spreadsheet formulas defused
+(:func:`csv_cell`). Every layer uses it.
+
+- :func:`printable`: a file name, column name or prompt id from a hostile log can hold terminal
+  escape sequences (``\x1b[2J`` clears the screen, OSC 8 makes a link, a forged line could say
+  "all checks passed"). Every C0/C1 control character (and the bidirectional overrides that
+  reorder text) is shown as a visible escape (``\x1b``) before it reaches a terminal, stderr or Rich.
+- :func:`csv_cell`: a text cell starting with ``=``, ``+``, ``-``, ``@``, tab or carriage return
+  is run as a formula by spreadsheet programs (OWASP "CSV injection"); such cells get a leading
+  ``'``, which spreadsheets display as text. Numbers are written as numbers.
+"""
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 
@@ -56,3 +68,35 @@ def mean_or_none(values: Any) -> float | None:
     """Mean of the values that are not None (None when there are none)."""
     vals = [float(v) for v in values if v is not None]
     return sum(vals) / len(vals) if vals else None
+
+
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_CONTROL_OR_TAB = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _escape(match: re.Match[str]) -> str:
+    c = match.group(0)
+    code = ord(c)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: object, *, keep_tabs: bool = False) -> str:
+    """``text`` with control characters shown as escapes (``\\x1b``, ``\\n``-as-``\\x0a``, ``\\u202e``).
+
+    >>> printable("run\\x1b[2J.csv")
+    'run\\\\x1b[2J.csv'
+    """
+    s = str(text)
+    return (_CONTROL if keep_tabs else _CONTROL_OR_TAB).sub(_escape, s)
+
+
+def csv_cell(value: object) -> object:
+    """A CSV cell with a leading ``'`` when it is text a spreadsheet would run as a formula.
+
+    >>> csv_cell("=HYPERLINK(1)"), csv_cell("-2+3"), csv_cell(-2.5), csv_cell("p17")
+    ("'=HYPERLINK(1)", "'-2+3", -2.5, 'p17')
+    """
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value

@@ -1,19 +1,30 @@
 """Every file sigmaudit writes: reports (``-o``) and per-prompt tables (``--alloc-out``, ...).
 
-Files are written atomically — to a temporary file in the same folder, then renamed — and only
-after the work succeeded, so a failed run leaves no file and never a half-written one. Inputs are
-never opened for writing.
+Files are written only after the work succeeded; inputs are never opened for writing.
+
+- ``-`` means standard output.
+- A regular file (new or existing) is written atomically: a temporary file in the same folder,
+  then a rename, so a reader never sees half a report and a failed run leaves no file.
+- A symlink is followed: its target is replaced atomically, the link stays a link.
+- A device, FIFO or socket (``/dev/null``, ``/dev/stdout``, a named pipe) is written through,
+  never replaced: renaming a file over ``/dev/null`` would destroy it for the whole machine.
+- Operating-system failures (full disk, read-only file system, no permission, name too long)
+  become one :class:`~sigmaudit.errors.OutputError` line naming the file.
+- CSV tables get their formula-like text cells neutralised (:func:`sigmaudit.fmt.csv_cell`).
 """
 
 from __future__ import annotations
 
+import errno
 import io
 import os
+import stat
+import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import ConfigError, InputError
+from .errors import ConfigError, OutputError
 
 if TYPE_CHECKING:
     import polars as pl
@@ -21,19 +32,92 @@ if TYPE_CHECKING:
 TABLE_SUFFIXES = (".csv", ".parquet", ".jsonl", ".ndjson")
 """File types of a per-prompt table, chosen by the file's suffix."""
 
+STDOUT = "-"
+"""The path that means standard output."""
 
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write ``data`` to ``path`` via a temporary file in the same folder and a rename."""
+_REASONS = {
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EROFS: "read-only file system",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.ENAMETOOLONG: "file name too long",
+    errno.ENOENT: "cannot create a file in that folder",
+    errno.ENOTDIR: "a part of the path is not a folder",
+    errno.EISDIR: "is a directory",
+    errno.ELOOP: "too many levels of symbolic links",
+}
+
+
+def is_stdout(path: Path | str | None) -> bool:
+    """``-o -``: write to standard output."""
+    return path is not None and str(path) == STDOUT
+
+
+def output_error(path: Path, exc: OSError, flag: str = "-o") -> OutputError:
+    """The one-line error for an operating-system failure while writing ``path``."""
+    reason = _REASONS.get(exc.errno or 0) or (exc.strerror or type(exc).__name__)
+    return OutputError(f"cannot write: {reason}", location=str(path), remedy=f"choose another {flag} path")
+
+
+def write_file(path: Path, data: str | bytes, flag: str = "-o") -> None:
+    """Write ``data`` to ``path``: stdout for ``-``, through for devices and FIFOs, else atomically."""
+    if is_stdout(path):
+        _write_stdout(data)
+        return
+    try:
+        target = Path(os.path.realpath(path))  # a symlink is followed (also a chain of them)
+        try:
+            mode = target.stat().st_mode
+        except FileNotFoundError:
+            mode = None
+        if mode is not None and stat.S_ISDIR(mode):
+            raise OutputError("is a directory", location=str(path), remedy=f"give {flag} a file name")
+        if mode is not None and not stat.S_ISREG(mode):
+            _write_through(target, data)
+        else:
+            write_atomic(target, data, mode)
+    except OSError as exc:
+        raise output_error(path, exc, flag) from exc
+
+
+def _write_stdout(data: str | bytes) -> None:
+    if isinstance(data, bytes):
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    else:
+        sys.stdout.write(data)
+        sys.stdout.flush()
+
+
+def _write_through(target: Path, data: str | bytes) -> None:
+    """Write into an existing device or FIFO without replacing it (O_WRONLY, no truncation needed)."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    fd = os.open(target, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        view = memoryview(raw)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: str | bytes, old_mode: int | None = None) -> None:
+    """Write ``data`` to the regular file ``path`` via a temporary file in the same folder and a rename."""
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
-        raise InputError("folder does not exist", location=str(folder), remedy="create it or choose another path")
-    mode = "wb" if isinstance(data, bytes) else "w"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+        raise OutputError("folder does not exist", location=str(folder), remedy="create it or choose another path")
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:200]}.", suffix=".tmp", dir=folder)
     try:
-        with os.fdopen(fd, mode, **({} if mode == "wb" else {"encoding": "utf-8"})) as fh:
-            fh.write(data)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(raw)
         # mkstemp creates the file 0600; give it the mode a plain open() would (or the old file's).
-        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask())
+        if old_mode is None and path.is_file():
+            old_mode = path.stat().st_mode
+        os.chmod(tmp, old_mode & 0o777 if old_mode is not None else 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -59,13 +143,28 @@ def table_suffix(path: Path, option: str) -> str:
 
 
 def write_table(frame: pl.DataFrame, path: Path, option: str) -> None:
-    """Write ``frame`` as csv, parquet or jsonl (by ``path``'s suffix), atomically."""
+    """Write ``frame`` as csv, parquet or jsonl (by ``path``'s suffix) with :func:`write_file`; in a
+    csv, text cells a spreadsheet would run as formulas get a leading ``'`` (OWASP CSV injection)."""
     suffix = table_suffix(path, option)
     if suffix == ".parquet":
         buf = io.BytesIO()
         frame.write_parquet(buf)
-        write_atomic(path, buf.getvalue())
+        write_file(path, buf.getvalue(), option)
     elif suffix == ".csv":
-        write_atomic(path, frame.write_csv())
+        write_file(path, neutralise_formulas(frame).write_csv(), option)
     else:
-        write_atomic(path, frame.write_ndjson())
+        write_file(path, frame.write_ndjson(), option)
+
+
+def neutralise_formulas(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with every text cell starting with = + - @ tab or CR prefixed by ``'``."""
+    import polars as pl
+
+    from .fmt import FORMULA_START
+
+    def formula(c: str) -> pl.Expr:
+        return pl.any_horizontal(*(pl.col(c).str.starts_with(x) for x in FORMULA_START)).fill_null(False)
+
+    text = [c for c, t in frame.schema.items() if t == pl.Utf8]
+    return frame.with_columns(pl.when(formula(c)).then(pl.lit("'") + pl.col(c)).otherwise(pl.col(c)).alias(c)
+                              for c in text)

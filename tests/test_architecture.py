@@ -18,7 +18,7 @@ PKG = Path(__file__).resolve().parents[1] / "sigmaudit"
 BASE = {"errors", "exitcodes", "fmt"}
 ALLOWED: dict[str, set[str]] = {
     "errors": set(), "exitcodes": set(), "fmt": set(),
-    "writers": {"errors"},
+    "writers": {"errors", "fmt"},
     "core": {"core"},
     "loaders": {"loaders"} | BASE,
     "audits": {"audits", "core", "loaders"} | BASE,

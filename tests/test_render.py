@@ -12,7 +12,7 @@ from sigmaudit.errors import ConfigError
 from sigmaudit.fmt import format_value
 from sigmaudit.render import Format, render
 from sigmaudit.views import build_view
-from sigmaudit.writers import write_atomic
+from sigmaudit.writers import write_file
 
 
 @pytest.mark.parametrize("fmt", list(Format))
@@ -71,7 +71,7 @@ def test_resolve_format_refuses_a_format_the_command_does_not_offer():
 def test_write_atomic_replaces_and_leaves_no_temp(tmp_path):
     target = tmp_path / "out.txt"
     target.write_text("old")
-    write_atomic(target, "new")
+    write_file(target, "new")
     assert target.read_text() == "new"
     assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
 
@@ -82,7 +82,7 @@ def test_write_atomic_gives_ordinary_permissions(tmp_path):
     target = tmp_path / "new.txt"
     old = os.umask(0o022)
     try:
-        write_atomic(target, "x")
+        write_file(target, "x")
     finally:
         os.umask(old)
     assert target.stat().st_mode & 0o777 == 0o644

@@ -77,13 +77,59 @@ def _as_flags(exc: SigmauditError) -> str:
     return flagged.one_line()
 
 
+MAX_MESSAGE = 400
+"""An error line longer than this is cut (a hostile value must not flood the terminal)."""
+
+
 def _fail(message: str) -> int:
-    sys.stderr.write(f"sigmaudit: error: {' '.join(message.split())}\n")
+    from ..fmt import printable
+
+    text = printable(" ".join(str(message).split()))
+    if len(text) > MAX_MESSAGE:
+        text = text[: MAX_MESSAGE - 1] + "…"
+    sys.stderr.write(f"sigmaudit: error: {text}\n")
     return int(ExitCode.ERROR)
 
 
+class Terminated(Exception):
+    """SIGTERM arrived: unwind (temporary files are removed on the way out) and exit 2."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+def _os_error(exc: OSError) -> str:
+    where = f"{exc.filename}: " if exc.filename else ""
+    return f"{where}{exc.strerror or type(exc).__name__}"
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI and return its exit code (0 ok, 1 gate failed, 2 could not run)."""
+    """Run the CLI and return its exit code (0 ok, 1 gate failed, 2 could not run).
+
+    Exit 1 comes only from a gate or target verdict (``typer.Exit(1)`` raised by ``check`` or
+    ``plan``); every other way out, including a native crash (a Rust panic in a reader derives
+    from BaseException), SIGINT and SIGTERM, is exit 2 with one line on stderr.
+    """
+    import signal
+    import threading
+    import warnings
+
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        with warnings.catch_warnings():
+            # numerical warnings (overflow in a closed form at extreme p, a long --title in matplotlib)
+            # are not messages for the user: results are checked, and failures raise
+            warnings.simplefilter("ignore")
+            return _main(argv)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: list[str] | None) -> int:
     from typer.exceptions import TyperException
 
 
@@ -91,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         command = typer.main.get_command(app)
         rv = command.main(args=argv, prog_name="sigmaudit", standalone_mode=False)
     except typer.Exit as exc:
-        return int(exc.exit_code)
+        code = int(exc.exit_code)
+        return code if code in (0, 1, 2) else int(ExitCode.ERROR)
     except typer.Abort:
         return _fail("aborted")
     except SigmauditError as exc:
@@ -106,14 +153,26 @@ def main(argv: list[str] | None = None) -> int:
         if ctx is not None:
             msg = f"{msg} (see '{ctx.command_path} --help')"
         return _fail(msg) if code else 0
+    except (OverflowError, MemoryError) as exc:
+        return _fail(f"a value is too large to compute with ({type(exc).__name__}: {exc}); use smaller options")
+    except RecursionError:
+        return _fail("input nested too deeply to process")
     except ValueError as exc:
         return _fail(str(exc))
     except KeyboardInterrupt:
         return _fail("interrupted")
+    except Terminated:
+        return _fail("terminated (SIGTERM)")
     except BrokenPipeError:
         return int(ExitCode.ERROR)
+    except OSError as exc:
+        return _fail(_os_error(exc))
+    except SystemExit as exc:  # a library calling sys.exit: never let it read as "gate failed"
+        return int(ExitCode.OK) if exc.code in (0, None) else int(ExitCode.ERROR)
     except Exception as exc:  # noqa: BLE001 - a crash must never read as "gate failed"
         return _fail(f"internal error: {type(exc).__name__}: {exc} (please report this)")
+    except BaseException as exc:  # noqa: BLE001 - e.g. pyo3's PanicException (a Rust panic)
+        return _fail(f"internal error: a native library failed ({type(exc).__name__}: {exc}) (please report this)")
     return int(rv) if isinstance(rv, int) else int(ExitCode.OK)
 
 

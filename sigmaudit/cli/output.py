@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..render import Format
-from ..writers import write_atomic
+from ..writers import write_file
 
 SUFFIX_FORMATS = {".json": Format.json, ".md": Format.markdown, ".markdown": Format.markdown, ".csv": Format.csv,
                   ".html": Format.html, ".htm": Format.html, ".txt": Format.table}
@@ -62,11 +62,11 @@ def emit(text: str, output: Path | None) -> None:
         sys.stdout.flush()
         return
     assert output is not None
-    if output.is_dir():
-        raise ConfigError("is a directory", location=f"-o {output}", remedy="give -o a file name")
-    write_atomic(output, text)
+    write_file(output, text)  # atomic for files; devices and FIFOs written through; symlinks followed
 
 
 def note(message: str) -> None:
-    """A one-line note on stderr (never mixed into the report)."""
-    sys.stderr.write(f"sigmaudit: {message}\n")
+    """A one-line note on stderr (never mixed into the report); control characters escaped."""
+    from ..fmt import printable
+
+    sys.stderr.write(f"sigmaudit: {printable(message)}\n")

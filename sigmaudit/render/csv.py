@@ -1,4 +1,5 @@
-"""CSV renderer: one table of the view (its ``csv_table``, else the first), raw values."""
+"""CSV renderer: one table of the view (its ``csv_table``, else the first), raw values; text cells
+starting with = + - @ tab or CR are neutralised with a leading ' (OWASP CSV injection)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import csv
 import io
 import math
 
+from ..fmt import csv_cell
 from ..views import View
 
 
@@ -14,7 +16,8 @@ def _cell(v: object) -> object:
         return ""
     if isinstance(v, float):
         return repr(v)
-    return v
+    return csv_cell(v)  # text a spreadsheet would run as a formula gets a leading '
+
 
 
 def render_csv(view: View) -> str:
@@ -28,7 +31,7 @@ def render_csv(view: View) -> str:
     chosen = next((t for t in tables if t.title == view.csv_table), tables[0])
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(chosen.columns)
+    w.writerow([csv_cell(c) for c in chosen.columns])
     for row in chosen.rows:
         w.writerow([_cell(v) for v in row])
     return buf.getvalue()

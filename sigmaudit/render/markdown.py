@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..fmt import format_value
+from ..fmt import format_value, printable
 from ..views import Table, View
 
 
@@ -11,7 +11,7 @@ def _table(t: Table) -> list[str]:
     out.append("| " + " | ".join(t.columns) + " |")
     out.append("|" + "|".join("---" for _ in t.columns) + "|")
     for row in t.rows:
-        cells = [format_value(v, t.digits).replace("|", "\\|") for v in row]
+        cells = [printable(format_value(v, t.digits)).replace("|", "\\|") for v in row]
         out.append("| " + " | ".join(cells) + " |")
     if t.note:
         out += ["", f"_{t.note}_"]
@@ -25,7 +25,7 @@ def render_markdown(view: View) -> str:
     for s in view.sections:
         lines += [f"## {s.title}", ""]
         for text in s.lines:
-            lines += [text, ""]
+            lines += [printable(text), ""]
         for t in s.tables:
             lines += _table(t)
     return "\n".join(lines).rstrip() + "\n"

@@ -49,20 +49,22 @@ def _rules(value: str) -> str:
 
 
 def _positive(value: float) -> float:
-    if not value > 0:
-        raise typer.BadParameter(f"must be > 0, got {value:g}")
+    import math
+
+    if not (value > 0 and math.isfinite(value)):
+        raise typer.BadParameter(f"must be a finite number > 0, got {value:g}")
     return value
 
 
 def simulate(
-    prompts: Annotated[int | None, typer.Option("--prompts", min=1, show_default=False,
+    prompts: Annotated[int | None, typer.Option("--prompts", min=1, max=10_000_000, show_default=False,
                                                 help="Simulated prompts M [default: 6000; with --init-from: "
                                                      "every usable corpus prompt, else resampled to M].")] = None,
-    G: Annotated[int, typer.Option("-G", "--group-size", min=1, help="Group size G.")] = 8,
-    steps: Annotated[int, typer.Option("--steps", min=1, help="Training steps.")] = 150,
+    G: Annotated[int, typer.Option("-G", "--group-size", min=1, max=65_536, help="Group size G.")] = 8,
+    steps: Annotated[int, typer.Option("--steps", min=1, max=1_000_000, help="Training steps.")] = 150,
     lr: Annotated[float, typer.Option("--lr", callback=_positive, help="Step size on the logit θ (> 0).")] = 0.5,
     seed: Annotated[int, typer.Option("--seed", help="Seed of every random draw.")] = 0,
-    dapo_max_tries: Annotated[int, typer.Option("--dapo-max-tries", min=1,
+    dapo_max_tries: Annotated[int, typer.Option("--dapo-max-tries", min=1, max=1_000,
                                                 help="DAPO draws at most this many groups per prompt and step.")] = 4,
     rules: Annotated[str, typer.Option("--rules", callback=_rules,
                                        help="Comma-separated rules: grpo, drgrpo, dapo, rloo, sign.")
