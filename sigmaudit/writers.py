@@ -66,19 +66,23 @@ def write_file(path: Path, data: str | bytes, flag: str = "-o") -> None:
         _write_stdout(data)
         return
     try:
-        target = Path(os.path.realpath(path))  # a symlink is followed (also a chain of them)
         try:
-            mode = target.stat().st_mode
+            mode = os.stat(path).st_mode  # follows symlinks
         except FileNotFoundError:
             mode = None
         if mode is not None and stat.S_ISDIR(mode):
             raise OutputError("is a directory", location=str(path), remedy=f"give {flag} a file name")
-        if mode is not None and not stat.S_ISREG(mode):
-            _write_through(target, data)
+        if (mode is not None and not stat.S_ISREG(mode)) or str(path).startswith(_STREAM_PATHS):
+            _write_through(path, data)  # open() follows the link to the device, pipe or descriptor
         else:
+            target = Path(os.path.realpath(path))  # a symlink is followed (also a chain of them)
             write_atomic(target, data, mode)
     except OSError as exc:
         raise output_error(path, exc, flag) from exc
+
+
+_STREAM_PATHS = ("/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/self/fd/")
+"""Names of already-open descriptors: always written through, whatever they point at."""
 
 
 def _write_stdout(data: str | bytes) -> None:
@@ -92,9 +96,12 @@ def _write_stdout(data: str | bytes) -> None:
 
 
 def _write_through(target: Path, data: str | bytes) -> None:
-    """Write into an existing device or FIFO without replacing it (O_WRONLY, no truncation needed)."""
+    """Write into an existing device, FIFO or open descriptor without replacing it."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd = os.open(target, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
+    flags = os.O_WRONLY | getattr(os, "O_CLOEXEC", 0)
+    if str(target).startswith(_STREAM_PATHS) and stat.S_ISREG(os.stat(target).st_mode):
+        flags |= os.O_TRUNC  # `> out.json` with `-o /dev/stdout`: the file holds the report alone
+    fd = os.open(target, flags)
     try:
         view = memoryview(raw)
         while view:

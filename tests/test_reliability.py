@@ -139,6 +139,13 @@ def test_output_dev_null_is_written_through_not_replaced(capsys):
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
 
 
+def test_output_dev_stdout_is_written_through(capfd):
+    code = main(["scan", ROLLOUTS, "-q", "-f", "json", "-o", "/dev/stdout"])
+    out, err = capfd.readouterr()
+    assert code == 0 and err == "" and json.loads(out)["prompts"] == 200
+    assert os.path.islink("/dev/stdout")
+
+
 def test_output_fifo_gets_the_report(tmp_path, capsys):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
