@@ -264,7 +264,13 @@ def test_a_silent_group_alone_in_a_log_is_not_taken_for_a_duplicate():
     from sigmaudit.loaders.reduce import drop_repeated_blocks
 
     same = pl.DataFrame({"step": [1] * 16, "prompt_id": ["p"] * 16, "reward": [0] * 16})
-    assert drop_repeated_blocks(same, None, distinct=True)[1] == 0
+    assert drop_repeated_blocks(same, None, distinct=True, steps_col="step")[1] == 0
+    # one step, all wrong, sampled round-robin over 8 prompts: the halves agree by nature
+    robin = pl.DataFrame({"step": [3] * 64, "prompt_id": [f"p{i % 8}" for i in range(64)], "reward": [0] * 64})
+    assert drop_repeated_blocks(robin, None, distinct=True, steps_col="step")[1] == 0
+    # the same log appended to itself over two steps is a repeat
+    two = pl.concat([robin, robin.with_columns(pl.lit(4, dtype=pl.Int64).alias("step"))])
+    assert drop_repeated_blocks(pl.concat([two, two]), None, distinct=True, steps_col="step")[1] == 128
 
 
 # ---------------------------------------------------------------- 6. null prompt keys dropped silently
@@ -422,8 +428,8 @@ def test_sigterm_mid_run_cleans_up_and_exits_2(tmp_path, monkeypatch, capsys):
     tempfile.tempdir = None
     real_scan = readers.scan
 
-    def scan_then_sigterm(path, tmpdir):
-        src = real_scan(path, tmpdir)
+    def scan_then_sigterm(path, tmpdir, like=None):
+        src = real_scan(path, tmpdir, like)
         assert any(tmpdir.iterdir())  # the decompressed copy exists now
         os.kill(os.getpid(), signal.SIGTERM)
         return src
@@ -465,3 +471,34 @@ def test_file_names_with_glob_characters_are_read_as_names(tmp_path):
     for name, source in (("run[1].csv", "long.csv"), ("v[1]*.jsonl", "verl/1.jsonl")):
         shutil.copy(ROOT / "sample_logs" / source, tmp_path / name)
         assert load_counts([tmp_path / name]).n_rows > 0
+
+
+def test_csv_formula_injection_neutralised_in_the_per_prompt_file(tmp_path, capsys):
+    import csv as csvmod
+
+    log = tmp_path / "hostile.csv"
+    with open(log, "w", newline="") as fh:
+        w = csvmod.writer(fh)
+        w.writerow(["prompt_id", "sample_idx", "reward"])
+        for i, pid in enumerate(HOSTILE_IDS + [f"q{j}" for j in range(20)]):
+            for s in range(8):
+                w.writerow([pid, s, int((i + s) % 3 == 0)])
+    out = tmp_path / "per_prompt.csv"
+    code, _, err = run(capsys, "scan", str(log), "-q", "--per-prompt", str(out), "-f", "json")
+    assert code == 0, err
+    with open(out, newline="") as fh:
+        cells = [row[0] for row in csvmod.reader(fh)][1:]
+    assert len(cells) == len(HOSTILE_IDS) + 20
+    assert all(not c.startswith(("=", "+", "-", "@", "\t", "\r")) for c in cells)
+
+
+def test_thin_verl_fixture_reads_as_before_and_is_refused(capsys):
+    """tests/fixtures/fastpath/verl_step.jsonl.gz (28 prompts, 1-6 samples each) read the same counts as
+    the golden scan pinned before issue 15; its silent rates are now refused, not guessed."""
+    from sigmaudit.loaders import load_counts
+
+    loaded = load_counts([ROOT / "tests" / "fixtures" / "fastpath" / "verl_step.jsonl.gz"])
+    assert (loaded.per_prompt.height, loaded.n_rows, loaded.n_single_sample_prompts) == (28, 80, 6)
+    p_hat = (loaded.per_prompt["k"] / loaded.per_prompt["n"]).to_numpy()
+    assert p_hat.mean() == pytest.approx(0.35178571428571426)
+    assert ((p_hat == 0).mean(), (p_hat == 1).mean()) == pytest.approx((16 / 28, 8 / 28))

@@ -104,7 +104,7 @@ def reduce_samples(src: Source, plan: ColumnMap, threshold: float | None,
         # TRL writes a step's rows twice; any other log is checked for the whole file appended to itself
         trl = plan.layout == "trl"
         table, duplicates = drop_repeated_blocks(_collect(src, lf.select(plan.dedupe)), plan.step if trl else None,
-                                                 distinct=not trl)
+                                                 distinct=not trl, steps_col=plan.step)
         deduped = trl or duplicates > 0
         if deduped:
             lf = table.lazy()
@@ -201,16 +201,19 @@ MIN_REPEATED_BLOCK = 8
 different ones) to count as written twice: a tiny log repeats itself by chance."""
 
 
-def drop_repeated_blocks(df: pl.DataFrame, step: str | None, distinct: bool = False) -> tuple[pl.DataFrame, int]:
+def drop_repeated_blocks(df: pl.DataFrame, step: str | None, distinct: bool = False,
+                         steps_col: str | None = None) -> tuple[pl.DataFrame, int]:
     """Drop a step's rows that were written twice (TRL; or a whole log appended to itself), returning
     (rows kept, rows dropped).
 
     A step's block counts as written twice when its second half repeats its first half row
     for row. A plain ``unique()`` would be wrong: two samples of a group can legitimately be
-    identical (same short completion, same reward, same advantage). With ``distinct`` (logs whose
-    rows need not name a sample, e.g. step, prompt, reward) the repeated half must also hold at
-    least :data:`MIN_REPEATED_BLOCK` rows, two of them different: one silent group alone in its
-    step (all rows equal) is kept whole.
+    identical (same short completion, same reward, same advantage). With ``distinct`` (any log
+    but TRL's, whose rows need not name a sample: e.g. step, prompt, reward) a repeat counts only
+    on strong evidence: the repeated half holds at least :data:`MIN_REPEATED_BLOCK` rows and either
+    every one of its rows differs (rows name their samples) or it spans two or more steps of
+    ``steps_col`` (a run's whole sequence of steps cannot recur by chance). A step of all-wrong
+    groups written in round-robin order repeats its first half by nature and is kept whole.
     """
     parts = df.partition_by(step, maintain_order=True) if step else [df]
     kept, dropped = [], 0
@@ -220,7 +223,8 @@ def drop_repeated_blocks(df: pl.DataFrame, step: str | None, distinct: bool = Fa
             first = part.head(half)
             if not first.equals(part.tail(half)):
                 break
-            if distinct and (half < MIN_REPEATED_BLOCK or first.n_unique() < 2):
+            if distinct and not (half >= MIN_REPEATED_BLOCK and (
+                    first.n_unique() == half or (steps_col is not None and first[steps_col].n_unique() > 1))):
                 break
             dropped += half
             part = first
