@@ -27,7 +27,7 @@ from sigmaudit.cli.app import main
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_logs"
 SEED = 15
-CASES = 240
+CASES = 300
 SOURCES = [
     "counts.csv", "long.csv", "grouped.parquet", "verl/1.jsonl", "prime-rl/traces.jsonl",
     "open-instruct/rollouts_shard_000.jsonl", "trl/completions/completions_00010.parquet",
