@@ -29,8 +29,10 @@ SAMPLES = ROOT / "sample_logs"
 SEED = 15
 CASES = 300
 SOURCES = [
-    "counts.csv", "long.csv", "grouped.parquet", "verl/1.jsonl", "prime-rl/traces.jsonl",
-    "open-instruct/rollouts_shard_000.jsonl", "trl/completions/completions_00010.parquet",
+    "counts.csv", "long.csv", "grouped.parquet", "verl/rollout_data/1.jsonl", "verl-v1/rollout_data/1.jsonl",
+    "prime-rl/rollouts/step_1/train/all/traces.jsonl", "open-instruct/rollouts/grpo_qwen3_rlzero_rollouts_000000.jsonl",
+    "trl/completions/completions_00001.parquet", "nemo-rl/logs/exp_001/train_data_step1.jsonl",
+    "roll/rollout_dump/rollout_dump_data.step_0.jsonl",
 ]
 HOSTILE = ["\x1b[2J", "\x1b]8;;http://x\x1b\\", "=HYPERLINK(1)", "\u202e", "\x00", "ÿ", "\r", '"', ","]
 
