@@ -39,6 +39,9 @@ def commands(path: str, G: int) -> dict[str, list[str]]:
         "scan": ["env", f"PYTHONPATH={HERE.parent}", PY, "-P", *scan],
         # the same command from another checkout (see --before); PYTHONPATH wins over the editable install
         "before": ["env", f"PYTHONPATH={os.environ.get('SIGMAUDIT_BEFORE', '')}", PY, "-P", *scan],
+        # the same scan with the reduction on another engine (issue 14); spark starts a local JVM each run
+        "scan-duckdb": [PY, *scan, "--engine", "duckdb"],
+        "scan-spark": [PY, *scan, "--engine", "spark"],
         "duckdb": [*base, "duckdb", path, str(G)],
         "polars": [*base, "polars", path, str(G)],
         "pandas": [*base, "pandas", path, str(G)],
@@ -108,7 +111,8 @@ def main() -> None:
     ap.add_argument("-G", type=int, default=8)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--tools", default="scan,duckdb,pandas,pyarrow",
-                    help="comma-separated subset of scan, duckdb, polars, pandas, pyarrow (and before)")
+                    help="comma-separated subset of scan, scan-duckdb, scan-spark, duckdb, polars, pandas, "
+                         "pyarrow (and before)")
     ap.add_argument("--startup", action="store_true", help="time sigmaudit --help and calc instead")
     ap.add_argument("--before", metavar="DIR",
                     help="also time `scan` from the checkout DIR (e.g. a `git worktree` of an older commit)")

@@ -7,6 +7,7 @@ per-prompt counts (printing the loader's notes on stderr).
 
 from __future__ import annotations
 
+import enum
 import functools
 import inspect
 import sys
@@ -22,9 +23,10 @@ if TYPE_CHECKING:
 _LAYOUT = "Layout overrides"
 
 PathsArg = Annotated[
-    list[Path],
+    list[str],  # str, not Path: Path("s3://b/k") would collapse the "//"
     typer.Argument(
-        help="Log files (parquet, jsonl/ndjson[.gz|.zst], csv), directories (read recursively) or globs.",
+        help="Log files (parquet, jsonl/ndjson[.gz|.zst], csv), directories (read recursively) or globs; "
+             "also s3://, gs://, az://, hf:// and https:// URLs (credentials from the usual environment).",
         show_default=False,
     ),
 ]
@@ -84,6 +86,29 @@ KeepDuplicatesOpt = Annotated[
                  "written twice) and byte-for-byte copies of an input file (dropped by default, with a note).",
                  rich_help_panel=_LAYOUT),
 ]
+_ENGINE = "Engine (where the reduction runs)"
+
+
+class EngineName(enum.StrEnum):
+    """``--engine`` values (see :mod:`sigmaudit.loaders.engines`)."""
+
+    polars = "polars"
+    duckdb = "duckdb"
+    spark = "spark"
+
+
+EngineOpt = Annotated[
+    EngineName,
+    typer.Option("--engine", help="Where rows are reduced to counts: polars (here, file by file), duckdb (here, "
+                                  "one SQL query) or spark (a cluster via --spark-remote/SPARK_REMOTE, else a local "
+                                  "session). The rest always runs here.", rich_help_panel=_ENGINE),
+]
+SparkRemoteOpt = Annotated[
+    str | None,
+    typer.Option("--spark-remote", help="Spark Connect URL of a cluster (sc://host:15002) for --engine spark "
+                                        "[default: $SPARK_REMOTE, else a local session].",
+                 rich_help_panel=_ENGINE, show_default=False),
+]
 QuietOpt = Annotated[
     bool,
     typer.Option("--quiet", "-q", help="Do not print notes (what was detected, what was dropped) on stderr."),
@@ -91,7 +116,7 @@ QuietOpt = Annotated[
 
 
 def load_inputs(
-    paths: list[Path],
+    paths: list[str] | list[Path],
     *,
     prompt_col: str | None = None,
     reward_col: str | None = None,
@@ -103,6 +128,8 @@ def load_inputs(
     samples: int | None = None,
     threshold: float | None = None,
     keep_duplicates: bool = False,
+    engine: EngineName | str = EngineName.polars,
+    spark_remote: str | None = None,
     quiet: bool = False,
     progress: bool = False,
     series_ok: bool = True,
@@ -110,11 +137,22 @@ def load_inputs(
 ) -> LoadedCounts:
     """Load per-prompt counts from the given paths; notes go to stderr unless ``quiet``.
 
+    ``engine`` names where the reduction runs (``spark_remote``: a Spark Connect URL).
+
     ``progress`` shows a Rich progress indicator on stderr (the caller decides:
     only on a terminal and never for machine-readable output).
     """
     from ..loaders import LoadOptions, load_by, load_counts
+    from ..loaders.engines import get_engine
     from .output import note
+
+    name = EngineName(engine).value
+    if spark_remote and name != "spark":
+        from ..errors import ConfigError
+
+        raise ConfigError("--spark-remote needs --engine spark", location="--spark-remote",
+                          remedy="add --engine spark")
+    runner = get_engine(name, spark_remote)
 
     opts = LoadOptions(
         prompt_col=prompt_col,
@@ -128,14 +166,19 @@ def load_inputs(
         threshold=threshold,
         keep_duplicates=keep_duplicates,
     )
+    if by is not None and runner is not None:
+        from ..errors import ConfigError
+
+        raise ConfigError("--by reads on --engine polars only", location="--by",
+                          remedy="drop --engine, or run `sigmaudit reduce` per value")
     load = load_counts if by is None else functools.partial(load_by, column=by)
-    if progress:
+    if progress and runner is None:
         from .progress import rows_progress
 
         with rows_progress() as callback:
             loaded = load(paths, opts=opts, progress=callback)
     else:
-        loaded = load(paths, opts=opts)
+        loaded = load(paths, opts=opts) if runner is None else load_counts(paths, opts, engine=runner)
     if loaded.layout == "series" and not series_ok:
         from ..errors import SchemaError
 
@@ -144,6 +187,8 @@ def load_inputs(
     if not quiet:
         for line in loaded.notes:
             note(line)
+        if runner is not None and loaded.layout != "series":
+            note(runner.describe())
     return loaded
 
 
@@ -158,6 +203,8 @@ _LAYOUT_PARAMS: tuple[tuple[str, Any, Any], ...] = (
     ("samples", SamplesOpt, None),
     ("threshold", ThresholdOpt, None),
     ("keep_duplicates", KeepDuplicatesOpt, False),
+    ("engine", EngineOpt, EngineName.polars),  # not layout overrides, but passed to load_inputs alike
+    ("spark_remote", SparkRemoteOpt, None),
 )
 
 

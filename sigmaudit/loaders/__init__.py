@@ -22,6 +22,7 @@ from ..errors import InputError, SchemaError, SigmauditError
 from . import trainers
 from .columns import ColumnMap, key_note
 from .detect import detect
+from .engines import Engine
 from .options import LAYOUTS, LoadedCounts, LoadOptions
 from .paths import expand_paths
 from .readers import POLARS_ERRORS, Source, scan
@@ -42,17 +43,22 @@ def _reduce(src, plan: ColumnMap, opts: LoadOptions, index: int,  # noqa: ANN001
 
 
 def load_counts(paths: Sequence[str | Path], opts: LoadOptions | None = None,
-                progress: Callable[[int], None] | None = None) -> LoadedCounts:
+                progress: Callable[[int], None] | None = None, engine: Engine | None = None) -> LoadedCounts:
     """Read rollout logs and reduce them to per-prompt (and per-group) counts.
 
     ``progress``, if given, is called after each file with the number of samples read so far.
-    Raises InputError (unreadable input), SchemaError (columns or values fit no layout) or
-    ConfigError (bad options); inputs are never modified. Files found in a directory (or by a
+    ``engine`` (see :func:`.engines.get_engine`) runs the reduction elsewhere (DuckDB, Spark);
+    None reduces here with Polars. Raises InputError (unreadable input), SchemaError (columns or
+    values fit no layout) or ConfigError (bad options); inputs are never modified. Files found in a directory (or by a
     glob) that a trainer writes beside its rollouts, or that fit no layout or another layout
     than the rest, are skipped with a note; named files never are.
     """
     opts = opts or LoadOptions()
     files = expand_paths(paths)
+    if engine is not None:
+        return _load_on(engine, files, opts)
+    if any(isinstance(f, str) for f in files):
+        return _load_remote(files, opts, progress)
     named = {Path(p).resolve() for p in ([paths] if isinstance(paths, str | Path) else paths)
              if Path(p).is_file()}
     skipped = {f: why for f, why in trainers.skip_reasons(files).items()
@@ -302,6 +308,93 @@ def _skip_notes(skipped: dict[Path, str]) -> list[str]:
         more = f" and {len(paths) - 1} more" if len(paths) > 1 else ""
         out.append(f"skipped {paths[0]}{more}: {why}")
     return out
+
+
+def _remote_plan(url: str, src: Source, opts: LoadOptions) -> ColumnMap:
+    """The column map of a remote file; a dump that a framework reader restructures (see
+    :mod:`.trainers`) is refused: those readers work on local files."""
+    from .remote import parse_url
+
+    module = trainers.reader(Path(parse_url(url).key or "x"), src.schema)
+    if module is not None:
+        raise InputError(f"{module.NAME} dumps are read from local disk only (their reader restructures "
+                         "the files)", location=url, remedy="copy the files locally first")
+    return detect(src.schema, opts, url)
+
+
+def _load_remote(files: list, opts: LoadOptions, progress: Callable[[int], None] | None) -> LoadedCounts:
+    """Object-store inputs: each file scanned where it lies and reduced like a local one."""
+    local = [f for f in files if not isinstance(f, str)]
+    if local:
+        raise InputError("inputs mix local files and URLs", location=str(local[0]),
+                         remedy="load them in separate runs")
+    partials: list[pl.DataFrame] = []
+    plans: list[ColumnMap] = []
+    duplicates = read = missing = 0
+    with tempfile.TemporaryDirectory(prefix="sigmaudit-") as tmp:
+        for index, url in enumerate(files):
+            src = scan(url, Path(tmp))
+            if index == 0 and len(files) == 1 and _is_plain(opts):
+                found = series_columns(src.schema, opts.step_col)
+                if found is not None:
+                    return _series(url, src, *found)
+            plan = _remote_plan(url, src, opts)
+            if plans and plan.layout != plans[0].layout:
+                raise SchemaError(f"files mix layouts: {files[0]} is {plans[0].layout}, this is {plan.layout}",
+                                  location=url, remedy="load them in separate runs")
+            tick = None if progress is None else functools.partial(_tick, progress, read)
+            part = _reduce(_subset(src, opts), plan, opts, index, tick)
+            plans.append(plan)
+            partials.append(part.frame)
+            duplicates += part.duplicates
+            read += part.rows
+            missing += part.missing
+            if progress is not None:
+                progress(read)
+    loaded = _assemble(files, plans, partials, duplicates, read, missing)
+    trainers.check(loaded.layout, plans, loaded.per_group, missing, files[0])
+    return loaded
+
+
+def _load_on(engine: Engine, files: list, opts: LoadOptions) -> LoadedCounts:
+    """The layout detected from the first file (as the local engine would: a sample), the reduction
+    of all the files on ``engine``, the rest as usual. Files a trainer writes beside its rollouts are
+    skipped as usual; a layout whose framework reader restructures each file in Python (see
+    :mod:`.trainers`) cannot run on an engine and is refused in one line."""
+    from .engines import reduce_with
+    from .engines.sql import refuse
+
+    if opts.subset is not None:
+        from ..errors import ConfigError
+
+        raise ConfigError("a subset of rows (--by) is read on the polars engine only", location="--engine")
+    local = [f for f in files if isinstance(f, Path)]
+    skipped = trainers.skip_reasons(local) if local else {}
+    files = [f for f in files if f not in skipped]
+    if not files:
+        raise InputError("no files to read", location=", ".join(map(str, skipped)))
+    with tempfile.TemporaryDirectory(prefix="sigmaudit-") as tmp:
+        first = files[0]
+        if isinstance(first, Path):
+            item = _open(first, Path(tmp), opts, series_ok=len(files) == 1)
+            if isinstance(item, LoadedCounts):  # a per-step series is a few hundred rows: read here
+                return item
+            if item.norm is not None:
+                raise refuse(item.plan, getattr(engine, "name", "?"),
+                             "its reader restructures each file in Python")
+            plan, schema = item.plan, item.src.schema
+        else:
+            src = scan(first, Path(tmp))
+            if len(files) == 1 and _is_plain(opts):
+                found = series_columns(src.schema, opts.step_col)
+                if found is not None:
+                    return _series(first, src, *found)
+            plan, schema = _remote_plan(first, src, opts), src.schema
+    result = reduce_with(engine, plan, opts, files, schema)
+    loaded = _assemble(files, [plan], [result.frame], result.duplicates, result.rows, result.missing)
+    trainers.check(loaded.layout, [plan], loaded.per_group, result.missing, str(first))
+    notes = [*loaded.notes, *_skip_notes(skipped)]
+    return dataclasses.replace(loaded, notes=tuple(notes))
 
 
 def _tick(progress: Callable[[int], None], before: int, rows: int) -> None:

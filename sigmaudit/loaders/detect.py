@@ -44,6 +44,8 @@ from .columns import (
 from .options import LoadOptions
 from .rewards import check_reward_dtype, is_reward_dtype
 
+COUNTS_GROUP_NAMES = ("group_id",)
+"""Group-id column names recognised in a counts file (``sigmaudit reduce`` writes ``group_id``)."""
 FLAGS = "--prompt-col and --reward-col (long), --n-col/--k-col or --rate-col (counts)"
 
 
@@ -151,9 +153,12 @@ def _counts(schema: dict[str, pl.DataType], opts: LoadOptions, step: str | None,
             raise SchemaError(f"count column {c!r} holds {schema[c]} values, not numbers",
                               location=f"{where}: column {c}", remedy="pass --n-col/--k-col")
     prompt = _prompt(cols, opts, (step, n, k, rate), where)
+    # a group id (as `sigmaudit reduce` writes) keeps each row its own group; only this exact name
+    group = opts.group_col or find(cols, COUNTS_GROUP_NAMES, exclude=(step, n, k, rate, *prompt))
     source = k if k is not None else f"{rate} x {n or opts.samples}"
     extra = (f" (prompt key combines {', '.join(prompt)}: several runs share this file)"
              if len(prompt) > 1 and not opts.prompt_col else "")
-    return ColumnMap("counts", prompt, step=step, n=n, k=k, rate=None if k else rate,
+    groups = f", one group per row ({group})" if group else ""
+    return ColumnMap("counts", prompt, step=step, group=group, n=n, k=k, rate=None if k else rate,
                 note=f"detected counts layout: prompt = {key_note(prompt)}, "
-                     f"n from {n or f'--samples {opts.samples}'}, k from {source}{extra}")
+                     f"n from {n or f'--samples {opts.samples}'}, k from {source}{groups}{extra}")

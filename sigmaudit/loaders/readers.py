@@ -18,6 +18,7 @@ import polars as pl
 
 from ..errors import InputError, SchemaError
 from .paths import file_kind
+from .remote import all_lines, comment_lines, head_lines, parse_url, store_error
 
 PARQUET_MAGIC = b"PAR1"
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -115,8 +116,10 @@ def _check_csv_text(path: Path, shown: Path, skip: int) -> None:
         seen.add(name)
 
 
-def csv_skip_rows(path: Path) -> int:
+def csv_skip_rows(path: Path | str) -> int:
     """Leading comment lines (starting with ``#`` or ``"#``) to skip."""
+    if isinstance(path, str):
+        return comment_lines(head_lines(path, 1_000))
     skip = 0
     with open(path, encoding="utf-8", errors="replace") as fh:
         for line in fh:
@@ -154,9 +157,9 @@ def _check_parquet(path: Path) -> None:
 class Source:
     """One input file opened lazily."""
 
-    path: Path
-    """The file as given."""
-    local: Path
+    path: Path | str
+    """The file as given (a URL string for a remote file)."""
+    local: Path | str
     """What is scanned: the file itself, or its decompressed temporary copy."""
     fmt: str
     """parquet, csv or jsonl."""
@@ -174,11 +177,14 @@ class Source:
         return read_error(self.path, self.local, self.fmt, exc)
 
 
-def scan(path: Path, tmpdir: Path, like: Source | None = None) -> Source:
-    """A lazy scan of one file; raises InputError for missing, empty or corrupt files.
+def scan(path: Path | str, tmpdir: Path, like: Source | None = None) -> Source:
+    """A lazy scan of one file (a URL string: see :mod:`.remote`); raises InputError for missing,
+    empty or corrupt files.
 
     A jsonl file shaped like the jsonl Source ``like`` (see :mod:`.jsonl`) is scanned with its schema
     instead of inferring one."""
+    if isinstance(path, str):
+        return scan_remote(path)
     kind = file_kind(path)
     assert kind is not None, path
     fmt, compression = kind
@@ -222,9 +228,11 @@ def scan(path: Path, tmpdir: Path, like: Source | None = None) -> Source:
     return Source(path, local, fmt, lf, schema, found, reused)
 
 
-def read_error(path: Path, local: Path, fmt: str, exc: BaseException) -> InputError:
+def read_error(path: Path | str, local: Path | str, fmt: str, exc: BaseException) -> InputError:
     """The most specific InputError for a failed read: a bad jsonl line gets its number, a reader
     panic (corrupt data pages) says the file is corrupt."""
+    if isinstance(local, str):
+        return remote_read_error(local, fmt, exc)
     if fmt == "jsonl":
         line = bad_json_line(local)
         if line is not None:
@@ -251,3 +259,54 @@ def bad_json_line(path: Path) -> tuple[int, str] | None:
             if not isinstance(value, dict):
                 return number, "not a JSON object"
     return None
+
+
+def scan_remote(url: str) -> Source:
+    """A lazy scan of one remote file, like :func:`.readers.scan` (Polars decompresses .gz/.zst)."""
+    kind = file_kind(parse_url(url).pure)
+    assert kind is not None, url
+    fmt = kind[0]
+    if fmt not in ("parquet", "csv", "jsonl"):
+        raise InputError(f"{fmt} files are read from local disk only", location=url,
+                         remedy="download it first")
+    try:
+        if fmt == "parquet":
+            lf = pl.scan_parquet(url)
+        elif fmt == "csv":
+            lines = head_lines(url, 1_000)
+            skip = comment_lines(lines)
+            if not any(line.strip() for line in lines[skip + 1:]):
+                raise InputError("no data rows (header only)" if len(lines) > skip else "empty file",
+                                 location=url)
+            lf = pl.scan_csv(url, skip_rows=skip, infer_schema_length=10_000)
+        else:
+            lf = pl.scan_ndjson(url, infer_schema_length=JSONL_SCHEMA_LINES)
+        schema = dict(lf.collect_schema())
+    except FileNotFoundError as exc:
+        raise store_error(url, exc) from exc
+    except POLARS_ERRORS as exc:
+        raise remote_read_error(url, fmt, exc) from exc
+    if not schema:
+        raise InputError("empty file (no columns)", location=url)
+    return Source(url, url, fmt, lf, schema)
+
+
+def remote_read_error(url: str, fmt: str, exc: Exception) -> InputError:
+    """The most specific InputError for a failed remote read: a bad jsonl line gets its number."""
+    if isinstance(exc, FileNotFoundError):
+        return store_error(url, exc)
+    if fmt == "jsonl":
+        for number, line in enumerate(all_lines(url), start=1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as err:
+                return InputError(f"malformed JSON on line {number}: {err.msg}", location=f"{url}:{number}")
+            if not isinstance(value, dict):
+                return InputError(f"malformed JSON on line {number}: not a JSON object",
+                                  location=f"{url}:{number}")
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if "object-store" in first or "object_store" in first:
+        return store_error(url, exc)
+    return InputError(f"cannot read {fmt}: {first}", location=url)

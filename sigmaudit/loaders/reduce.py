@@ -290,10 +290,10 @@ def reduce_counts(src: Source, plan: ColumnMap, samples: int | None) -> Partial:
         raise SchemaError(f"invalid counts: {why}", location=_row_location(src, index),
                           remedy="fix the file, or pick other columns with --n-col/--k-col")
     missing = problem.is_null()
-    keys = list(dict.fromkeys(c for c in (plan.step, *plan.prompt) if c))
+    keys = list(dict.fromkeys(c for c in (plan.step, plan.group, *plan.prompt) if c))
     agg = lf.group_by(keys).agg(
         pl.when(missing).then(0).otherwise(n).sum().alias("n"),
         pl.when(missing).then(0).otherwise(kf).sum().alias("k"),
         missing.sum().alias("missing"), pl.len().alias("rows"))
     df = _collect(src, agg)
-    return Partial.of([_finish(src, plan, df, pl.lit(None))], 0)
+    return Partial.of([_finish(src, plan, df, pl.col(plan.group) if plan.group else pl.lit(None))], 0)

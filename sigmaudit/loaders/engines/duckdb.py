@@ -1,0 +1,98 @@
+"""The reduction on DuckDB (embedded, this machine): :func:`.sql.reduce_sql` over all the files at once.
+
+Local files only here (object stores would need DuckDB's httpfs extension, which is downloaded on
+first use); ``pip install duckdb`` (or ``sigmaudit[duckdb]``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from ...errors import ConfigError, InputError, SchemaError
+from ..columns import ColumnMap
+from ..options import LoadOptions
+from ..remote import is_remote
+from . import by_format, kind_of, view_columns
+from .sql import DUCKDB, FILE, ROW, bad_values_sql, duplicates_sql, reduce_sql, refuse
+
+TABLE = "sigmaudit_logs"
+
+
+def _literal(paths: list[str]) -> str:
+    return "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "]"
+
+
+class DuckDBEngine:
+    """DuckDB in this process."""
+
+    name = "duckdb"
+
+    def __init__(self) -> None:
+        try:
+            import duckdb
+        except ImportError as exc:
+            raise ConfigError("--engine duckdb needs the duckdb package", location="--engine",
+                              remedy='pip install "sigmaudit[duckdb]"') from exc
+        self._duckdb = duckdb
+
+    def describe(self) -> str:
+        return f"reduced by DuckDB {self._duckdb.__version__} on this machine"
+
+    def _connect(self, plan: ColumnMap, files: list[Path | str]):  # noqa: ANN202
+        remote = [f for f in files if is_remote(f)]
+        if remote:
+            raise ConfigError("--engine duckdb reads local files only", location=str(remote[0]),
+                              remedy="use --engine polars or spark for object-store URLs")
+        con = self._duckdb.connect()
+        cols = ", ".join(DUCKDB.ident(c) for c in view_columns(plan))
+        if plan.dedupe:
+            cols += f", filename AS {FILE}, file_row_number AS {ROW}"
+        parts = []
+        for fmt, paths in by_format(files).items():
+            if plan.dedupe and fmt != "parquet":
+                raise refuse(plan, self.name, f"{fmt} files carry no row order DuckDB can read back")
+            if fmt == "parquet":
+                extra = ", filename = true, file_row_number = true" if plan.dedupe else ""
+                src = f"read_parquet({_literal(paths)}, union_by_name = true{extra})"
+            elif fmt == "jsonl":
+                src = f"read_json({_literal(paths)}, format = 'newline_delimited', union_by_name = true)"
+            else:
+                src = f"read_csv({_literal(paths)}, header = true, comment = '#', union_by_name = true)"
+            parts.append(f"SELECT {cols} FROM {src}")
+        con.execute(f"CREATE VIEW {TABLE} AS " + " UNION ALL BY NAME ".join(parts))
+        return con
+
+    def _query(self, con, sql: str, where: str) -> pl.DataFrame:  # noqa: ANN001
+        try:
+            return pl.from_arrow(con.sql(sql).to_arrow_table())
+        except self._duckdb.ConversionException as exc:
+            raise SchemaError(f"cannot convert a value: {_first(exc)}", location=where,
+                              remedy="check --step-col/--reward-col") from exc
+        except self._duckdb.Error as exc:
+            raise InputError(f"DuckDB could not reduce the logs: {_first(exc)}", location=where) from exc
+
+    def run(self, plan: ColumnMap, opts: LoadOptions, files: list[Path | str],
+            schema: dict[str, pl.DataType]) -> pl.DataFrame:
+        types = {c: kind_of(t) for c, t in schema.items()}
+        sql = reduce_sql(plan, opts, DUCKDB, TABLE, types, engine=self.name)
+        try:
+            con = self._connect(plan, files)
+        except self._duckdb.Error as exc:
+            raise InputError(f"DuckDB cannot read the logs: {_first(exc)}", location=str(files[0])) from exc
+        return self._query(con, sql, str(files[0]))
+
+    def duplicates(self, plan: ColumnMap, files: list[Path | str]) -> int:
+        con = self._connect(plan, files)
+        return int(self._query(con, duplicates_sql(plan, DUCKDB, TABLE), str(files[0]))["dup"][0])
+
+    def bad_values(self, plan: ColumnMap, opts: LoadOptions, files: list[Path | str],
+                   schema: dict[str, pl.DataType]) -> list[float]:
+        con = self._connect(plan, files)
+        return self._query(con, bad_values_sql(plan, opts, DUCKDB, TABLE), str(files[0]))["x"].to_list()
+
+
+def _first(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__

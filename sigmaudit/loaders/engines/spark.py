@@ -1,0 +1,210 @@
+"""The reduction on Spark: :func:`.sql.reduce_sql` as Spark SQL over all the files at once.
+
+``--spark-remote sc://host:15002`` (or ``SPARK_REMOTE``) connects to a running cluster through Spark
+Connect (the client needs no JVM: ``pip install "pyspark[connect]"``); without either, a local
+session (``local[*]``, needs Java 17+) is started. The cluster reads the inputs itself, so they must
+be paths it can see (``s3a://``, ``gs://``, ``abfss://``, a shared file system); the layout is
+detected first from the first file on this machine, so that one must be readable here too.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import polars as pl
+
+from ...errors import ConfigError, InputError, SchemaError
+from ..columns import ColumnMap
+from ..options import LoadOptions
+from . import by_format, kind_of, needed_columns, view_columns
+from .sql import FILE, ROW, SPARK, bad_values_sql, duplicates_sql, reduce_sql, refuse
+
+TABLE = "sigmaudit_logs"
+LOCAL_CONF = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "8",
+              "spark.driver.memory": "2g", "spark.sql.session.timeZone": "UTC"}
+"""A local session: no web UI, few shuffle partitions (the counts are small)."""
+
+
+def spark_type(dtype: pl.DataType, numeric_as_double: bool = False) -> str | None:
+    """The Spark SQL type for a Polars type, or None when there is none to give."""
+    if dtype == pl.Utf8:
+        return "STRING"
+    if dtype == pl.Boolean:
+        return "BOOLEAN"
+    if dtype.is_integer():
+        return "DOUBLE" if numeric_as_double else "BIGINT"
+    if dtype.is_float():
+        return "DOUBLE"
+    if isinstance(dtype, pl.List):
+        inner = spark_type(dtype.inner, numeric_as_double)
+        return None if inner is None else f"ARRAY<{inner}>"
+    if isinstance(dtype, pl.Struct):
+        fields = [(f.name, spark_type(f.dtype, numeric_as_double)) for f in dtype.fields]
+        if any(t is None for _, t in fields):
+            return None
+        return "STRUCT<" + ", ".join(f"`{n}`: {t}" for n, t in fields) + ">"
+    return None
+
+
+def json_schema(plan: ColumnMap, schema: dict[str, pl.DataType]) -> str | None:
+    """A DDL schema for the columns the reduction reads (so Spark parses only those, and does not
+    infer types in a pass of its own); numbers that are counted (rewards, n, k, rate) as DOUBLE."""
+    counted = {plan.reward, plan.n, plan.k, plan.rate} - {None}
+    parts = []
+    for name in needed_columns(plan):
+        if name not in schema:
+            return None
+        t = spark_type(schema[name], numeric_as_double=name in counted or name == "traces")
+        if t is None:
+            return None
+        parts.append(f"`{name}` {t}")
+    return ", ".join(parts)
+
+
+class SparkEngine:
+    """A Spark session: Spark Connect to ``remote`` (or ``SPARK_REMOTE``), else local."""
+
+    name = "spark"
+
+    def __init__(self, remote: str | None = None) -> None:
+        try:
+            import pyspark  # noqa: F401
+        except ImportError as exc:
+            raise ConfigError("--engine spark needs PySpark", location="--engine",
+                              remedy='pip install "sigmaudit[spark]"') from exc
+        self.remote = remote or os.environ.get("SPARK_REMOTE") or None
+        self._session = None
+        self._per_file = False
+
+    def describe(self) -> str:
+        import pyspark
+
+        where = f"Spark Connect at {self.remote}" if self.remote else "a local Spark session"
+        return f"reduced by Spark {pyspark.__version__} ({where})"
+
+    @property
+    def session(self):  # noqa: ANN201
+        if self._session is None:
+            import warnings
+
+            try:
+                with warnings.catch_warnings():  # e.g. PySpark's notice about the pandas version
+                    warnings.simplefilter("ignore")
+                    from pyspark.sql import SparkSession
+
+                    if self.remote:  # the Connect class itself: a local session may also run in this process
+                        from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+                        self._session = ConnectSession.builder.remote(self.remote).getOrCreate()
+                    else:
+                        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # local: no LAN lookup
+                        log4j = Path(__file__).with_name("log4j2.properties").as_uri()
+                        builder = (SparkSession.builder.master("local[*]").appName("sigmaudit")
+                                   .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j}"))
+                        for key, value in LOCAL_CONF.items():
+                            builder = builder.config(key, value)
+                        self._session = builder.getOrCreate()
+                        self._session.sparkContext.setLogLevel("ERROR")
+            except Exception as exc:  # noqa: BLE001 - JVM, network and import errors alike
+                where = self.remote or "local[*]"
+                raise ConfigError(f"cannot start Spark ({where}): {_first(exc)}", location="--engine spark",
+                                  remedy="check --spark-remote / SPARK_REMOTE, or Java 17+ for a local session"
+                                  ) from exc
+        return self._session
+
+    def _parquet_per_file(self, paths: list[str], names: list[str], extra: list[str]):  # noqa: ANN202
+        """Parquet files whose column types differ (e.g. TRL steps written as text in some files,
+        as integers in others): each file read alone, differing columns cast to text."""
+        frames = [self.session.read.parquet(p) for p in paths]
+        types: dict[str, set[str]] = {}
+        for df in frames:
+            for field in df.schema.fields:
+                types.setdefault(field.name, set()).add(field.dataType.simpleString())
+        cols = [f"CAST(`{c}` AS STRING) AS `{c}`" if len(types.get(c, ())) > 1 else f"`{c}`" for c in names]
+        return [df.selectExpr(*cols, *extra) for df in frames]
+
+    def _view(self, plan: ColumnMap, files: list[Path | str], schema: dict[str, pl.DataType],
+              per_file: bool = False) -> None:
+        spark = self.session
+        names = view_columns(plan)
+        cols = [f"`{c}`" for c in names]
+        extra = [f"_metadata.file_path AS {FILE}", f"_metadata.row_index AS {ROW}"] if plan.dedupe else []
+        frames = []
+        for fmt, paths in by_format(files).items():
+            if plan.dedupe and fmt != "parquet":
+                raise refuse(plan, self.name, f"{fmt} files carry no row order Spark can read back")
+            if fmt == "parquet" and per_file:
+                frames.extend(self._parquet_per_file(paths, names, extra))
+                continue
+            if fmt == "parquet":
+                df = spark.read.parquet(*paths)
+            elif fmt == "jsonl":
+                ddl = json_schema(plan, schema)
+                reader = spark.read.option("mode", "FAILFAST")
+                df = reader.json(paths, schema=ddl) if ddl else reader.json(paths)
+            else:
+                df = spark.read.csv(paths, header=True, comment="#", inferSchema=True, mode="FAILFAST")
+            frames.append(df.selectExpr(*cols, *extra))
+        table = frames[0]
+        for other in frames[1:]:
+            table = table.unionByName(other)
+        table.createOrReplaceTempView(TABLE)
+
+    def _collect(self, sql: str, where: str) -> pl.DataFrame:
+        try:
+            return pl.from_arrow(self.session.sql(sql).toArrow())
+        except Exception as exc:  # noqa: BLE001 - Spark raises many kinds; all become one line
+            text = _first(exc)
+            if "CAST" in text.upper() or "PARSE" in text.upper() or "MALFORMED" in text.upper():
+                raise SchemaError(f"Spark could not read a value: {text}", location=where,
+                                  remedy="check the column types, or --step-col/--reward-col") from exc
+            raise InputError(f"Spark could not reduce the logs: {text}", location=where) from exc
+
+    def run(self, plan: ColumnMap, opts: LoadOptions, files: list[Path | str],
+            schema: dict[str, pl.DataType]) -> pl.DataFrame:
+        types = {c: kind_of(t) for c, t in schema.items()}
+        sql = reduce_sql(plan, opts, SPARK, TABLE, types, engine=self.name)
+        self._checked_view(plan, files, schema)
+        try:
+            return self._collect(sql, str(files[0]))
+        except InputError as exc:
+            if "DATA_TYPE_MISMATCH" not in f"{exc} {exc.__cause__}":
+                raise
+        self._checked_view(plan, files, schema, per_file=True)
+        return self._collect(sql, str(files[0]))
+
+    def _checked_view(self, plan: ColumnMap, files: list[Path | str], schema: dict[str, pl.DataType],
+                      per_file: bool = False) -> None:
+        try:
+            self._view(plan, files, schema, per_file)
+        except ConfigError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise InputError(f"Spark cannot read the logs: {_first(exc)}", location=str(files[0])) from exc
+        self._per_file = per_file
+
+    def duplicates(self, plan: ColumnMap, files: list[Path | str]) -> int:
+        return int(self._collect(duplicates_sql(plan, SPARK, TABLE), str(files[0]))["dup"][0])
+
+    def bad_values(self, plan: ColumnMap, opts: LoadOptions, files: list[Path | str],
+                   schema: dict[str, pl.DataType]) -> list[float]:
+        self._view(plan, files, schema, self._per_file)
+        return self._collect(bad_values_sql(plan, opts, SPARK, TABLE), str(files[0]))["x"].to_list()
+
+
+def _first(exc: Exception) -> str:
+    """The telling line of a Spark error: its error class (``[DATA_TYPE_MISMATCH...] ...``) or the Java
+    exception's message, not Py4J's "An error occurred while calling o54.getResult"."""
+    import re
+
+    lines = [" ".join(line.split()) for line in str(exc).splitlines() if line.strip()]
+    for line in lines:
+        m = re.search(r"\[[A-Z][A-Z_.]+\].*", line)
+        if m:
+            return m.group(0)[:300]
+    for line in lines:
+        m = re.search(r"(?:Exception|Error): (.+)", line)
+        if m and "An error occurred while calling" not in line:
+            return m.group(1)[:300]
+    return lines[0][:300] if lines else type(exc).__name__

@@ -1,0 +1,38 @@
+"""The counts hand-off: a reduced log as a table that loads back to the same counts.
+
+``sigmaudit reduce`` writes it; a warehouse can write the same table with one SQL statement (README,
+"Scaling"); ``sigmaudit scan counts.parquet`` reads it back as the ``counts`` layout, with one row
+per logged group when groups are known:
+
+- ``step`` (int64, null when the log has no steps), ``group_id`` (int64, one id per row), ``prompt``
+  (string), ``n``, ``k`` (int64): when group membership is known (``per_group``);
+- ``prompt``, ``n``, ``k`` only: when it is not (a log without steps or group ids), so the reloaded
+  counts have no groups either.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ..errors import SchemaError
+from .options import LoadedCounts
+
+GROUPED_COLUMNS = ("step", "group_id", "prompt", "n", "k")
+"""Columns of the table when groups are known."""
+PROMPT_COLUMNS = ("prompt", "n", "k")
+"""Columns of the table when they are not."""
+
+
+def counts_table(loaded: LoadedCounts) -> pl.DataFrame:
+    """The hand-off table for ``loaded`` (see the module docstring); refuses a per-step series."""
+    if loaded.layout == "series":
+        raise SchemaError("a per-step series has no counts to hand off", location=loaded.files[0])
+    if getattr(loaded, "filtered", None) is not None:
+        raise SchemaError("this dump was written after zero-variance filtering, which a counts table "
+                          "cannot record (its audit would lose the warning)", location=loaded.files[0],
+                          remedy="audit the dump itself")
+    if loaded.per_group is None:
+        return loaded.per_prompt.select(pl.col("prompt"), pl.col("n").cast(pl.Int64), pl.col("k").cast(pl.Int64))
+    return loaded.per_group.select(
+        pl.col("step").cast(pl.Int64), pl.int_range(pl.len(), dtype=pl.Int64).alias("group_id"),
+        pl.col("prompt"), pl.col("n").cast(pl.Int64), pl.col("k").cast(pl.Int64))

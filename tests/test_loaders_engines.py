@@ -1,0 +1,250 @@
+"""--engine duckdb and --engine spark give the Polars engine's output on every sample log (every layout).
+
+The Spark tests start one local session (Java 17+) for the module; they are skipped only when
+PySpark is not installed (``.ci/run`` installs it: ``pip install -e ".[test,spark]"``).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import sys
+import warnings
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from sigmaudit.errors import ConfigError
+from sigmaudit.loaders import LoadOptions, load_counts
+from sigmaudit.loaders.columns import ColumnMap
+from sigmaudit.loaders.engines import get_engine, reduce_with
+from sigmaudit.loaders.engines.sql import DUCKDB, SPARK, reduce_sql
+from sigmaudit.loaders.readers import scan
+from sigmaudit.loaders.reduce import reduce_samples
+from tests.cli_runner import run
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "sample_logs"
+BAD = ROOT / "tests" / "fixtures" / "bad"
+LOGS = sorted(p.name for p in SAMPLES.iterdir())
+RUN = ["counts.csv", "grouped.parquet", "long.csv", "rollouts.parquet", "verl"]
+"""Sample logs read as rows with plain columns: the engines reduce them."""
+SERIES = ["dapo_fig3b_allcorrect.csv"]
+"""A per-step series (a few hundred rows): read here whatever the engine."""
+REFUSED = ["areal", "inspect_ai", "nemo-rl", "open-instruct", "prime-rl", "roll", "skyrl", "trl", "verl-v1"]
+"""Sample logs whose framework reader restructures each file in Python (or filters rows with a
+Polars expression): refused on the engines, in one line."""
+UNREADABLE = ["lm-eval"]
+"""Sample logs every engine refuses (no k of n in the file)."""
+
+
+def _polars_json(capsys, path: Path, *extra: str) -> dict:
+    code, out, err = run(capsys, "scan", str(path), "-G", "8", "-f", "json", *extra)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_every_sample_log_is_listed():
+    assert sorted(RUN + SERIES + REFUSED + UNREADABLE) == LOGS
+
+
+@pytest.mark.parametrize("log", SERIES)
+def test_series_reads_here_on_any_engine(capsys, log):
+    pytest.importorskip("duckdb")
+    want = run(capsys, "trend", str(SAMPLES / log), "-f", "json")
+    got = run(capsys, "trend", str(SAMPLES / log), "-f", "json", "--engine", "duckdb")
+    assert want[0] == got[0] == 0
+    assert json.loads(got[1]) == json.loads(want[1])
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "spark"])
+@pytest.mark.parametrize("log", REFUSED + UNREADABLE)
+def test_engines_refuse_in_one_line_what_they_cannot_run(capsys, engine, log, request):
+    pytest.importorskip("duckdb" if engine == "duckdb" else "pyspark")
+    if engine == "spark":
+        request.getfixturevalue("spark_engine")
+    code, out, err = run(capsys, "scan", str(SAMPLES / log), "--engine", engine)
+    assert (code, out) == (2, "")
+    assert len(err.strip().splitlines()) == 1
+    if log in REFUSED:
+        assert f"cannot run on --engine {engine}" in err and "use --engine polars" in err
+    else:
+        assert err == run(capsys, "scan", str(SAMPLES / log))[2]
+
+
+@pytest.mark.parametrize("log", RUN)
+def test_duckdb_scan_json_equals_polars(capsys, log):
+    pytest.importorskip("duckdb")
+    want = _polars_json(capsys, SAMPLES / log)
+    code, out, err = run(capsys, "scan", str(SAMPLES / log), "-G", "8", "-f", "json", "--engine", "duckdb")
+    assert code == 0, err
+    assert json.loads(out) == want
+    assert "reduced by DuckDB" in err
+
+
+def test_duckdb_counts_equal_polars_with_missing_and_threshold(tmp_path):
+    """Null and NaN rewards are missing, a threshold makes 0.5 wrong and 0.7 right, in both engines."""
+    pytest.importorskip("duckdb")
+    df = pl.DataFrame({"step": [1, 1, 1, 1, 2, 2, 2, 2], "prompt_id": ["a", "a", "b", "b", "a", "a", "b", "b"],
+                       "reward": [0.7, None, float("nan"), 0.5, 1.0, 0.2, 0.9, 0.0]})
+    df.write_parquet(tmp_path / "r.parquet")
+    opts = LoadOptions(threshold=0.6)
+    a = load_counts([tmp_path / "r.parquet"], opts)
+    b = load_counts([tmp_path / "r.parquet"], opts, engine=get_engine("duckdb"))
+    assert a.per_prompt.equals(b.per_prompt)
+    assert b.per_prompt.rows() == [("a", 3, 2), ("b", 3, 1)]
+    assert (b.missing_rewards, b.n_rows) == (2, 8)
+
+
+@pytest.mark.parametrize(("fixture", "message"), [
+    ("nonbinary_reward.csv", "is not binary (values such as"),
+    ("counts_k_above_n.csv", "invalid counts: k > n"),
+    ("counts_negative_k.csv", "invalid counts: negative k"),
+    ("rate_not_whole_count.csv", "is not a whole number of correct samples"),
+])
+def test_duckdb_refuses_what_polars_refuses(capsys, fixture, message):
+    pytest.importorskip("duckdb")
+    code, out, err = run(capsys, "scan", str(BAD / fixture), "--engine", "duckdb", "--samples", "16")
+    assert code == 2 and out == ""
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_repeated_blocks_need_parquet(tmp_path):
+    """Dropping repeated blocks needs row order, which the engines read back from parquet only."""
+    pytest.importorskip("duckdb")
+    pl.read_parquet(sorted((_trl_dump(tmp_path) / "completions").iterdir())[0]).write_ndjson(tmp_path / "c.jsonl")
+    schema = dict(pl.read_ndjson(tmp_path / "c.jsonl").schema)
+    with pytest.raises(ConfigError, match="jsonl files carry no row order"):
+        reduce_with(get_engine("duckdb"), _dedupe_plan(schema), LoadOptions(), [tmp_path / "c.jsonl"], schema)
+
+
+def test_spark_remote_needs_engine_spark(capsys):
+    code, _, err = run(capsys, "scan", str(SAMPLES / "counts.csv"), "--spark-remote", "sc://localhost:15002")
+    assert code == 2 and "--spark-remote needs --engine spark" in err
+
+
+def test_unknown_derived_column_is_refused():
+    plan = ColumnMap("future-trainer", ("prompt",), reward="r", derived=(("weird", pl.lit(1)),))
+    with pytest.raises(ConfigError, match="future-trainer layout cannot run on --engine spark"):
+        reduce_sql(plan, LoadOptions(), SPARK, "t", {}, engine="spark")
+
+
+def test_sql_quotes_identifiers():
+    plan = ColumnMap("long", ("run", "task id"), reward='we"ird', step="step")
+    sql = reduce_sql(plan, LoadOptions(), DUCKDB, "t", {"run": "text", "task id": "int"})
+    assert '"we""ird"' in sql and "concat_ws(' | ', CAST(\"run\" AS VARCHAR), CAST(\"task id\" AS VARCHAR))" in sql
+
+
+# ---- Spark -----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def spark_engine():
+    """The local session every Spark test shares, also serving Spark Connect on a free port (for
+    --spark-remote), started with the engine's own settings."""
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None:
+        pytest.skip("no Java for a local Spark session")
+    with warnings.catch_warnings():  # PySpark's notice about the pandas version
+        warnings.simplefilter("ignore")
+        from pyspark.sql import SparkSession
+
+    from sigmaudit.loaders.engines.spark import LOCAL_CONF
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    builder = SparkSession.builder.master("local[*]").appName("sigmaudit-tests")
+    for key, value in {**LOCAL_CONF, "spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
+                       "spark.connect.grpc.binding.port": str(port)}.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    engine = get_engine("spark")
+    engine.connect_url = f"sc://localhost:{port}"
+    yield engine
+    if "pyspark.sql.connect.session" in sys.modules:  # close Connect clients first: they retry for minutes
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+        client = ConnectSession.getActiveSession() or getattr(ConnectSession, "_default_session", None)
+        if client is not None:
+            client.stop()
+    session.stop()
+
+
+@pytest.mark.parametrize("log", RUN)
+def test_spark_scan_json_equals_polars(capsys, spark_engine, log):
+    want = _polars_json(capsys, SAMPLES / log)
+    code, out, err = run(capsys, "scan", str(SAMPLES / log), "-G", "8", "-f", "json", "--engine", "spark")
+    assert code == 0, err
+    assert json.loads(out) == want
+    assert "reduced by Spark" in err
+
+
+def test_spark_refuses_nonbinary_rewards(capsys, spark_engine):
+    code, _, err = run(capsys, "scan", str(BAD / "nonbinary_reward.csv"), "--engine", "spark")
+    assert code == 2 and "is not binary (values such as 0.25, 0.75, 1.5)" in err and len(err.strip().splitlines()) == 1
+
+
+def _trl_dump(folder: Path) -> Path:
+    """TRL completions with blocks written 1, 2 and 4 times, a break at the first level only, and two
+    steps in one file; one reward of 1 marks each block so a wrong cut changes the counts."""
+    def rows(step: int, prompts: list[str], rewards: list[float]) -> pl.DataFrame:
+        return pl.DataFrame({"step": [str(step)] * len(prompts), "prompt": prompts,
+                             "completion": [f"c{i % 3}" for i in range(len(prompts))],
+                             "accuracy_reward": rewards, "advantage": [0.0] * len(prompts)})
+
+    base = rows(1, ["p1", "p1", "p2", "p2"], [1.0, 0.0, 0.0, 0.0])
+    out = folder / "completions"
+    out.mkdir(parents=True)
+    pl.concat([base] * 4).write_parquet(out / "completions_00001.parquet")         # written 4 times
+    first = rows(2, ["p1", "p2", "p1", "p2"], [1.0, 1.0, 1.0, 1.0])                # a b a b: level 2 would hold
+    last = rows(2, ["p3", "p3", "p4", "p4"], [0.0, 1.0, 0.0, 0.0])                 # level 1 fails
+    pl.concat([first, last]).write_parquet(out / "completions_00002.parquet")
+    three = rows(3, ["p5", "p5", "p6"], [1.0, 0.0, 1.0])
+    pl.concat([three, three, rows(4, ["p7", "p7"], [1.0, 1.0])]).write_parquet(out / "completions_00003.parquet")
+    return folder
+
+
+def _dedupe_plan(schema: dict) -> ColumnMap:
+    """A column map that drops repeated step blocks (the rule of reduce.drop_repeated_blocks)."""
+    return ColumnMap("long", ("prompt",), reward="accuracy_reward", step="step", dedupe=tuple(schema))
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "spark"])
+def test_repeated_blocks_dropped_as_polars_does(tmp_path, engine, request):
+    """The SQL version of drop_repeated_blocks against the Polars one, file by file and step by step."""
+    pytest.importorskip(engine if engine == "duckdb" else "pyspark")
+    if engine == "spark":
+        request.getfixturevalue("spark_engine")
+    files = sorted((_trl_dump(tmp_path) / "completions").iterdir())
+    schema = dict(pl.read_parquet(files[0]).schema)
+    plan = _dedupe_plan(schema)
+    parts = [reduce_samples(scan(f, tmp_path), plan, None) for f in files]
+    want = pl.concat([p.frame for p in parts]).group_by("prompt").agg(pl.col("n").sum(), pl.col("k").sum())
+    assert sum(p.duplicates for p in parts) == 15  # 12 (step 1) + 0 (step 2) + 3 (step 3) + 0 (step 4)
+    got = reduce_with(get_engine(engine), plan, LoadOptions(), files, schema)
+    assert got.duplicates == 15
+    assert got.rows == sum(p.rows for p in parts) == 17  # 4 + 8 + 3 + 2 kept
+    key = ["step", "prompt", "n", "k"]
+    assert got.frame.select(key).sort(key).equals(pl.concat([p.frame for p in parts]).select(key).sort(key))
+    assert got.frame.group_by("prompt").agg(pl.col("n").sum(), pl.col("k").sum()).sort("prompt").equals(
+        want.sort("prompt"))
+
+
+@pytest.mark.parametrize("how", ["option", "env"])
+def test_spark_connect_equals_polars(capsys, monkeypatch, spark_engine, how):
+    """--spark-remote sc://host:port (or SPARK_REMOTE) reduces through Spark Connect."""
+    pytest.importorskip("grpc")
+    log = SAMPLES / ("grouped.parquet" if how == "option" else "verl")
+    want = _polars_json(capsys, log)
+    args = ["scan", str(log), "-G", "8", "-f", "json", "--engine", "spark"]
+    if how == "option":
+        args += ["--spark-remote", spark_engine.connect_url]
+    else:
+        monkeypatch.setenv("SPARK_REMOTE", spark_engine.connect_url)
+    code, out, err = run(capsys, *args)
+    assert code == 0, err
+    assert json.loads(out) == want
+    assert f"Spark Connect at {spark_engine.connect_url}" in err

@@ -1,0 +1,149 @@
+"""Remote inputs: s3:// against a local S3-compatible server (moto), URL parsing for the other stores."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from sigmaudit.errors import InputError
+from sigmaudit.loaders import load_counts
+from sigmaudit.loaders.paths import expand_paths
+from sigmaudit.loaders.remote import is_remote, parse_url
+from tests.cli_runner import run
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
+
+
+def _logs(folder: Path) -> None:
+    """A folder of one long log split in three: steps 1-8 parquet, 9-14 jsonl, 15-20 jsonl.gz, plus
+    a README the loader must skip."""
+    df = pl.read_parquet(SAMPLES / "rollouts.parquet")
+    (folder / "part").mkdir(parents=True)
+    df.filter(pl.col("step") <= 8).write_parquet(folder / "part" / "a.parquet")
+    df.filter(pl.col("step").is_between(9, 14)).write_ndjson(folder / "b.jsonl")
+    jsonl = df.filter(pl.col("step") >= 15).write_ndjson().encode()
+    (folder / "c.jsonl.gz").write_bytes(gzip.compress(jsonl))
+    (folder / "README.txt").write_text("not a log\n")
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory: pytest.TempPathFactory):
+    """(local copy, bucket) with the same logs; a moto S3 server on 127.0.0.1 for the module."""
+    boto3 = pytest.importorskip("boto3")
+    server_mod = pytest.importorskip("moto.server")
+    local = tmp_path_factory.mktemp("logs")
+    _logs(local)
+    server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    env = {"AWS_ENDPOINT_URL": f"http://{host}:{port}", "AWS_ACCESS_KEY_ID": "testing",
+           "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    client = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], region_name="us-east-1")
+    client.create_bucket(Bucket="bucket")
+    for f in sorted(local.rglob("*")):
+        if f.is_file():
+            client.upload_file(str(f), "bucket", f"logs/{f.relative_to(local).as_posix()}")
+    client.put_object(Bucket="bucket", Key="bad/broken.jsonl", Body=b'{"prompt_id": "a", "reward": 1}\n{"prompt_id":\n')
+    try:
+        yield local, "bucket"
+    finally:
+        server.stop()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def test_s3_prefix_lists_supported_files_only(s3):
+    assert expand_paths(["s3://bucket/logs/"]) == [
+        "s3://bucket/logs/b.jsonl", "s3://bucket/logs/c.jsonl.gz", "s3://bucket/logs/part/a.parquet"]
+    assert expand_paths(["s3://bucket/logs"]) == expand_paths(["s3://bucket/logs/"])
+    assert expand_paths(["s3://bucket/logs/**/*.parquet"]) == ["s3://bucket/logs/part/a.parquet"]
+
+
+def test_s3_scan_json_equals_local_copy(s3, capsys):
+    local, _ = s3
+    code, remote_out, remote_err = run(capsys, "scan", "s3://bucket/logs/", "-G", "8", "-f", "json")
+    assert code == 0, remote_err
+    code, local_out, _ = run(capsys, "scan", str(local), "-G", "8", "-f", "json")
+    assert code == 0
+    remote, here = json.loads(remote_out), json.loads(local_out)
+    assert remote["files"] == here["files"] == 3
+    assert remote["rows"] == 32000
+    assert remote == here
+    # and both equal the single-file original
+    code, orig_out, _ = run(capsys, "scan", str(SAMPLES / "rollouts.parquet"), "-G", "8", "-f", "json")
+    orig = json.loads(orig_out)
+    assert {k: v for k, v in orig.items() if k not in ("files", "notes")} == {
+        k: v for k, v in remote.items() if k not in ("files", "notes")}
+
+
+def test_s3_glob_and_counts_match(s3):
+    local, _ = s3
+    remote = load_counts(["s3://bucket/logs/*.jsonl*"])
+    here = load_counts([str(local / "b.jsonl"), str(local / "c.jsonl.gz")])
+    assert remote.files == ("s3://bucket/logs/b.jsonl", "s3://bucket/logs/c.jsonl.gz")
+    assert remote.per_prompt.equals(here.per_prompt)
+    assert remote.per_group.equals(here.per_group)
+
+
+@pytest.mark.parametrize(("url", "message"), [
+    ("s3://bucket/nothing/", "prefix holds no supported files"),
+    ("s3://bucket/logs/*.csv", "glob matches no supported files"),
+    ("s3://bucket/missing.parquet", "no such object"),
+    ("s3://bucket/bad/broken.jsonl", "malformed JSON on line 2"),
+])
+def test_s3_bad_inputs_one_line(s3, capsys, url, message):
+    code, out, err = run(capsys, "scan", url)
+    assert code == 2 and out == ""
+    assert message in err and url.rstrip("/") in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("url", "store", "bucket", "key"), [
+    ("s3://my-bucket/runs/a/*.parquet", "s3", "my-bucket", "runs/a/*.parquet"),
+    ("s3a://b/k.jsonl", "s3", "b", "k.jsonl"),
+    ("gs://lab-logs/grpo/", "gcs", "lab-logs", "grpo/"),
+    ("gcs://lab-logs/x.parquet", "gcs", "lab-logs", "x.parquet"),
+    ("az://container/dir/**/*.jsonl.zst", "azure", "container", "dir/**/*.jsonl.zst"),
+    ("abfss://c@acct.dfs.core.windows.net/p/q.csv", "azure", "c@acct.dfs.core.windows.net", "p/q.csv"),
+    ("hf://datasets/org/rollouts/data/train-*.parquet", "hf", "datasets/org/rollouts", "data/train-*.parquet"),
+    ("https://example.org/logs/run1.jsonl", "http", "example.org", "logs/run1.jsonl"),
+])
+def test_url_parsing(url, store, bucket, key):
+    assert is_remote(url)
+    parsed = parse_url(url)
+    assert (parsed.store, parsed.bucket, parsed.key) == (store, bucket, key)
+
+
+@pytest.mark.parametrize(("url", "message"), [
+    ("ftp://host/x.parquet", "unsupported URL scheme ftp://"),
+    ("s3:///key.parquet", "without a bucket"),
+    ("hf://org/rollouts/x.parquet", "hf://datasets/<owner>/<name>/<path>"),
+    ("https://example.org/logs/", "cannot be listed"),
+    ("https://example.org/logs/*.jsonl", "cannot be listed"),
+])
+def test_url_parsing_refuses(url, message):
+    with pytest.raises(InputError) as info:
+        parse_url(url)
+    assert message in info.value.one_line()
+
+
+@pytest.mark.parametrize("text", ["sample_logs/rollouts.parquet", "/tmp/x.jsonl", "C:\\logs\\x.csv", "logs/*.csv"])
+def test_local_paths_are_not_remote(text):
+    assert not is_remote(text)
+
+
+def test_local_path_still_reads_after_copy(tmp_path):
+    shutil.copy(SAMPLES / "counts.csv", tmp_path / "counts.csv")
+    assert load_counts([tmp_path / "counts.csv"]).per_prompt.height == load_counts(
+        [str(SAMPLES / "counts.csv")]).per_prompt.height
