@@ -209,7 +209,7 @@ def _trl_dump(folder: Path) -> Path:
 
 def _dedupe_plan(schema: dict) -> ColumnMap:
     """A column map that drops repeated step blocks (the rule of reduce.drop_repeated_blocks)."""
-    return ColumnMap("long", ("prompt",), reward="accuracy_reward", step="step", dedupe=tuple(schema))
+    return ColumnMap("trl", ("prompt",), reward="accuracy_reward", step="step", dedupe=tuple(schema))
 
 
 @pytest.mark.parametrize("engine", ["duckdb", "spark"])

@@ -331,7 +331,7 @@ def _load_remote(files: list, opts: LoadOptions, progress: Callable[[int], None]
     partials: list[pl.DataFrame] = []
     plans: list[ColumnMap] = []
     duplicates = read = missing = 0
-    with tempfile.TemporaryDirectory(prefix="sigmaudit-") as tmp:
+    with run_folder() as tmp:
         for index, url in enumerate(files):
             src = scan(url, Path(tmp))
             if index == 0 and len(files) == 1 and _is_plain(opts):
@@ -373,7 +373,7 @@ def _load_on(engine: Engine, files: list, opts: LoadOptions) -> LoadedCounts:
     files = [f for f in files if f not in skipped]
     if not files:
         raise InputError("no files to read", location=", ".join(map(str, skipped)))
-    with tempfile.TemporaryDirectory(prefix="sigmaudit-") as tmp:
+    with run_folder() as tmp:
         first = files[0]
         if isinstance(first, Path):
             item = _open(first, Path(tmp), opts, series_ok=len(files) == 1)

@@ -12,12 +12,13 @@ from ..inputs import reads_logs
 if TYPE_CHECKING:
     from ...loaders import LoadedCounts
 
-FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+FORMATS = {".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+"""No csv: a csv for spreadsheets gets its formula-like cells neutralised, which would change prompt keys."""
 
 
 def _suffix(path: Path) -> Path:
     if path.suffix.lower() not in FORMATS:
-        raise typer.BadParameter(f"{path.name}: name a .parquet, .csv or .jsonl file")
+        raise typer.BadParameter(f"{path.name}: name a .parquet or .jsonl file")
     return path
 
 
@@ -26,7 +27,7 @@ def reduce(
     loaded: LoadedCounts,
     quiet: bool,
     table_out: Annotated[Path, typer.Option("--output", "-o", callback=_suffix, dir_okay=False,
-                                         help="The counts table to write (.parquet, .csv or .jsonl; "
+                                         help="The counts table to write (.parquet or .jsonl; "
                                               "atomically, after success).")],
 ) -> None:
     """Reduce rollout logs to the counts table: one row per logged group (step, group_id, prompt,
@@ -40,7 +41,8 @@ def reduce(
     import io
 
     from ...loaders.handoff import counts_table
-    from ..output import note, write_atomic
+    from ...writers import write_file
+    from ..output import note
 
     table = counts_table(loaded)
     output = table_out  # not named `output`: that is a report's -o, checked against report formats
@@ -48,11 +50,9 @@ def reduce(
     if kind == "parquet":
         buf = io.BytesIO()
         table.write_parquet(buf)
-        write_atomic(output, buf.getvalue())
-    elif kind == "csv":
-        write_atomic(output, table.write_csv())
+        write_file(output, buf.getvalue(), "--output")
     else:
-        write_atomic(output, table.write_ndjson())
+        write_file(output, table.write_ndjson(), "--output")
     if not quiet:
         rows = ("one per logged group" if "group_id" in table.columns
                 else "one per prompt: the logs have no group membership")

@@ -127,6 +127,8 @@ def reduce_sql(plan: ColumnMap, opts: LoadOptions, d: Dialect, table: str,
     engine = engine or d.name
     if plan.row_filter is not None:
         raise refuse(plan, engine, "it filters rows in a way only the polars engine knows")
+    if plan.dedupe and plan.layout != "trl":
+        raise refuse(plan, engine, "its check for a log appended to itself runs on the polars engine only")
     if plan.dedupe:
         table = f"({kept_rows_sql(plan, d, table)}) kept"
     derived = _derived(plan, opts, d, engine)
