@@ -100,3 +100,11 @@ def csv_cell(value: object) -> object:
     if isinstance(value, str) and value.startswith(FORMULA_START):
         return "'" + value
     return value
+def display_pair(value: float, limit: float, digits: int = 4) -> tuple[str, str]:
+    """``value`` and ``limit`` with ``digits`` decimals, or more until two different numbers print
+    differently (a failing 0.50004 never shows as ``0.5000 > 0.5000``)."""
+    for d in range(digits, 17):
+        a, b = format_value(float(value), d), format_value(float(limit), d)
+        if a != b or value == limit:
+            return a, b
+    return repr(float(value)), repr(float(limit))

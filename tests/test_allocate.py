@@ -221,5 +221,36 @@ def test_candidates_readmitted_only_when_they_beat_the_marginal_rollout():
     assert spare.prompts_dropped == 0 and spare.allocated.rollouts == 9 * 64
     big = allocate(corpus, ids, budget=3 * 64 + 6 * 2 + 40, max_g=64)
     assert big.prompts_dropped == 0  # the last rollouts are worth less than a first group for them
-    for res in (tight, big):
-        assert res.uniform is not None and res.allocated.expected_signal >= res.uniform.expected_signal - 1e-12
+    assert tight.uniform is None  # 12 rollouts for 9 prompts: no uniform G >= min-g = 2 fits
+    assert big.uniform is not None and big.allocated.expected_signal >= big.uniform.expected_signal - 1e-12
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(1, 16).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n))), min_size=2,
+                max_size=14),
+       st.integers(0, 400), st.integers(2, 4), st.integers(6, 48))
+def test_budget_never_loses_to_the_best_uniform_G(pairs, extra, min_g, max_g):
+    """With --budget, Σ E[σ] of the per-prompt G_i is at least that of every uniform G the budget buys
+    (every prompt, none dropped, min-g ≤ G ≤ max-g), the best of which the result reports as its baseline."""
+    n, k = (np.array(x) for x in zip(*pairs, strict=True))
+    corpus = Corpus(n, k)
+    budget = len(pairs) * min_g + extra
+    res = allocate(corpus, list(range(len(pairs))), budget=budget, min_g=min_g, max_g=max_g)
+    assert res.allocated.rollouts <= budget
+    curves = corpus.posterior_sigma(list(range(1, max_g + 1)))  # per distinct pair, G = 1..max_g
+    mult = corpus.weight
+    best = max(float(mult @ curves[:, g - 1]) for g in range(min_g, min(budget // len(pairs), max_g) + 1))
+    assert res.allocated.expected_signal >= best - 1e-9
+    assert res.uniform is not None and res.uniform.expected_signal == pytest.approx(best, rel=1e-9, abs=1e-15)
+
+
+def test_eps_states_its_objective_and_reports_it_against_uniform():
+    res = _alloc(eps=0.1, min_g=2, max_g=40)
+    assert "φ(G_i, p̄_i) ≥ 1 − ε" in res.objective and "not a maximum of Σ E[σ]" in res.objective
+    a, u = res.allocated, res.uniform
+    assert a.eps_met is not None and u is not None and u.eps_met is not None
+    # the objective it does optimise: every kept prompt whose G_i was not clipped reaches 1 − ε
+    df = res.per_prompt
+    unclipped = int(((df["G"] > 0) & (df["G"] < 40)).sum())
+    assert a.eps_met >= unclipped and a.eps_met >= u.eps_met
+    assert res.to_dict()["allocated"]["eps_met"] == a.eps_met

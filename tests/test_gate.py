@@ -87,24 +87,85 @@ def _reference_fidelity(corpus: Corpus, G: int) -> float:
     return num / den
 
 
+def _posterior_refs(corpus: Corpus) -> tuple[float, float]:
+    """(extreme share, never solved) from the posterior, by scipy's binomial pmf on the prior grid."""
+    grid, w = corpus.prior.grid, corpus.prior.weights
+    sd = np.sqrt(grid * (1 - grid))
+    extreme = (grid < 0.1) | (grid > 0.9)
+    num = den = never = 0.0
+    for n, k, m in zip(corpus.n, corpus.k, corpus.weight, strict=True):
+        post = binom.pmf(k, n, grid) * w
+        post /= post.sum()
+        num += m * post @ (sd * extreme)
+        den += m * post @ sd
+        never += m * post[grid == 0].sum()
+    return num / den, never / corpus.weight.sum()
+
+
 def test_metric_values_match_references():
     corpus = Corpus(N, K)
     thresholds = [Threshold(name, 0.5) for name in METRICS]
     res = check(corpus, 4, thresholds)
     assert res.estimator == "unbiased"  # n >= 4 everywhere
     values = {c.name: c.value for c in res.checks}
+    assert {c.name: c.estimator for c in res.checks} == {
+        "silent_rate": "unbiased", "all_wrong_rate": "unbiased", "all_correct_rate": "unbiased",
+        "extreme_share": "bayes", "fidelity": "bayes", "never_solved_rate": "bayes"}
     aw = [_unbiased(int(n), int(k), 4) for n, k in zip(N, K, strict=True)]
     all_wrong = sum(a for a, _ in aw) / len(aw)
     all_correct = sum(b for _, b in aw) / len(aw)
     assert values["all_wrong_rate"] == pytest.approx(float(all_wrong), abs=1e-12)
     assert values["all_correct_rate"] == pytest.approx(float(all_correct), abs=1e-12)
     assert values["silent_rate"] == pytest.approx(float(all_wrong + all_correct), abs=1e-12)
-    assert values["never_solved_rate"] == pytest.approx(1 / 7)
+    extreme, never = _posterior_refs(corpus)
+    assert values["never_solved_rate"] == pytest.approx(never, rel=1e-9)
+    assert values["extreme_share"] == pytest.approx(extreme, rel=1e-9)
+    assert values["fidelity"] == pytest.approx(_reference_fidelity(corpus, 4), rel=1e-9)
+
+
+def test_plugin_shares_are_those_in_the_log():
+    plug = {c.name: c.value for c in check(Corpus(N, K), 4, [Threshold(m, 0.5) for m in METRICS],
+                                           estimator="plugin").checks}
+    assert plug["never_solved_rate"] == pytest.approx(1 / 7)  # k = 0 in the log
     # GRPO mass sqrt(p̂(1−p̂)); only p̂ = 1/20 lies in the extreme band with non-zero mass
     p_hat = K / N
     mass = np.sqrt(p_hat * (1 - p_hat))
-    assert values["extreme_share"] == pytest.approx(mass[-1] / mass.sum(), rel=1e-12)
-    assert values["fidelity"] == pytest.approx(_reference_fidelity(corpus, 4), rel=1e-9)
+    assert plug["extreme_share"] == pytest.approx(mass[-1] / mass.sum(), rel=1e-12)
+    assert plug["silent_rate"] == pytest.approx(np.mean(p_hat**4 + (1 - p_hat) ** 4), rel=1e-12)
+
+
+def test_small_n_extreme_share_is_not_stuck_at_zero():
+    """With n = 5 no p̂ = k/5 lies strictly inside (0, 0.1): the log-based share is 0 whatever the
+    truth; the posterior one sees the hard prompts."""
+    rng = np.random.default_rng(3)
+    p = rng.beta(0.4, 1.5, 400)
+    n = np.full(400, 5)
+    k = rng.binomial(n, p)
+    corpus = Corpus(n, k)
+    t = [Threshold("extreme_share", 1.0)]
+    assert check(corpus, 4, t, estimator="plugin").checks[0].value == 0.0
+    truth = float(np.sum(np.sqrt(p * (1 - p)) * ((p < 0.1) | (p > 0.9))) / np.sum(np.sqrt(p * (1 - p))))
+    value = check(corpus, 4, t).checks[0].value
+    assert value > 0.05 and value == pytest.approx(truth, abs=0.06)
+
+
+def test_confidence_gates_on_the_bound():
+    corpus = Corpus(N, K)
+    point = check(corpus, 4, [Threshold("silent_rate", 1.0)]).checks[0].value
+    limit = point + 1e-9  # the point passes, the upper bound cannot
+    plain = check(corpus, 4, [Threshold("silent_rate", limit)], replicates=60)
+    sure = check(corpus, 4, [Threshold("silent_rate", limit)], replicates=60, confidence=0.95)
+    c = sure.checks[0]
+    assert plain.passed and not sure.passed
+    assert c.tested > c.value and c.value_ci[0] <= c.value <= c.value_ci[1]
+    # min-limits use the lower bound
+    fid = check(corpus, 4, [Threshold("fidelity", 0.0)], replicates=60, confidence=0.95).checks[0]
+    assert fid.tested <= fid.value
+
+
+def test_failing_value_never_prints_equal_to_its_limit():
+    (c,) = evaluate({"silent_rate": 0.50004}, [Threshold("silent_rate", 0.5)])
+    assert not c.passed and c.sentence() == "silent_rate 0.50004 > limit 0.50000"
 
 
 def test_bayes_when_some_prompt_has_fewer_samples_than_G():
@@ -115,9 +176,9 @@ def test_bayes_when_some_prompt_has_fewer_samples_than_G():
 
 def test_passed_iff_every_check_passes():
     corpus = Corpus(N, K)
-    ok = check(corpus, 4, [Threshold("never_solved_rate", 1 / 7), Threshold("silent_rate", 1.0)])
+    ok = check(corpus, 4, [Threshold("never_solved_rate", 1 / 7), Threshold("silent_rate", 1.0)], estimator="plugin")
     assert ok.passed and not ok.failed
-    bad = check(corpus, 4, [Threshold("never_solved_rate", 0.14), Threshold("silent_rate", 1.0)])
+    bad = check(corpus, 4, [Threshold("never_solved_rate", 0.14), Threshold("silent_rate", 1.0)], estimator="plugin")
     assert not bad.passed and [c.name for c in bad.failed] == ["never_solved_rate"]
 
 
@@ -125,10 +186,11 @@ def test_contract_and_annotations():
     res = CheckResult(passed=False, G=16, estimator="bayes", prompts=3, checks=(
         Check("silent_rate", 0.5, 0.3, "max", False), Check("fidelity", 0.9, 0.8, "min", True)))
     d = res.to_dict()
-    assert list(d) == ["passed", "G", "estimator", "fidelity_estimator", "prompts", "checks", "filtered",
-                       "pre_filter", "by"]
-    assert d["checks"][0] == {"name": "silent_rate", "value": 0.5, "limit": 0.3, "kind": "max", "passed": False,
-                              "op": "<="}
+    assert list(d) == ["passed", "G", "G_source", "estimator", "estimator_rule", "fidelity_estimator", "prompts",
+                       "level", "replicates", "confidence", "checks", "warnings", "filtered", "pre_filter", "by"]
+    assert d["checks"][0] == {"name": "silent_rate", "value": 0.5, "value_ci": None, "tested": 0.5, "limit": 0.3,
+                              "kind": "max", "op": "<=", "passed": False, "estimator": "auto",
+                              "sentence": "silent_rate 0.5000 > limit 0.3000", "meaning": "silent-group rate at G"}
     assert github_annotations(res) == [
         "::error title=sigmaudit check (silent_rate)::silent_rate 0.5000 > limit 0.3000 at G = 16 "
         "(silent-group rate at G)"]

@@ -28,7 +28,7 @@ def _posteriors(corpus: Corpus) -> np.ndarray:
 
 
 def test_sweep_against_reference(corpus):
-    rows = sweep(corpus, [3, 8, 20], batch_prompts=100)
+    rows = sweep(corpus, [3, 8, 20], batch_prompts=100, estimator="bayes")
     post, grid, m = _posteriors(corpus), corpus.prior.grid, corpus.weight
     sd = np.sqrt(grid * (1 - grid))
     for r in rows:
@@ -47,9 +47,13 @@ def test_sweep_against_reference(corpus):
 
 
 def test_default_grid_and_unreachable_share(corpus):
-    res = plan(corpus)
+    res = plan(corpus, estimator="bayes")
     assert [r.G for r in res.sweep] == list(DEFAULT_G_GRID)
     assert res.estimator == "bayes" and res.prompts == N.size
+    assert {r.estimator for r in res.sweep} == {"bayes"}
+    auto = plan(corpus)  # the default rule: unbiased while every prompt has n >= G (here G <= 4)
+    assert auto.estimator == "auto"
+    assert [r.estimator for r in auto.sweep[:3]] == ["unbiased", "unbiased", "bayes"]
     post, m = _posteriors(corpus), corpus.weight
     u0 = m @ post[:, 0] / m.sum()
     u1 = m @ post[:, -1] / m.sum()
@@ -57,24 +61,27 @@ def test_default_grid_and_unreachable_share(corpus):
     assert res.unreachable_all_correct == pytest.approx(u1, rel=1e-9, abs=1e-15)
     # the silent rate's floor as G → ∞: every finite G stays above it and a huge G approaches it
     assert all(r.silent >= res.unreachable_share for r in res.sweep)
-    far = sweep(corpus, [10**7])[0]
+    far = sweep(corpus, [10**7], estimator="bayes")[0]
     assert far.silent == pytest.approx(res.unreachable_share, abs=1e-6)
     assert res.recommended_G is None and not res.target_failed
     assert "no target given" in res.reason
 
 
 def test_recommendation_and_reasons(corpus):
-    rows = sweep(corpus, DEFAULT_G_GRID)
-    target = rows[4].silent  # G = 16 exactly meets it
-    res = plan(corpus, targets=Targets(max_silent=target))
+    rows = sweep(corpus, DEFAULT_G_GRID, estimator="bayes")
+    target = rows[4].silent  # G = 16 exactly meets it; G = 15 (not on the grid) does not
+    res = plan(corpus, targets=Targets(max_silent=target), estimator="bayes")
     assert res.recommended_G == 16 and not res.target_failed
-    assert res.reason == f"the smallest G on the grid with silent ≤ {target:g}"
+    assert res.reason.startswith(f"the smallest G with silent ≤ {target:g} (every whole G up to 256 searched")
+    between = (rows[3].silent + rows[4].silent) / 2  # met first at a G between 12 and 16, off the grid
+    res = plan(corpus, targets=Targets(max_silent=between), estimator="bayes")
+    assert 12 < res.recommended_G < 16 and res.recommended_G in [r.G for r in res.sweep]
     res = plan(corpus, targets=Targets(max_silent=res.unreachable_share / 2))
     assert res.recommended_G is None and res.target_failed
     assert "never- or always-solved prompts alone make up" in res.reason
     floor_ok = (res.unreachable_share + rows[-1].silent) / 2  # reachable in the limit, not on this grid
     res = plan(corpus, [2, 4], targets=Targets(max_silent=floor_ok))
-    assert res.recommended_G is None and res.reason.startswith("no G on the grid meets")
+    assert res.recommended_G is None and res.reason.startswith("no G up to 4 meets")
     assert "G = 4" in res.reason
 
 
@@ -82,7 +89,9 @@ def test_json_contract_keys(corpus):
     d = plan(corpus, [2, 8], targets=Targets(min_fidelity=0.5)).to_dict()
     assert {"sweep", "recommended_G", "estimator", "targets", "unreachable_share", "prompts"} <= d.keys()
     assert set(d["sweep"][0]) == {"G", "silent", "all_wrong", "all_correct", "fidelity", "signal_prompts_per_batch",
-                                  "rollouts_per_signal_prompt", "dapo_groups_per_kept_group"}
+                                  "rollouts_per_signal_prompt", "dapo_groups_per_kept_group", "estimator",
+                                  "silent_ci", "fidelity_ci"}
+    assert {"recommended_G_range", "level", "replicates", "warnings"} <= d.keys()
     assert d["targets"] == {"max_silent": None, "min_fidelity": 0.5}
     assert d["allocation"] is None
 
@@ -107,7 +116,7 @@ grids = st.lists(st.integers(1, 300), min_size=1, max_size=8, unique=True)
 @given(corpora, grids)
 def test_silent_monotone_fidelity_monotone(pairs, Gs):
     n, k = np.array(pairs).T
-    rows = sweep(Corpus(n, k), Gs)
+    rows = sweep(Corpus(n, k), Gs, estimator="bayes")  # one estimator: monotone (auto may step at G = min n)
     assert [r.G for r in rows] == sorted(Gs)
     for a, b in zip(rows, rows[1:], strict=False):
         assert b.silent <= a.silent + 1e-12
@@ -139,7 +148,7 @@ def test_recommended_G_is_smallest_qualifying(pairs, max_silent, min_fidelity):
 
 
 def _row(G: int, silent: float, fidelity: float | None) -> SweepRow:
-    return SweepRow(G, silent, silent, 0.0, fidelity, 0.0, None, None)
+    return SweepRow(G, silent, silent, 0.0, fidelity, "bayes", None, None, 0.0, None, None)
 
 
 def test_recommend_truth_table():

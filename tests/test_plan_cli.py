@@ -15,7 +15,7 @@ from sigmaudit.core.corpus import Corpus
 N = [8, 8, 8, 8, 16, 16, 32, 4, 4, 8, 64, 64, 64, 64]
 K = [0, 0, 1, 4, 15, 16, 9, 2, 0, 7, 0, 0, 0, 64]  # the n = 64 unanimous prompts put prior mass at p ∈ {0, 1}
 SWEEP_KEYS = {"G", "silent", "all_wrong", "all_correct", "fidelity", "signal_prompts_per_batch",
-              "rollouts_per_signal_prompt", "dapo_groups_per_kept_group"}
+              "rollouts_per_signal_prompt", "dapo_groups_per_kept_group", "estimator", "silent_ci", "fidelity_ci"}
 
 
 @pytest.fixture
@@ -38,7 +38,12 @@ def test_json_contract_and_recommendation(capsys, counts, rows):
     d = json.loads(out)
     assert [r["G"] for r in d["sweep"]] == [2, 4, 8, 16]
     assert set(d["sweep"][0]) == SWEEP_KEYS
-    assert d["recommended_G"] == 8 and d["estimator"] == "bayes" and d["prompts"] == len(N)
+    assert d["recommended_G"] == 8 and d["estimator"] == "auto" and d["prompts"] == len(N)
+    assert [r["estimator"] for r in d["sweep"]] == ["unbiased", "unbiased", "bayes", "bayes"]  # n >= G everywhere
+    lo, hi = d["sweep"][2]["silent_ci"]
+    assert lo <= d["sweep"][2]["silent"] <= hi
+    g_lo, g_hi = d["recommended_G_range"]
+    assert g_lo <= 8 and (g_hi is None or g_hi >= 8)
     assert d["targets"] == {"max_silent": target, "min_fidelity": None}
     assert d["sweep"][2]["silent"] == pytest.approx(rows[2].silent, rel=1e-12)
     assert d["sweep"][1]["signal_prompts_per_batch"] == pytest.approx(100 * (1 - rows[1].silent))
@@ -58,8 +63,9 @@ def test_no_reachable_target_exits_1(capsys, counts):
 def test_table_default_and_notes_on_stderr(capsys, counts):
     code, out, err = run(capsys, "plan", counts, "-G", "4", "-G", "8", "--min-fidelity", "0.5")
     assert code == 0
-    assert out.startswith("sigmaudit plan") and "G sweep" in out and "recommended G: 4" in out
-    assert "estimator: bayes" in out
+    # fidelity ≥ 0.5 is met first at G = 3, between the swept 2... (not swept) and 4: every whole G is searched
+    assert out.startswith("sigmaudit plan") and "G sweep" in out and "recommended G: 3" in out
+    assert "estimator rule: auto" in out
     assert err.startswith("sigmaudit: detected counts layout") and "G sweep" not in err
 
 
@@ -78,7 +84,7 @@ def test_budget_allocation_and_alloc_out(capsys, counts, tmp_path, suffix):
     a = json.loads(report.read_text())["allocation"]
     assert a["mode"] == "budget" and a["budget"] == 200 and a["allocated"]["rollouts"] <= 200
     assert a["method"].startswith("greedy on marginal gains") and a["optimality_gap"] == 0.0
-    assert a["uniform"]["G"] == a["allocated"]["rollouts"] // len(N)
+    assert a["uniform"]["G"] == min(200 // len(N), 32)  # the best uniform G the budget buys
     assert a["allocated"]["expected_signal"] >= a["uniform"]["expected_signal"]
     reader = {".csv": pl.read_csv, ".parquet": pl.read_parquet, ".jsonl": pl.read_ndjson}[suffix]
     df = reader(dest)
@@ -96,8 +102,8 @@ def test_budget_allocation_and_alloc_out(capsys, counts, tmp_path, suffix):
     (["--budget", "100", "--eps", "0.1"], "--budget and --eps are alternatives"),
     (["--budget", "0"], "--budget must be at least 1, got 0"),
     (["--eps", "1.5"], "--eps must lie in (0, 1), got 1.5"),
-    (["--max-silent", "1.2"], "Invalid value for '--max-silent': must lie in [0, 1], got 1.2"),
-    (["--min-fidelity", "-1"], "Invalid value for '--min-fidelity': must lie in [0, 1], got -1"),
+    (["--max-silent", "1.2"], "--max-silent: must lie in [0, 1], got 1.2"),
+    (["--min-fidelity", "-1"], "--min-fidelity: must lie in [0, 1], got -1"),
     (["--alloc-out", "a.csv"], "--alloc-out: nothing to write"),
     (["--eps", "0.1", "--alloc-out", "a.xlsx"], "--alloc-out: unknown file type '.xlsx'"),
 ])
@@ -125,5 +131,5 @@ def test_every_format_with_allocation(capsys, counts, fmt):
 @pytest.mark.parametrize("fmt", ["table", "json", "markdown", "csv"])
 def test_check_every_format(capsys, counts, fmt):
     code, out, err = run(capsys, "check", counts, "-G", "4", "--max-silent", "1", "-f", fmt, "-q")
-    assert code == 0 and err == ""
+    assert code == 0 and err == "sigmaudit: check passed (1 of 1 hold) at G = 4\n"
     assert ("silent_rate" in out) and (json.loads(out)["passed"] if fmt == "json" else True)

@@ -73,7 +73,7 @@ def test_report_gathers_scan_plan_trend(data):
     assert data.g_main == data.scan.wasted.G == data.scan.group_size.G == 8
     assert data.eps == data.scan.group_size.eps == 0.05
     assert data.trend is not None and [r.step for r in data.trend.rows] == [1, 2, 3]
-    assert data.trend.estimator == "bayes"
+    assert data.trend.estimator == "auto"  # the shared rule: bayes at the logged size
     assert [r.G for r in data.plan.sweep] == sorted(r.G for r in data.plan.sweep)
 
 

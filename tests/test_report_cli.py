@@ -53,7 +53,13 @@ def test_sample_log_report(sample_report):
                                                       "Forecast backtest", "Notes"]
     assert "<h3>Over training</h3>" in page
     assert "200 prompts" in page and "32,000 rollouts" in page and "20 steps" in page
-    assert "Recommended G = <b>32</b>" in page and "G = 32 (recommended)" in page
+    # the smallest whole G that `check --max-silent 0.5` passes on this log (every G searched, not just the grid)
+    rec = int(re.search(r"Recommended G = <b>(\d+)</b>", page).group(1))
+    assert 24 < rec <= 32 and f"G = {rec} (recommended)" in page
+    assert main(["check", str(SAMPLE), "-G", str(rec), "--max-silent", "0.5", "-q", "--bootstrap", "0",
+                 "-o", str(path.parent / "ok.json")]) == 0
+    assert main(["check", str(SAMPLE), "-G", str(rec - 1), "--max-silent", "0.5", "-q", "--bootstrap", "0",
+                 "-o", str(path.parent / "fail.json")]) == 1
 
 
 def test_sample_report_is_self_contained(sample_report):

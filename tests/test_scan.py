@@ -12,9 +12,12 @@ import json
 import math
 from fractions import Fraction
 
+import numpy as np
 import polars as pl
 import pytest
+from scipy.stats import binom
 
+from sigmaudit.audits import corpus_of
 from sigmaudit.audits.scan import FILTERED_MIN_EXPECTED, audit
 from sigmaudit.core.posterior import weighted_quantile
 from sigmaudit.errors import ConfigError
@@ -106,6 +109,11 @@ def report():
     return audit(loaded_from(PAIRS, GROUPS), G=(2, 4), g_main=16, eps=0.05)
 
 
+@pytest.fixture(scope="module")
+def plugin_report():
+    return audit(loaded_from(PAIRS, GROUPS), G=(2, 4), g_main=16, eps=0.05, estimator="plugin")
+
+
 def test_corpus_figures(report):
     assert report.prompts == 4
     assert report.rollouts == 16
@@ -178,7 +186,8 @@ def test_wasted_at_g_main(report):
     assert w.effective_rollouts_per_group == pytest.approx(16 * (1 - row16.bayes))
 
 
-def test_gradient_mass_shares(report):
+def test_gradient_mass_shares(plugin_report):
+    report = plugin_report  # --estimator plugin: shares at p = p̂, against the hand references
     ps = [k / n for n, k in PAIRS]
     m = report.mass_share
     assert m.G == 16
@@ -279,7 +288,7 @@ def test_no_warning_on_unfiltered_log(report):
 
 
 def test_all_unsolved_corpus_has_null_shares_not_crashes():
-    r = audit(loaded_from([(4, 0), (4, 0)]), G=(2, 8))
+    r = audit(loaded_from([(4, 0), (4, 0)]), G=(2, 8), estimator="plugin")
     assert r.pass_rate.never_solved == 1.0
     assert all(s.plugin == 1.0 for s in r.silent)
     assert math.isnan(r.mass_share.grpo.middle)  # no mass anywhere: share undefined, JSON null
@@ -323,3 +332,23 @@ def test_weighted_quantile_equals_numpy_on_expanded_values(q):
     weights = np.array([3.0, 1.0, 2.0, 5.0])
     expanded = np.repeat(values, weights.astype(int))
     assert weighted_quantile(values, weights, q) == pytest.approx(float(np.quantile(expanded, q)), abs=1e-15)
+
+
+def test_posterior_mass_shares_and_log_shares_are_labelled():
+    """Default rule: shares from the posterior mixture over the prior grid (independent sum here);
+    never/always solved both in the log and under the posterior."""
+    r = audit(loaded_from(PAIRS, GROUPS), G=(2, 4), g_main=16, eps=0.05)
+    corpus = corpus_of(loaded_from(PAIRS, GROUPS))
+    grid, w = corpus.prior.grid, corpus.prior.weights
+    mix = np.zeros(grid.size)
+    for n, k, m in zip(corpus.n, corpus.k, corpus.weight, strict=True):
+        post = binom.pmf(k, n, grid) * w
+        mix += m * post / post.sum()
+    sd = np.sqrt(grid * (1 - grid))
+    extreme = (grid < 0.1) | (grid > 0.9)
+    assert r.mass_share.basis == "posterior"
+    assert r.mass_share.grpo.extreme == pytest.approx((mix @ (sd * extreme)) / (mix @ sd), rel=1e-9)
+    assert r.pass_rate.never_solved_posterior == pytest.approx(mix[0] / mix.sum(), rel=1e-9, abs=1e-15)
+    assert r.pass_rate.always_solved_posterior == pytest.approx(mix[-1] / mix.sum(), rel=1e-9, abs=1e-15)
+    md = render(build_view(r), Format.markdown)
+    assert "never solved in the log (k = 0)" in md and "never solved, posterior P(p = 0)" in md

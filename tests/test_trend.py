@@ -80,7 +80,7 @@ def test_buckets() -> None:
 def test_bayes_forecast_properties() -> None:
     rng = np.random.default_rng(0)
     truth = {s: list(rng.binomial(8, rng.beta(1, 1, 40) ** (1 / (1 + s / 5)))) for s in range(1, 11)}
-    res = trend(frame(truth, n=8), G=[1, 4, 16, 64])
+    res = trend(frame(truth, n=8), G=[1, 4, 16, 64], estimator="bayes")
     assert res.estimator == "bayes"
     for row in res.rows:
         assert row.forecast[1] == pytest.approx(1.0)  # p + (1 − p) = 1 for any p
@@ -173,3 +173,16 @@ def test_cli_bad_options(capsys, tmp_path: Path, args: list[str]) -> None:
 # ---------------------------------------------------------------- DAPO's published curve
 
 
+def test_auto_rule_matches_check_and_plan() -> None:
+    """Default ``auto``: a -G every group reaches is forecast unbiasedly (as check and plan do), a larger
+    one by bayes; the logged-size forecast uses bayes (unbiased there would repeat the observation)."""
+    rng = np.random.default_rng(1)
+    truth = {s: list(rng.binomial(8, rng.beta(1, 1, 30))) for s in range(1, 4)}
+    auto = trend(frame(truth, n=8), G=[4, 16])
+    unb = trend(frame(truth, n=8), G=[4], estimator="unbiased")
+    bay = trend(frame(truth, n=8), G=[16], estimator="bayes")
+    assert auto.estimator == "auto"
+    for a, u, b in zip(auto.rows, unb.rows, bay.rows, strict=True):
+        assert a.forecast[4] == pytest.approx(u.forecast[4], rel=1e-12)
+        assert a.forecast[16] == pytest.approx(b.forecast[16], rel=1e-12)
+        assert a.forecast_silent == pytest.approx(b.forecast_silent, rel=1e-12)

@@ -18,7 +18,11 @@ are checked at run time; should one fail, the greedy runs on its upper concave e
 and the result reports the largest possible shortfall from the optimum (``optimality_gap``).
 
 ``--eps E`` instead gives each kept prompt the exact group size for φ ≥ 1 − ε at its
-posterior-mean p (:func:`sigmaudit.core.group_size.group_size_exact`), clipped to [min_g, max_g].
+posterior-mean p (:func:`sigmaudit.core.group_size.group_size_exact`), clipped to [min_g, max_g]:
+its objective is every kept prompt at that fidelity for the fewest rollouts, *not* the largest
+Σ E[σ] (a uniform G with the same rollouts can deliver more total signal; it leaves some prompts
+below 1 − ε). The result reports, next to the uniform G with the same rollouts, how many prompts
+each leaves at φ ≥ 1 − ε (``eps_met``).
 
 Drop rule: a prompt is a drop candidate (G = 0, no budget) when its posterior probability of
 being never or always solved, P(p ∈ {0, 1} | n, k), exceeds 1/2, or when its expected signal at
@@ -60,6 +64,8 @@ READMIT_RULE = ("; with --budget, a candidate that is not negligible is re-admit
                 "earns more expected signal per rollout than the last rollout the budget buys elsewhere")
 METHOD_GREEDY = "greedy on marginal gains (exact over the kept prompts: every curve checked concave in G)"
 METHOD_EPS = "per-prompt group-size law: exact G for φ ≥ 1 − ε at the posterior-mean p, clipped to [min-g, max-g]"
+OBJECTIVE_EPS = ("every kept prompt at fidelity φ(G_i, p̄_i) ≥ 1 − ε (p̄_i its posterior-mean p) at the fewest "
+                 "rollouts: each prompt's own smallest such G; not a maximum of Σ E[σ] (--budget optimises that)")
 _CONCAVE_TOL = 1e-13
 
 
@@ -174,7 +180,9 @@ class AllocationStats:
     fidelity: float | None
     """Σ_i f_i(G_i) / Σ_i E[sqrt(p(1−p))] over all prompts (dropped ones deliver 0)."""
     expected_signal: float
-    """The objective Σ_i f_i(G_i)."""
+    """Σ_i f_i(G_i): the ``--budget`` objective."""
+    eps_met: int | None = None
+    """``--eps`` objective: prompts with φ(G_i, p̄_i) ≥ 1 − ε at their posterior-mean p̄_i (None with --budget)."""
 
 
 @dataclass(frozen=True)
@@ -208,7 +216,9 @@ class AllocationResult:
     allocated: AllocationStats
     """The per-prompt allocation."""
     uniform: AllocationStats | None
-    """Every prompt at G = rollouts // prompts (same budget); None when that is below 1."""
+    """The uniform baseline: with --budget every prompt at the best uniform G the budget buys,
+    min(budget // prompts, max_g) (None below min_g); with --eps at G = rollouts used // prompts
+    (None below 1)."""
     per_prompt: pl.DataFrame = field(repr=False)
     """One row per prompt: prompt, n, k, p_est, p_unreachable, G, silent_rate, fidelity, expected_sigma, drop."""
 
@@ -230,7 +240,7 @@ class AllocationResult:
 
 
 def _stats(G: NDArray[np.int64], f: NDArray[np.float64], s: NDArray[np.float64], den: float,
-           uniform: int | None = None) -> AllocationStats:
+           uniform: int | None = None, eps_met: int | None = None) -> AllocationStats:
     drawn = G > 0
     rollouts = int(G.sum())
     n_drawn = int(drawn.sum())
@@ -241,6 +251,7 @@ def _stats(G: NDArray[np.int64], f: NDArray[np.float64], s: NDArray[np.float64],
         wasted_rollout_share=float((G * s)[drawn].sum() / rollouts) if rollouts else None,
         fidelity=float(f.sum() / den) if den > 0 else None,
         expected_signal=float(f.sum()),
+        eps_met=eps_met,
     )
 
 
@@ -367,6 +378,16 @@ def allocate(
         for j in np.flatnonzero(res.extra):
             members = np.flatnonzero(pair == j)
             G[members[: int(res.extra[j])]] += 1
+        # The promise: never less Σ E[σ] than the best uniform G the budget buys (every prompt, none
+        # dropped, G in [min-g, max-g]). Dropping negligible prompts can break it when nearly every
+        # prompt is negligible; then the uniform allocation itself is the answer.
+        g_best = min(budget // pair.size, max_g)
+        if g_best >= min_g:
+            kept_now = G > 0
+            value = float(curves[pair[kept_now], G[kept_now] - min_g].sum())
+            if float(curves[pair, g_best - min_g].sum()) > value:
+                G = np.full(pair.size, g_best, dtype=np.int64)
+                method += "; the best uniform G gave more signal, so every prompt gets it"
     kept = G > 0
     f = np.zeros(pair.size)
     f[kept] = curves[pair[kept], G[kept] - min_g]
@@ -375,14 +396,32 @@ def allocate(
     with np.errstate(divide="ignore", invalid="ignore"):
         phi = np.where(kept & (sd_i > 0), f / np.where(sd_i > 0, sd_i, 1.0), np.nan)
     den = float(sd_i.sum())
-    allocated = _stats(G, f, np.nan_to_num(s), den)
-    uniform = None
     n_all = pair.size
-    g_u = allocated.rollouts // n_all
+
+    def met(Gv: NDArray[np.int64]) -> int | None:
+        """Prompts at φ(G_i, p̄_i) ≥ 1 − ε (the --eps objective); None with --budget."""
+        if eps is None:
+            return None
+        from ..core.fidelity import fidelity as phi_at
+
+        p_i = p_est[pair]
+        ok = (Gv > 0) & (p_i > 0) & (p_i < 1)
+        vals = np.zeros(n_all)
+        if ok.any():
+            vals[ok] = np.asarray(phi_at(p_i[ok], Gv[ok]), dtype=np.float64)
+        return int(np.sum(vals >= 1.0 - eps - 1e-12))
+
+    allocated = _stats(G, f, np.nan_to_num(s), den, eps_met=met(G))
+    uniform = None
+    # --budget: the best uniform G the budget buys (Σ E[σ] rises with G, so the largest, within max-g);
+    # --eps: the uniform G with the rollouts the allocation used
+    g_u = min(budget // n_all, max_g) if budget is not None else allocated.rollouts // n_all
+    if budget is not None and g_u < min_g:
+        g_u = 0  # no uniform G within [min-g, max-g] fits the budget
     if g_u >= 1:
         f_u = corpus.posterior_sigma([g_u])[:, 0][pair]
         s_u = _silent_at(corpus, pair, np.full(n_all, g_u))
-        uniform = _stats(np.full(n_all, g_u), f_u, s_u, den, uniform=g_u)
+        uniform = _stats(np.full(n_all, g_u), f_u, s_u, den, uniform=g_u, eps_met=met(np.full(n_all, g_u)))
     frame = pl.DataFrame({
         "prompt": [str(x) for x in ids.tolist()],
         "n": corpus.n[pair],
@@ -397,7 +436,8 @@ def allocate(
     }).with_columns(pl.col("silent_rate", "fidelity").fill_nan(None))
     return AllocationResult(
         mode="eps" if eps is not None else "budget", budget=budget, eps=eps, min_g=min_g, max_g=max_g,
-        objective=OBJECTIVE, method=method, drop_rule=DROP_RULE + (READMIT_RULE if budget is not None else ""),
+        objective=OBJECTIVE if eps is None else OBJECTIVE_EPS, method=method,
+        drop_rule=DROP_RULE + (READMIT_RULE if budget is not None else ""),
         prompts=n_all,
         prompts_kept=int(kept.sum()), prompts_dropped=int((~kept).sum()), optimality_gap=gap,
         allocated=allocated, uniform=uniform, per_prompt=frame,

@@ -3,31 +3,34 @@
 The gate itself is a small pure function, :func:`passes` (one truth table: a ``max`` limit holds
 when value ≤ limit, a ``min`` limit when value ≥ limit, a missing value never holds), applied to
 each :class:`Threshold` by :func:`evaluate`. :func:`check` computes the values from a
-:class:`~sigmaudit.corpus.Corpus`:
+:class:`~sigmaudit.core.corpus.Corpus` with the one estimator rule that scan, plan, report and
+trend share (:mod:`sigmaudit.core.estimates`; default ``auto``: the silent rates unbiased where
+every prompt has n ≥ G, else posterior expectations under the corpus prior; fidelity, extreme
+share and never solved from the posterior), so ``plan``'s recommended G is exactly the smallest
+G this gate passes.
 
-- ``silent_rate``, ``all_wrong_rate``, ``all_correct_rate``: the scan's default estimate
-  (:meth:`Corpus.default_estimator`: unbiased where n ≥ G for every prompt, else bayes);
-- ``extreme_share``: share of the large-G GRPO gradient mass sqrt(p̂(1 − p̂)) on prompts with
-  p̂ = k/n < 0.1 or > 0.9 (:data:`sigmaudit.core.weighting.EXTREME`);
-- ``fidelity``: GRPO-mass-weighted mean φ at G, model-based, as in ``plan``'s sweep;
-- ``never_solved_rate``: share of prompts with k = 0 in the logs (observed).
+Each value carries a bootstrap interval (90 % by default). With ``confidence`` the gate tests a
+one-sided bound instead of the point: the upper ``confidence`` quantile of the bootstrap
+replicates for a ``max`` limit, the lower one for a ``min`` limit, so a pass means "within the
+limit with that confidence" and noise alone cannot pass a corpus.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.weighting import EXTREME
 from ..errors import ConfigError
+from ..fmt import display_pair
 from ..loaders.options import Filtered
 from .by import ByGroup, ByResult
 from .filtered import PreFilter
 
 if TYPE_CHECKING:
-    from ..core.corpus import Corpus
+    from ..core.corpus import Corpus, CorpusEstimates
     from ..loaders import LoadedCounts
 
 Kind = Literal["max", "min"]
@@ -36,9 +39,9 @@ METRICS: dict[str, tuple[Kind, str, str]] = {
     "silent_rate": ("max", "--max-silent", "silent-group rate at G"),
     "all_wrong_rate": ("max", "--max-all-wrong", "all-wrong part of the silent rate"),
     "all_correct_rate": ("max", "--max-all-correct", "all-correct part of the silent rate"),
-    "extreme_share": ("max", "--max-extreme-share", f"GRPO mass on {EXTREME.describe('p̂')}"),
+    "extreme_share": ("max", "--max-extreme-share", f"share of GRPO gradient mass on {EXTREME.describe('p')}"),
     "fidelity": ("min", "--min-fidelity", "mean fidelity φ at G (weighted by GRPO mass)"),
-    "never_solved_rate": ("max", "--max-never-solved", "share of prompts never solved in the logs"),
+    "never_solved_rate": ("max", "--max-never-solved", "share of prompts never solved (p = 0)"),
 }
 """Every metric the gate knows: its kind (max/min limit), CLI option and meaning, in report order."""
 
@@ -80,24 +83,40 @@ class Check:
     name: str
     """Metric name (a key of :data:`METRICS`)."""
     value: float | None
-    """Measured value; None when undefined (fails)."""
+    """Estimated value; None when undefined (fails)."""
     limit: float
     """The limit given."""
     kind: Kind
     """``max``: value must be ≤ limit; ``min``: value must be ≥ limit."""
     passed: bool
-    """Whether the limit holds."""
+    """Whether the limit holds (for ``tested``)."""
+    estimator: str = "auto"
+    """Estimator behind ``value``: unbiased, bayes or plugin."""
+    value_ci: tuple[float, float] | None = None
+    """Bootstrap interval of ``value`` at the result's ``level``; None without replicates."""
+    tested: float | None = None
+    """The number compared with the limit: ``value``, or its one-sided bound under ``--confidence``."""
 
     @property
     def op(self) -> str:
         """``<=`` or ``>=``."""
         return "<=" if self.kind == "max" else ">="
 
+    @property
+    def compared(self) -> float | None:
+        """The number the gate compared (``tested`` when set, else ``value``)."""
+        return self.value if self.tested is None else self.tested
+
     def sentence(self) -> str:
-        """``silent_rate 0.4123 > limit 0.3000`` (failed) or ``... <= limit ...`` (passed)."""
-        v = "undefined" if self.value is None else f"{self.value:.4f}"
+        """``silent_rate 0.4123 > limit 0.3000`` (failed) or ``... <= limit ...`` (passed); digits
+        are added until a value that differs from its limit also prints differently."""
         op = self.op if self.passed else {"<=": ">", ">=": "<"}[self.op]
-        return f"{self.name} {v} {op} limit {self.limit:.4f}"
+        v = self.compared
+        if v is None:
+            return f"{self.name} undefined {op} limit {self.limit:.4f}"
+        a, b = display_pair(v, self.limit)
+        what = self.name if self.tested is None else f"{self.name} bound"
+        return f"{what} {a} {op} limit {b}"
 
 
 def evaluate(values: Mapping[str, float | None], thresholds: Sequence[Threshold]) -> tuple[Check, ...]:
@@ -120,11 +139,23 @@ class CheckResult:
     G: int
     """Group size checked."""
     estimator: str
-    """Estimator of the silent rates: ``unbiased`` (n ≥ G for every prompt) or ``bayes``."""
+    """Estimator of the silent rates: ``unbiased``, ``bayes`` or ``plugin`` (see ``estimator_rule``)."""
     prompts: int
     """Number of prompts."""
     checks: tuple[Check, ...]
     """One per threshold given."""
+    estimator_rule: str = "auto"
+    """The rule asked for (``--estimator``): auto, bayes, unbiased or plugin."""
+    level: float = 0.9
+    """Two-sided level of each ``value_ci``."""
+    replicates: int = 0
+    """Bootstrap replicates behind the intervals (0: no intervals)."""
+    confidence: float | None = None
+    """With ``--confidence C``: each check tested its one-sided C bound instead of the point."""
+    G_source: str = "given"
+    """Where G came from: ``given`` (-G) or ``log`` (the log's most common group size)."""
+    warnings: tuple[str, ...] = field(default=())
+    """Why the figures may deserve less trust (few prompts, extrapolation, wide intervals)."""
     filtered: Filtered | None = None
     """Set when the log is a post-filter dump (see :mod:`sigmaudit.audits.filtered`)."""
     pre_filter: PreFilter | None = None
@@ -133,16 +164,25 @@ class CheckResult:
     """With ``--by COLUMN``: each value's own check; ``passed`` needs every one to pass."""
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON contract: passed, G, estimator, prompts, checks[{name, value, limit, kind, op, passed}],
-        filtered (null or {source, message}), pre_filter (null or its fields), by (null or
-        {column, groups: [{value, ...these keys}]})."""
+        """JSON contract: passed, G, estimator, prompts, checks[{name, value, value_ci, tested, limit, ...}]."""
         return {
             "passed": self.passed,
             "G": self.G,
+            "G_source": self.G_source,
             "estimator": self.estimator,
-            "fidelity_estimator": "bayes",
+            "estimator_rule": self.estimator_rule,
+            "fidelity_estimator": "plugin" if self.estimator_rule == "plugin" else "bayes",
             "prompts": self.prompts,
-            "checks": [{**asdict(c), "op": c.op} for c in self.checks],
+            "level": self.level,
+            "replicates": self.replicates,
+            "confidence": self.confidence,
+            "checks": [
+                {"name": c.name, "value": c.value, "value_ci": None if c.value_ci is None else list(c.value_ci),
+                 "tested": c.compared, "limit": c.limit, "kind": c.kind, "op": c.op, "passed": c.passed,
+                 "estimator": c.estimator, "sentence": c.sentence(), "meaning": METRICS[c.name][2]}
+                for c in self.checks
+            ],
+            "warnings": list(self.warnings),
             "filtered": None if self.filtered is None else asdict(self.filtered),
             "pre_filter": None if self.pre_filter is None else asdict(self.pre_filter),
             "by": None if self.by is None else self.by.to_dict(),
@@ -158,42 +198,56 @@ class CheckResult:
         """Values of the ``--by`` column whose check failed."""
         return () if self.by is None else tuple(g.value for g in self.by.groups if not g.result.passed)
 
+    def verdict(self) -> str:
+        """One line: ``check FAILED (1 of 2): silent_rate 0.599 > limit 0.5 at G = 8``."""
+        n = len(self.checks)
+        if self.passed:
+            return f"check passed ({n} of {n} hold) at G = {self.G}"
+        first = "; ".join(c.sentence() for c in self.failed)
+        return f"check FAILED ({len(self.failed)} of {n}): {first} at G = {self.G}"
 
-def metric_values(corpus: Corpus, G: int, names: Sequence[str] | None = None) -> tuple[str, dict[str, float | None]]:
+
+def estimate_metrics(corpus: Corpus, G: int, names: Sequence[str] | None = None, estimator: str = "auto",
+                     replicates: int = 0) -> CorpusEstimates:
+    """Every requested metric at G by the shared estimator rule, with bootstrap replicates."""
+    wanted = [m for m in METRICS if names is None or m in names]
+    return corpus.estimates(wanted, [int(G)], estimator, replicates=replicates)  # type: ignore[arg-type]
+
+
+def metric_values(corpus: Corpus, G: int, names: Sequence[str] | None = None,
+                  estimator: str = "auto") -> tuple[str, dict[str, float | None]]:
     """(silent estimator, value of each requested metric) at group size G."""
-    import numpy as np
+    est = estimate_metrics(corpus, G, names, estimator)
+    values = {s.name: est.value(s.name, G) for s in est.specs}
+    return est.used("silent_rate", G) if "silent_rate" in values else _silent_used(corpus, G, estimator), values
 
-    from ..core.weighting import EXTREME, band_share, gradient_mass
 
-    wanted = set(METRICS if names is None else names)
-    s = corpus.silent(G)
-    values: dict[str, float | None] = {
-        "silent_rate": s.silent_rate, "all_wrong_rate": s.all_wrong_rate, "all_correct_rate": s.all_correct_rate,
-    }
-    if "extreme_share" in wanted:
-        p_hat = corpus.p_hat
-        mass = np.asarray(gradient_mass(p_hat), dtype=np.float64) * corpus.weight
-        values["extreme_share"] = band_share(p_hat, mass, EXTREME)
-    if "fidelity" in wanted:
-        values["fidelity"] = corpus.fidelity([G])[0]
-    if "never_solved_rate" in wanted:
-        values["never_solved_rate"] = corpus.mean(corpus.k == 0)
-    return s.estimator, {k: v for k, v in values.items() if k in wanted}
+def _silent_used(corpus: Corpus, G: int, estimator: str) -> str:
+    from ..core.estimates import resolve
+
+    return resolve("silent_rate", int(G), estimator, corpus.min_samples)  # type: ignore[arg-type]
 
 
 FILTER_SENSITIVE = ("silent_rate", "all_wrong_rate", "all_correct_rate")
 """Metrics a post-filter dump understates: ``check`` refuses them on such a dump."""
 
 
-def check(corpus: Corpus, G: int, thresholds: Sequence[Threshold], *, filtered: Filtered | None = None,
-          pre_filter: PreFilter | None = None, allow_filtered: bool = False) -> CheckResult:
+def check(corpus: Corpus, G: int, thresholds: Sequence[Threshold], *, estimator: str = "auto",
+          replicates: int = 0, level: float = 0.9, confidence: float | None = None,
+          G_source: str = "given", filtered: Filtered | None = None, pre_filter: PreFilter | None = None,
+          allow_filtered: bool = False) -> CheckResult:
     """Evaluate ``thresholds`` on ``corpus`` at group size ``G``.
+
+    ``replicates`` > 0 adds bootstrap intervals at ``level``; ``confidence`` (needs replicates)
+    makes each check test the one-sided bound at that confidence instead of the point.
 
     On a post-filter dump (``filtered``) a silent/all-wrong/all-correct threshold raises
     ConfigError (exit 2) unless ``allow_filtered``, or ``pre_filter`` gives the pre-filter silent
     fraction (which then replaces ``silent_rate``; all-wrong/all-correct stay refused, since
     the dropped groups' kind is unknown).
     """
+    from ..core.estimates import warnings as fit_warnings
+
     sensitive = [t.name for t in thresholds if t.name in FILTER_SENSITIVE]
     if filtered is not None and sensitive and not allow_filtered:
         if pre_filter is None:
@@ -209,19 +263,44 @@ def check(corpus: Corpus, G: int, thresholds: Sequence[Threshold], *, filtered: 
             raise ConfigError(f"the dump's groups have G = {pre_filter.G}, not {G}: the pre-filter "
                               f"silent fraction is observed at the logged G", location="G",
                               remedy=f"pass -G {pre_filter.G}")
-    estimator, values = metric_values(corpus, G, [t.name for t in thresholds])
     use_pre = pre_filter is not None and filtered is not None and not allow_filtered
-    if use_pre:
-        values["silent_rate"] = pre_filter.silent_fraction  # type: ignore[union-attr]
-        estimator = "observed pre-filter fraction (--groups-generated)"
-    checks = evaluate(values, thresholds)
-    return CheckResult(passed=all(c.passed for c in checks), G=int(G), estimator=estimator,
-                       prompts=corpus.n_prompts, checks=checks, filtered=filtered,
-                       pre_filter=pre_filter if use_pre else None)
+
+    if confidence is not None and replicates <= 0:
+        raise ValueError("--confidence needs bootstrap replicates (--bootstrap N with N > 0)")
+    order = {name: i for i, name in enumerate(METRICS)}
+    thresholds = sorted(thresholds, key=lambda t: order[t.name])
+    est = estimate_metrics(corpus, G, [t.name for t in thresholds], estimator, replicates)
+    checks = []
+    intervals: dict[str, tuple[float, float]] = {}
+    for t in thresholds:
+        v = est.value(t.name, G)
+        ci = est.interval(t.name, G, level) if replicates else None
+        if ci is not None:
+            intervals[f"{t.name} at G = {G}"] = ci
+        tested = None
+        if confidence is not None:
+            tested = est.quantile(t.name, G, confidence if t.kind == "max" else 1.0 - confidence)
+        used_est = est.used(t.name, G)
+        if use_pre and t.name == "silent_rate":  # observed, not estimated: no interval, no bound
+            v, ci, tested, used_est = pre_filter.silent_fraction, None, None, "observed pre-filter"  # type: ignore[union-attr]
+        compared = v if (confidence is None or tested is None) else tested
+        checks.append(Check(name=t.name, value=v, limit=t.limit, kind=t.kind,
+                            passed=passes(compared, t.kind, t.limit), estimator=used_est,
+                            value_ci=ci, tested=tested))
+    used = {c.estimator for c in checks}
+    warns = fit_warnings(corpus.n_prompts, int(corpus.n.max()), [G], intervals, tuple(used), level)
+    silent_est = ("observed pre-filter fraction (--groups-generated)" if use_pre
+                  else _silent_used(corpus, G, estimator))
+    return CheckResult(passed=all(c.passed for c in checks), G=int(G), estimator=silent_est,
+                       prompts=corpus.n_prompts, checks=tuple(checks), estimator_rule=estimator, level=level,
+                       replicates=int(replicates), confidence=confidence, G_source=G_source, warnings=tuple(warns),
+                       filtered=filtered, pre_filter=pre_filter if use_pre else None)
 
 
 def check_logs(loaded: LoadedCounts, G: int, thresholds: Sequence[Threshold], *, post_filter: bool = False,
-               groups_generated: int | None = None, allow_filtered: bool = False) -> CheckResult:
+               groups_generated: int | None = None, allow_filtered: bool = False, estimator: str = "auto",
+               replicates: int = 0, level: float = 0.9, confidence: float | None = None,
+               G_source: str = "given") -> CheckResult:
     """:func:`check` on loaded logs: post-filter resolution (:mod:`.filtered`), and with ``--by``
     one check per value (the pooled result passes only when every value passes too)."""
     import functools
@@ -230,17 +309,19 @@ def check_logs(loaded: LoadedCounts, G: int, thresholds: Sequence[Threshold], *,
     from .filtered import pre_filter, resolve
     from .scan import statistical_filter
 
+    opts: dict[str, Any] = {"estimator": estimator, "replicates": replicates, "level": level,
+                            "confidence": confidence, "G_source": G_source}
     filtered = resolve(loaded, post_filter, functools.partial(statistical_filter, loaded))
     pre = pre_filter(loaded, groups_generated) if groups_generated is not None and filtered else None
     result = check(corpus_of(loaded), G, thresholds, filtered=filtered, pre_filter=pre,
-                   allow_filtered=allow_filtered)
+                   allow_filtered=allow_filtered, **opts)
     if loaded.by is None:
         return result
     if pre is not None:
         raise ConfigError("--groups-generated counts the groups of the whole log, not of each --by value",
                           location="--by", remedy="drop --by, or pass --allow-filtered")
     groups = tuple(ByGroup(value, check_logs(part, G, thresholds, post_filter=post_filter,
-                                             allow_filtered=allow_filtered))
+                                             allow_filtered=allow_filtered, **opts))
                    for value, part in loaded.parts)
     return replace(result, passed=result.passed and all(g.result.passed for g in groups),
                    by=ByResult(loaded.by, groups))

@@ -1,20 +1,24 @@
 """``sigmaudit plan``: what each group size G would do on this corpus, and the smallest G meeting targets.
 
-One estimator across the whole sweep: the model-based (``bayes``) one, i.e.
-posterior expectations under the corpus's grid prior (:attr:`Corpus.prior`,
-THEORY.md "Estimating from finite logs"). It exists for every G, so the curve
-is smooth, and because each prompt's posterior does not depend on G while
-p^G + (1 − p)^G falls and E[σ](p, G) rises with G for every p, the silent rate
-is non-increasing and the fidelity non-decreasing along the sweep.
+Every column uses the estimator rule that scan, check, report and trend share
+(:mod:`sigmaudit.core.estimates`; default ``auto``: silent rates unbiased where every prompt has
+n ≥ G, else posterior expectations under the corpus prior; fidelity from the posterior), so the
+recommended G is exactly the smallest G at which ``sigmaudit check -G <that G>`` passes the same
+targets: it is searched over every whole number up to the largest swept G, not just the swept
+ones, with the very computation ``check`` runs.
 
 Per G (means over prompts):
 
-- ``silent`` = mean_i E[p^G + (1 − p)^G | n_i, k_i], split into all-wrong and all-correct;
+- ``silent`` = mean_i of the silent-chance estimate, split into all-wrong and all-correct;
 - ``fidelity`` = Σ_i E[E[σ](p, G) | n_i, k_i] / Σ_i E[sqrt(p (1 − p)) | n_i, k_i]: the mean of
   φ(p, G) weighted by each prompt's (large-G) GRPO gradient mass, under the posterior;
 - ``signal_prompts_per_batch`` = B (1 − silent): prompts of a batch of B with a non-silent group;
 - ``dapo_groups_per_kept_group`` = 1 / (1 − silent): groups DAPO draws (prompts taken at random
   from the corpus) per kept group; ``rollouts_per_signal_prompt`` = G / (1 − silent).
+
+With bootstrap replicates (:meth:`Corpus.replicates`) the silent rate and fidelity carry
+intervals, and the recommendation carries the range of G those intervals allow: from the
+smallest G whose optimistic bound meets the targets to the smallest G whose pessimistic bound does.
 
 As G → ∞ the silent rate falls to the prior's mass at p ∈ {0, 1} (``unreachable_share``): the
 posterior probability, averaged over prompts, that a prompt is never or always solved.
@@ -26,7 +30,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..fmt import pct
+import numpy as np
+from numpy.typing import NDArray
+
+from ..fmt import pct as _pct
 from ..loaders.options import Filtered
 from .by import ByGroup, ByResult
 
@@ -39,8 +46,8 @@ DEFAULT_G_GRID: tuple[int, ...] = (2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192
 """Group sizes swept when ``-G`` is not given."""
 DEFAULT_BATCH_PROMPTS = 512
 """Prompts per batch B for ``signal_prompts_per_batch``."""
-ESTIMATOR = "bayes"
-"""The sweep's estimator: posterior expectations under the corpus prior."""
+ESTIMATOR = "auto"
+"""The default estimator rule (:data:`sigmaudit.core.estimates.DEFAULT_ESTIMATOR`)."""
 FIDELITY_DEFINITION = (
     "Σ_i E[E[σ](p, G) | n_i, k_i] / Σ_i E[sqrt(p(1−p)) | n_i, k_i]: mean φ weighted by GRPO mass, "
     "posterior expectations under the corpus prior"
@@ -56,15 +63,21 @@ class SweepRow:
 
     G: int
     """Group size."""
-    silent: float
-    """Predicted corpus silent-group rate: mean over prompts of E[p^G + (1 − p)^G | n, k]."""
-    all_wrong: float
+    silent: float | None
+    """Estimated corpus silent-group rate (None where the estimator is undefined: unbiased, n < G)."""
+    all_wrong: float | None
     """All-wrong part of ``silent``."""
-    all_correct: float
+    all_correct: float | None
     """All-correct part of ``silent``."""
     fidelity: float | None
     """GRPO-mass-weighted mean fidelity φ (None when no prompt has gradient mass)."""
-    signal_prompts_per_batch: float
+    estimator: str
+    """Estimator of the silent rates at this G: unbiased, bayes or plugin."""
+    silent_ci: tuple[float, float] | None
+    """Bootstrap interval of ``silent`` (None without replicates)."""
+    fidelity_ci: tuple[float, float] | None
+    """Bootstrap interval of ``fidelity`` (None without replicates)."""
+    signal_prompts_per_batch: float | None
     """Expected prompts with a non-silent group in a batch of B prompts: B (1 − silent)."""
     rollouts_per_signal_prompt: float | None
     """Rollouts spent per prompt that has signal: G / (1 − silent); None when every group is silent."""
@@ -87,10 +100,16 @@ class Targets:
         return self.max_silent is not None or self.min_fidelity is not None
 
     def met_by(self, row: SweepRow) -> bool:
-        """Every set target holds at this row (a missing fidelity never meets a fidelity target)."""
-        if self.max_silent is not None and not row.silent <= self.max_silent:
+        """Every set target holds at this row (a missing value never meets a target)."""
+        return self.met(row.silent, row.fidelity)
+
+    def met(self, silent: float | None, fidelity: float | None) -> bool:
+        """Every set target holds for these values, by ``check``'s own rule (:func:`passes`)."""
+        from .check import passes
+
+        if self.max_silent is not None and not passes(silent, "max", self.max_silent):
             return False
-        return self.min_fidelity is None or (row.fidelity is not None and row.fidelity >= self.min_fidelity)
+        return self.min_fidelity is None or passes(fidelity, "min", self.min_fidelity)
 
     def describe(self) -> str:
         """``silent ≤ 0.3 and fidelity ≥ 0.9``."""
@@ -103,7 +122,8 @@ class Targets:
 
 
 def recommend(sweep: Sequence[SweepRow], targets: Targets) -> int | None:
-    """The smallest G of the sweep meeting every target; None when none does or no target is set."""
+    """The smallest G *of the sweep* meeting every target; None when none does or no target is set
+    (:func:`smallest_G` searches every whole number)."""
     if not targets.given:
         return None
     for row in sorted(sweep, key=lambda r: r.G):
@@ -135,7 +155,7 @@ class PlanResult:
     batch_prompts: int
     """Prompts per batch B used for ``signal_prompts_per_batch``."""
     estimator: str = ESTIMATOR
-    """Estimator of every sweep column: ``bayes`` (posterior expectations under the corpus prior)."""
+    """The estimator rule of every column (``--estimator``; each row names the one used at its G)."""
     fidelity_definition: str = FIDELITY_DEFINITION
     """How the ``fidelity`` column is computed."""
     allocation: AllocationResult | None = None
@@ -144,6 +164,15 @@ class PlanResult:
     """Set when the log is a post-filter dump (its pass rates lean toward mixed prompts)."""
     by: ByResult | None = None
     """With ``--by COLUMN``: each value's own sweep and recommendation (this one is pooled)."""
+    recommended_G_range: tuple[int | None, int | None] | None = None
+    """The G the intervals allow: (smallest G whose optimistic bound meets the targets, smallest G whose
+    pessimistic bound does; None when none up to the largest swept G does); None without replicates."""
+    level: float = 0.9
+    """Two-sided level of the intervals."""
+    replicates: int = 0
+    """Bootstrap replicates behind the intervals (0: none)."""
+    warnings: tuple[str, ...] = ()
+    """Why the figures may deserve less trust (few prompts, extrapolation past the logged samples)."""
 
     @property
     def target_failed(self) -> bool:
@@ -160,7 +189,11 @@ class PlanResult:
         return {
             "sweep": [asdict(r) for r in self.sweep],
             "recommended_G": self.recommended_G,
+            "recommended_G_range": None if self.recommended_G_range is None else list(self.recommended_G_range),
             "reason": self.reason,
+            "level": self.level,
+            "replicates": self.replicates,
+            "warnings": list(self.warnings),
             "estimator": self.estimator,
             "fidelity_definition": self.fidelity_definition,
             "targets": {"max_silent": self.targets.max_silent, "min_fidelity": self.targets.min_fidelity},
@@ -174,43 +207,121 @@ class PlanResult:
             "by": None if self.by is None else self.by.to_dict(),
         }
 
-
 def _reason(sweep: Sequence[SweepRow], targets: Targets, chosen: int | None, unreachable: float) -> str:
     if not targets.given:
         return "no target given (--max-silent, --min-fidelity), so no recommendation"
     if chosen is not None:
-        return f"the smallest G on the grid with {targets.describe()}"
+        return (f"the smallest G with {targets.describe()} (every whole G up to {max(r.G for r in sweep)} "
+                f"searched; 'sigmaudit check -G {chosen}' passes these targets, -G {chosen - 1} does not)")
     if targets.max_silent is not None and unreachable >= targets.max_silent:
         return (f"no G meets silent ≤ {targets.max_silent:g}: never- or always-solved prompts alone make up "
-                f"{pct(unreachable)} of the corpus, the silent rate's floor as G → ∞")
+                f"{_pct(unreachable)} of the corpus, the silent rate's floor as G → ∞")
     last = max(sweep, key=lambda r: r.G)
     phi = "—" if last.fidelity is None else f"{last.fidelity:.4f}"
-    return (f"no G on the grid meets {targets.describe()}; the largest, G = {last.G}, gives silent "
-            f"{last.silent:.4f} and fidelity {phi}; try larger -G values")
+    sil = "—" if last.silent is None else f"{last.silent:.4f}"
+    return (f"no G up to {last.G} meets {targets.describe()}; G = {last.G} gives silent "
+            f"{sil} and fidelity {phi}; try larger -G values")
 
 
-def sweep(corpus: Corpus, Gs: Sequence[int], batch_prompts: int = DEFAULT_BATCH_PROMPTS) -> tuple[SweepRow, ...]:
-    """One :class:`SweepRow` per G (sorted, de-duplicated), all with the model-based estimator."""
+SWEEP_QUANTITIES = ("silent_rate", "all_wrong_rate", "all_correct_rate", "fidelity")
+
+
+def sweep(corpus: Corpus, Gs: Sequence[int], batch_prompts: int = DEFAULT_BATCH_PROMPTS, *,
+          estimator: str = ESTIMATOR, replicates: int = 0, level: float = 0.9) -> tuple[SweepRow, ...]:
+    """One :class:`SweepRow` per G (sorted, de-duplicated), all by one estimator rule."""
     G_sorted = sorted({int(g) for g in Gs})
     if not G_sorted or G_sorted[0] < 1:
         raise ValueError(f"group sizes must be whole numbers >= 1, got {list(Gs)!r}")
-    fid = corpus.fidelity(G_sorted)
+    est = corpus.estimates(SWEEP_QUANTITIES, G_sorted, estimator, replicates=replicates)  # type: ignore[arg-type]
     rows = []
-    for g, phi in zip(G_sorted, fid, strict=True):
-        s = corpus.silent(g, ESTIMATOR)
-        silent = float(s.silent_rate or 0.0)
-        kept = 1.0 - silent
+    for g in G_sorted:
+        silent = est.value("silent_rate", g)
+        kept = None if silent is None else 1.0 - silent
         rows.append(SweepRow(
             G=g,
             silent=silent,
-            all_wrong=float(s.all_wrong_rate or 0.0),
-            all_correct=float(s.all_correct_rate or 0.0),
-            fidelity=phi,
-            signal_prompts_per_batch=batch_prompts * kept,
-            rollouts_per_signal_prompt=g / kept if kept > 0 else None,
-            dapo_groups_per_kept_group=1.0 / kept if kept > 0 else None,
+            all_wrong=est.value("all_wrong_rate", g),
+            all_correct=est.value("all_correct_rate", g),
+            fidelity=est.value("fidelity", g),
+            estimator=est.used("silent_rate", g),
+            silent_ci=est.interval("silent_rate", g, level) if replicates else None,
+            fidelity_ci=est.interval("fidelity", g, level) if replicates else None,
+            signal_prompts_per_batch=None if kept is None else batch_prompts * kept,
+            rollouts_per_signal_prompt=g / kept if kept else None,
+            dapo_groups_per_kept_group=1.0 / kept if kept else None,
         ))
     return tuple(rows)
+
+
+def _curves(corpus: Corpus, targets: Targets, Gs: Sequence[int], estimator: str, replicates: int,
+            qs: Sequence[float]) -> dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]]:
+    """Per targeted quantity: (point per G, replicate quantiles per G and q) on the whole numbers ``Gs``."""
+    names = [n for n, t in (("silent_rate", targets.max_silent), ("fidelity", targets.min_fidelity)) if t is not None]
+    out = {}
+    for name in names:
+        est = corpus.estimates([name], Gs, estimator, replicates=replicates)  # type: ignore[arg-type]
+        point = np.array([np.nan if (v := est.value(name, g)) is None else v for g in Gs])
+        quant = np.full((len(Gs), len(qs)), np.nan)
+        if replicates:
+            idx = [est.index(name, g) for g in Gs]
+            with np.errstate(invalid="ignore"):
+                quant = np.nanquantile(est.replicates[:, idx], qs, axis=0).T
+            quant[np.isnan(point)] = np.nan
+        out[name] = (point, quant)
+    return out
+
+
+def _first(met: NDArray[np.bool_], Gs: Sequence[int]) -> int | None:
+    idx = np.flatnonzero(met)
+    return int(Gs[int(idx[0])]) if idx.size else None
+
+
+def smallest_G(corpus: Corpus, targets: Targets, G_max: int, *, estimator: str = ESTIMATOR, replicates: int = 0,
+               level: float = 0.9) -> tuple[int | None, tuple[int | None, int | None] | None]:
+    """The smallest whole G in [1, G_max] meeting every target, with check's own values and rule
+    (:func:`sigmaudit.audits.check.estimate_metrics`, :func:`passes`), and with replicates the range
+    (optimistic, pessimistic) of such G that the ``level`` intervals allow.
+
+    Every whole G is evaluated (the ``auto`` rule's switch from unbiased to bayes at G = min n can
+    break monotonicity, so no bisection); the answer is then confirmed by evaluating G alone and
+    G − 1 alone exactly as ``check`` does.
+    """
+    from .check import estimate_metrics
+
+    if not targets.given:
+        return None, None
+    Gs = list(range(1, int(G_max) + 1))
+    lo_q, hi_q = (1.0 - level) / 2.0, (1.0 + level) / 2.0
+    curves = _curves(corpus, targets, Gs, estimator, replicates, (lo_q, hi_q))
+    n = len(Gs)
+
+    def met(which: int) -> NDArray[np.bool_]:  # 0 point, 1 optimistic, 2 pessimistic
+        ok = np.ones(n, dtype=bool)
+        for name, (point, quant) in curves.items():
+            kind, limit = ("max", targets.max_silent) if name == "silent_rate" else ("min", targets.min_fidelity)
+            if which == 0:
+                v = point
+            else:
+                optimistic_col = 0 if kind == "max" else 1
+                v = quant[:, optimistic_col if which == 1 else 1 - optimistic_col]
+            with np.errstate(invalid="ignore"):
+                ok &= (v <= limit) if kind == "max" else (v >= limit)
+        return ok
+
+    def exact(g: int) -> bool:
+        vals = estimate_metrics(corpus, g, list(curves), estimator)
+        return targets.met(vals.value("silent_rate", g) if "silent_rate" in curves else None,
+                           vals.value("fidelity", g) if "fidelity" in curves else None)
+
+    chosen = _first(met(0), Gs)
+    # confirm with check's computation (a batch and a single G can differ in the last bit)
+    while chosen is not None and not exact(chosen):
+        nxt = [g for g in Gs if g > chosen and met(0)[g - 1]]
+        chosen = nxt[0] if nxt else None
+    while chosen is not None and chosen > 1 and exact(chosen - 1):
+        chosen -= 1
+    rng = (_first(met(1), Gs), _first(met(2), Gs)) if replicates else None
+    return chosen, rng
 
 
 def plan(
@@ -222,13 +333,25 @@ def plan(
     allocation: AllocationResult | None = None,
     filtered: Filtered | None = None,
     by: ByResult | None = None,
+    estimator: str = ESTIMATOR,
+    replicates: int = 0,
+    level: float = 0.9,
 ) -> PlanResult:
-    """Sweep G over ``Gs`` (default :data:`DEFAULT_G_GRID`) and recommend the smallest G meeting ``targets``."""
+    """Sweep G over ``Gs`` (default :data:`DEFAULT_G_GRID`) and recommend the smallest whole G meeting
+    ``targets`` (searched up to the largest swept G)."""
+    from ..core.estimates import warnings as fit_warnings
+
     targets = targets or Targets()
-    rows = sweep(corpus, Gs or DEFAULT_G_GRID, batch_prompts)
+    rows = sweep(corpus, Gs or DEFAULT_G_GRID, batch_prompts, estimator=estimator, replicates=replicates, level=level)
     at0, at1 = corpus.unreachable_parts()
     u0, u1 = corpus.mean(at0), corpus.mean(at1)
-    chosen = recommend(rows, targets)
+    G_max = max(r.G for r in rows)
+    chosen, g_range = smallest_G(corpus, targets, G_max, estimator=estimator, replicates=replicates, level=level)
+    if chosen is not None and chosen not in {r.G for r in rows}:
+        rows = tuple(sorted((*rows, *sweep(corpus, [chosen], batch_prompts, estimator=estimator,
+                                           replicates=replicates, level=level)), key=lambda r: r.G))
+    warns = fit_warnings(corpus.n_prompts, int(corpus.n.max()), [r.G for r in rows], None,
+                         tuple({r.estimator for r in rows} | {"bayes"}), level)
     return PlanResult(
         sweep=rows,
         recommended_G=chosen,
@@ -242,6 +365,11 @@ def plan(
         allocation=allocation,
         filtered=filtered,
         by=by,
+        estimator=estimator,
+        recommended_G_range=g_range,
+        level=level,
+        replicates=int(replicates),
+        warnings=tuple(warns),
     )
 
 
@@ -256,6 +384,9 @@ def plan_logs(
     min_g: int = 2,
     max_g: int = 256,
     post_filter: bool = False,
+    estimator: str = ESTIMATOR,
+    replicates: int = 0,
+    level: float = 0.9,
 ) -> PlanResult:
     """:func:`plan` on loaded logs, with a per-prompt allocation when ``budget`` or ``eps`` is given
     (:func:`sigmaudit.audits.allocate.allocate`; its rows are ``result.allocation.per_prompt``),
@@ -276,7 +407,9 @@ def plan_logs(
     by = None
     if loaded.by is not None:
         by = ByResult(loaded.by, tuple(
-            ByGroup(value, plan_logs(part, Gs, batch_prompts=batch_prompts, targets=targets, post_filter=post_filter))
+            ByGroup(value, plan_logs(part, Gs, batch_prompts=batch_prompts, targets=targets, post_filter=post_filter,
+                                     estimator=estimator, replicates=replicates, level=level))
             for value, part in loaded.parts))
     return plan(corpus, Gs, batch_prompts=batch_prompts, targets=targets, allocation=alloc,
-                filtered=resolve(loaded, post_filter, functools.partial(statistical_filter, loaded)), by=by)
+                filtered=resolve(loaded, post_filter, functools.partial(statistical_filter, loaded)), by=by,
+                estimator=estimator, replicates=replicates, level=level)

@@ -55,7 +55,7 @@ class ReportData:
     scan: ScanReport
     """The audit (``sigmaudit scan``) at ``g_main`` and ``eps``."""
     plan: PlanResult
-    """The G sweep (``sigmaudit plan``; model-based estimator) and its recommendation."""
+    """The G sweep (``sigmaudit plan``; the shared estimator rule) and its recommendation."""
     trend: TrendResult | None
     """Silent groups per training step (``sigmaudit trend``, bayes); None when the logs have no steps."""
     g_main: int
@@ -136,6 +136,7 @@ def build_report(
     eps: float = 0.05,
     targets: Targets | None = None,
     title: str | None = None,
+    estimator: str = "auto",
 ) -> ReportData:
     """Audit, plan and (with steps) trend one set of loaded logs.
 
@@ -155,6 +156,8 @@ def build_report(
         ``--max-silent`` / ``--min-fidelity`` for the plan's recommendation.
     title
         Report title; default names the first file.
+    estimator
+        The estimator rule shared by the scan, the plan and the trend (:mod:`sigmaudit.core.estimates`).
     """
     from ..errors import SchemaError
     from . import corpus_of
@@ -164,13 +167,13 @@ def build_report(
     from .trend import trend as run_trend
 
     targets = targets or Targets()
-    scan = audit(loaded, G=tuple(G) if G else DEFAULT_G, g_main=g_main, eps=eps)
-    plan = run_plan(corpus_of(loaded), tuple(G) if G else DEFAULT_G_GRID, targets=targets)
+    scan = audit(loaded, G=tuple(G) if G else DEFAULT_G, g_main=g_main, eps=eps, estimator=estimator)
+    plan = run_plan(corpus_of(loaded), tuple(G) if G else DEFAULT_G_GRID, targets=targets, estimator=estimator)
     trend = None
     bt = None
     if loaded.has_steps and loaded.per_group is not None and loaded.per_group.height:
         try:
-            trend = run_trend(loaded.per_group, estimator="bayes")
+            trend = run_trend(loaded.per_group, estimator=estimator)
         except SchemaError:  # a step column whose values are all missing: no trend, the rest stands
             trend = None
         from .backtest import backtest

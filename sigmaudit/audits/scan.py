@@ -63,11 +63,15 @@ class PassRate:
     median: float
     """Median of p̂ over prompts."""
     never_solved: float
-    """Share of prompts with k = 0 (p̂ = 0)."""
+    """Share of prompts with k = 0 *in the log* (p̂ = 0; from few samples this overstates p = 0)."""
     always_solved: float
-    """Share of prompts with k = n (p̂ = 1)."""
+    """Share of prompts with k = n *in the log* (p̂ = 1)."""
     histogram: tuple[int, ...]
     """Prompt counts in 10 bins of p̂: bin i holds i/10 <= p̂ < (i+1)/10, the last bin also p̂ = 1."""
+    never_solved_posterior: float | None = None
+    """Posterior share of prompts with p = 0 under the corpus prior (None with ``--estimator plugin``)."""
+    always_solved_posterior: float | None = None
+    """Posterior share of prompts with p = 1 under the corpus prior (None with ``--estimator plugin``)."""
 
 
 @dataclass(frozen=True)
@@ -137,9 +141,12 @@ class Wasted:
     rollouts: int
     """Rollouts logged (with a reward)."""
     effective_rollouts: float
-    """rollouts × (1 − silent_rollout_share): the part of that budget that would carry a learning signal."""
+    """Logged rollouts outside silent groups: rollouts × (1 − the logged silent-rollout share) when the
+    log's groups are known at G, else rollouts × (1 − silent_rollout_share)."""
     effective_rollouts_per_group: float
     """G × (1 − silent_rollout_share): signal-carrying rollouts per group of G."""
+    effective_from: str = "estimate"
+    """What ``effective_rollouts`` used: ``log`` (the logged silent groups) or the estimator's name."""
 
 
 @dataclass(frozen=True)
@@ -156,10 +163,14 @@ class MassBands:
 
 @dataclass(frozen=True)
 class MassShare:
-    """Where GRPO and Dr. GRPO spend their gradient over the corpus (per-prompt mass at p = p̂)."""
+    """Where GRPO and Dr. GRPO spend their gradient over the corpus: per-prompt mass as a posterior
+    expectation under the corpus prior (``basis`` = ``posterior``; small-sample-proof: p̂ = k/n
+    cannot fall inside (0, 0.1) with fewer than 10 samples), or at p = p̂ with ``--estimator plugin``."""
 
     G: int
     """Group size of the finite-G figures (``--g-main``)."""
+    basis: str
+    """``posterior`` (bands of p under each prompt's posterior) or ``p_hat`` (bands of p̂ = k/n, plug-in)."""
     grpo: MassBands
     """GRPO, large G: mass ∝ sqrt(p̂ (1 − p̂))."""
     drgrpo: MassBands
@@ -286,7 +297,7 @@ def _estimator_description(rows: tuple[SilentRow, ...]) -> str:
 # --------------------------------------------------------------------------- sections
 
 
-def _corpus_figures(corpus: Corpus) -> tuple[SamplesPerPrompt, PassRate]:
+def _corpus_figures(corpus: Corpus, estimator: str = "auto") -> tuple[SamplesPerPrompt, PassRate]:
     from ..core.weighting import bin_index
 
     w = corpus.weight
@@ -304,16 +315,26 @@ def _corpus_figures(corpus: Corpus) -> tuple[SamplesPerPrompt, PassRate]:
         never_solved=float(w[corpus.k == 0].sum() / n_total),
         always_solved=float(w[corpus.k == corpus.n].sum() / n_total),
         histogram=tuple(int(round(c)) for c in hist),
+        never_solved_posterior=None if estimator == "plugin" else
+        float(corpus.mixture[corpus.prior.grid == 0.0].sum() / n_total),
+        always_solved_posterior=None if estimator == "plugin" else
+        float(corpus.mixture[corpus.prior.grid == 1.0].sum() / n_total),
     )
     return spp, rate
 
 
-def silent_row(corpus: Corpus, G: int) -> SilentRow:
-    """Every estimate of the corpus silent rate at one G."""
+def silent_row(corpus: Corpus, G: int, estimator: str = "auto") -> SilentRow:
+    """Every estimate of the corpus silent rate at one G; ``estimate`` by the shared rule
+    (:func:`sigmaudit.core.estimates.resolve`)."""
+    from ..core.estimates import resolve
+
     plug = corpus.silent(G, "plugin")
     unb = corpus.silent(G, "unbiased")
     bay = corpus.silent(G, "bayes")
-    est = unb if unb.silent_rate is not None else bay
+    used = resolve("silent_rate", int(G), estimator, corpus.min_samples)  # type: ignore[arg-type]
+    est = {"plugin": plug, "unbiased": unb, "bayes": bay}[used]
+    if est.silent_rate is None:  # unbiased asked for where some prompt has n < G: undefined
+        est = bay
     return SilentRow(
         G=int(G),
         plugin=float(plug.silent_rate),  # type: ignore[arg-type]
@@ -374,8 +395,11 @@ def _filtered_warning(obs: ObservedSilent | None) -> str | None:
     return None
 
 
-def _wasted(corpus: Corpus, row: SilentRow, rollouts: int) -> Wasted:
+def _wasted(corpus: Corpus, row: SilentRow, rollouts: int, observed: ObservedSilent | None = None) -> Wasted:
+    """Silent shares estimated at G; the effective rollouts of the *logged* budget use the logged
+    silent-rollout share when the log's groups are known at this G (not an estimate of it)."""
     share = row.estimate
+    logged_share = share if observed is None else observed.rollout_share
     return Wasted(
         G=row.G,
         estimator=row.estimator,
@@ -383,7 +407,8 @@ def _wasted(corpus: Corpus, row: SilentRow, rollouts: int) -> Wasted:
         all_wrong_share=row.estimate_all_wrong,
         all_correct_share=row.estimate_all_correct,
         rollouts=rollouts,
-        effective_rollouts=rollouts * (1.0 - share),
+        effective_rollouts=rollouts * (1.0 - logged_share),
+        effective_from="log" if observed is not None else row.estimator,
         effective_rollouts_per_group=row.G * (1.0 - share),
     )
 
@@ -398,17 +423,22 @@ def _bands(p: NDArray[np.float64], mass: NDArray[np.float64]) -> MassBands:
     )
 
 
-def _mass_share(corpus: Corpus, G: int) -> MassShare:
+def _mass_share(corpus: Corpus, G: int, estimator: str = "auto") -> MassShare:
+    """Mass shares by band: per prompt, the posterior expectation of mass × 1{p in band} (all prompts
+    together: the corpus's posterior mixture over the grid), or mass at p̂ with ``plugin``."""
     from ..core.weighting import gradient_mass
 
-    p, w = corpus.p_hat, corpus.weight
+    if estimator == "plugin":
+        p, w = corpus.p_hat, corpus.weight
+    else:
+        p, w = corpus.prior.grid, corpus.mixture
 
     def bands(rule: str, g: int | None) -> MassBands:
         mass = np.asarray(gradient_mass(p, rule, g), dtype=np.float64)  # type: ignore[arg-type]
         return _bands(p, mass * w)
 
-    return MassShare(G=G, grpo=bands("grpo", None), drgrpo=bands("drgrpo", None),
-                     grpo_finite=bands("grpo", G), drgrpo_finite=bands("drgrpo", G))
+    return MassShare(G=G, basis="p_hat" if estimator == "plugin" else "posterior", grpo=bands("grpo", None),
+                     drgrpo=bands("drgrpo", None), grpo_finite=bands("grpo", G), drgrpo_finite=bands("drgrpo", G))
 
 
 def _group_size(corpus: Corpus, G: int, eps: float) -> GroupSize:
@@ -465,6 +495,7 @@ def audit(
     g_main: int | None = None,
     eps: float = 0.05,
     post_filter: bool = False,
+    estimator: str = "auto",
 ) -> ScanReport:
     """Audit per-prompt (and per-group) counts: the figures of ``sigmaudit scan``.
 
@@ -482,6 +513,10 @@ def audit(
     post_filter
         The user says the log was written after zero-variance filtering (``filtered`` source
         ``flag`` unless the dump itself says so).
+    estimator
+        The estimator rule shared with plan and check (:mod:`sigmaudit.core.estimates`): the
+        ``estimate`` column, and whether mass shares and never/always solved come from the
+        posterior (auto, bayes, unbiased) or from p̂ = k/n (plugin).
     """
     from . import corpus_of
 
@@ -491,12 +526,12 @@ def audit(
     per_group = loaded.per_group
     g_main = main_group_size(loaded) if g_main is None else int(g_main)
 
-    spp, rate = _corpus_figures(corpus)
-    rows = tuple(silent_row(corpus, g) for g in sizes)
+    spp, rate = _corpus_figures(corpus, estimator)
+    rows = tuple(silent_row(corpus, g, estimator) for g in sizes)
     by_G = {r.G: r for r in rows}
     observed = _observed(loaded, corpus, by_G)
     warning = _filtered_warning(observed)
-    main_row = by_G.get(g_main) or silent_row(corpus, g_main)
+    main_row = by_G.get(g_main) or silent_row(corpus, g_main, estimator)
     rollouts = int(corpus.n @ corpus.weight)
 
     steps = None
@@ -527,13 +562,13 @@ def audit(
         silent=rows,
         observed_silent=observed,
         filtered_warning=warning,
-        wasted=_wasted(corpus, main_row, rollouts),
-        mass_share=_mass_share(corpus, g_main),
+        wasted=_wasted(corpus, main_row, rollouts, observed if observed is not None and observed.G == g_main else None),
+        mass_share=_mass_share(corpus, g_main, estimator),
         group_size=_group_size(corpus, g_main, eps),
         notes=tuple(notes),
         filtered=filtered,
         by=None if loaded.by is None else ByResult(loaded.by, tuple(
-            ByGroup(value, audit(part, G, g_main, eps, post_filter)) for value, part in loaded.parts)),
+            ByGroup(value, audit(part, G, g_main, eps, post_filter, estimator)) for value, part in loaded.parts)),
     )
 
 

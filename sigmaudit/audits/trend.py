@@ -169,15 +169,20 @@ def trend(
     *,
     G: Sequence[int] = (),
     every: int = 1,
-    estimator: Estimator = "bayes",
+    estimator: str = "auto",
 ) -> TrendResult:
     """Per-step silent groups of a log reduced to groups (columns ``step``, ``n``, ``k``).
+
+    ``estimator`` follows the rule shared with scan, plan and check
+    (:func:`sigmaudit.core.estimates.resolve`): ``auto`` forecasts each -G unbiasedly when every
+    group has n ≥ G, else by ``bayes``. The forecast at each group's own logged size uses ``bayes``
+    under ``auto``: the unbiased estimate there is the observed silent indicator itself.
 
     Raises SchemaError when no group has a step value (remedy: ``--step-col``)
     and ValueError for bad ``G``, ``every`` or ``estimator``.
     """
-    if estimator not in ESTIMATORS:
-        raise ValueError(f"estimator must be one of {', '.join(ESTIMATORS)}, got {estimator!r}")
+    if estimator not in (*ESTIMATORS, "auto"):
+        raise ValueError(f"estimator must be one of auto, {', '.join(ESTIMATORS)}, got {estimator!r}")
     if int(every) != every or every < 1:
         raise ValueError(f"every must be a whole number >= 1, got {every!r}")
     Gs = tuple(dict.fromkeys(int(g) for g in G))
@@ -203,7 +208,10 @@ def trend(
     pairs = cells.group_by(["n", "k"]).agg(pl.col("count").sum()).sort(["n", "k"])
     n_u, k_u, w_u = (pairs[c].to_numpy() for c in ("n", "k", "count"))
     prior = None
-    if estimator == "bayes":  # the logged groups as the corpus's units
+    own: Estimator = "bayes" if estimator == "auto" else estimator  # type: ignore[assignment]
+    at: dict[int, Estimator] = {g: own if estimator != "auto" else ("unbiased" if int(n_u.min()) >= g else "bayes")
+                                for g in Gs}
+    if "bayes" in (own, *at.values()):  # the logged groups as the corpus's units
         from ..core.corpus import Corpus
 
         prior = Corpus.from_pairs(n_u, k_u, w_u).prior
@@ -223,10 +231,10 @@ def trend(
     pass_rate = mean(p_hat)
     obs_aw = mean((k_u == 0).astype(np.float64))
     obs_ac = mean((k_u == n_u).astype(np.float64))
-    f_ac, f_aw = (mean(x) for x in _pair_estimates(n_u, k_u, None, estimator, prior))
+    f_ac, f_aw = (mean(x) for x in _pair_estimates(n_u, k_u, None, own, prior))
     at_G = {}
     for g in Gs:
-        ac, aw = _pair_estimates(n_u, k_u, g, estimator, prior)
+        ac, aw = _pair_estimates(n_u, k_u, g, at[g], prior)
         at_G[g] = mean(ac + aw)
 
     rows = tuple(
@@ -246,7 +254,7 @@ def trend(
         for b in range(nb)
     )
     sizes = tuple(int(s) for s in np.unique(n_u))
-    return _with_ahead(TrendResult(rows, sizes[0] if len(sizes) == 1 else None, sizes, int(every), estimator, Gs,
+    return _with_ahead(TrendResult(rows, sizes[0] if len(sizes) == 1 else None, sizes, int(every), estimator, Gs,  # type: ignore[arg-type]
                                    dropped), df, first)
 
 

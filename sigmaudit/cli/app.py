@@ -6,6 +6,7 @@ on stderr and exit code 2 here, at the edge; nothing else prints tracebacks.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
@@ -77,6 +78,32 @@ def _as_flags(exc: SigmauditError) -> str:
     return flagged.one_line()
 
 
+def _humanize(message: str) -> str:
+    """Typer/pydantic validation text rewritten for a person, naming the flag first:
+    ``Invalid value for '-G' / '--group-size': Input should be greater than or equal to 1`` becomes
+    ``-G/--group-size: must be at least 1``."""
+    import re
+
+    m = re.match(r"Invalid value for (.+?): (.*)$", message, flags=re.S)
+    if not m:
+        return message
+    flags = "/".join(re.findall(r"'([^']+)'", m.group(1))) or m.group(1)
+    text = m.group(2).strip()
+    text = re.sub(r"^Value error, ", "", text)
+    bound = re.match(r"Input should be (greater|less) than( or equal to)? (\S+)$", text)
+    if bound:
+        word = {("greater", True): "at least", ("greater", False): "more than",
+                ("less", True): "at most", ("less", False): "less than"}[(bound.group(1), bool(bound.group(2)))]
+        text = f"must be {word} {bound.group(3)}"
+    choice = re.match(r"'(.*)' is not one of (.*?)\.?$", text)
+    if choice:
+        options = ", ".join(re.findall(r"'([^']+)'", choice.group(2)))
+        text = f"{choice.group(1)!r} is not a choice here; choose one of {options}"
+    text = re.sub(r"^Input should be a valid integer.*", "must be a whole number", text)
+    text = re.sub(r"^Input should be a valid number.*", "must be a number", text)
+    return f"{flags}: {text}"
+
+
 MAX_MESSAGE = 400
 """An error line longer than this is cut (a hostile value must not flood the terminal)."""
 
@@ -88,6 +115,9 @@ def _fail(message: str) -> int:
     if len(text) > MAX_MESSAGE:
         text = text[: MAX_MESSAGE - 1] + "…"
     sys.stderr.write(f"sigmaudit: error: {text}\n")
+    if os.environ.get("GITHUB_ACTIONS"):  # exit 2 is a CI failure too: annotate it like a failed gate
+        escaped = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        sys.stderr.write(f"::error title=sigmaudit could not run::{escaped}\n")
     return int(ExitCode.ERROR)
 
 
@@ -102,6 +132,38 @@ def _on_sigterm(signum: int, frame: object) -> None:
 def _os_error(exc: OSError) -> str:
     where = f"{exc.filename}: " if exc.filename else ""
     return f"{where}{exc.strerror or type(exc).__name__}"
+
+
+def _kind(param: object) -> str | None:
+    """PATH, INT, FLOAT or TEXT for a Typer parameter's type (None: a choice or a flag, left as Typer shows it)."""
+    desc = getattr(param, "type_descriptor", None)
+    if desc is None or getattr(desc, "is_choice", False) or getattr(param, "is_flag", False):
+        return None
+    if getattr(desc, "is_path", False):
+        return "PATH"
+    bare = getattr(param, "bare_type", None)
+    name = (desc.ranged_type_name if getattr(desc, "is_ranged", False) else bare() if bare else "").lower()
+    for key, kind in (("path", "PATH"), ("int", "INT"), ("float", "FLOAT"), ("str", "TEXT")):
+        if key in name:
+            return kind
+    return None
+
+
+def _tidy_metavars(command: object) -> None:
+    """Plain metavars in --help (``PATH…``, ``INT``, ``FLOAT``) instead of Typer's ``<list[Path]>``,
+    ``<int range>`` and ``{paths}...``: set on every parameter that does not name its own."""
+    import click
+
+    for sub in (getattr(command, "commands", {}) or {}).values():
+        for param in sub.params:
+            if param.metavar is not None:
+                continue
+            kind = _kind(param)
+            if kind is None:
+                continue
+            many = param.nargs == -1 or getattr(param, "multiple", False)
+            # (Typer 0.29 still draws an argument's usage as "{PATH}..." with its own type label)
+            param.metavar = f"{kind}…" if isinstance(param, click.Argument) and many else kind
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -135,6 +197,7 @@ def _main(argv: list[str] | None) -> int:
 
     try:
         command = typer.main.get_command(app)
+        _tidy_metavars(command)
         rv = command.main(args=argv, prog_name="sigmaudit", standalone_mode=False)
     except typer.Exit as exc:
         code = int(exc.exit_code)
@@ -148,7 +211,7 @@ def _main(argv: list[str] | None) -> int:
             sys.stderr.write(exc.format_message().rstrip() + "\n")
             return int(ExitCode.ERROR)
         code = getattr(exc, "exit_code", 2)
-        msg = exc.format_message()
+        msg = _humanize(exc.format_message())
         ctx = getattr(exc, "ctx", None)
         if ctx is not None:
             msg = f"{msg} (see '{ctx.command_path} --help')"

@@ -69,11 +69,50 @@ def emit_result(result: object, fmt: Format | None, output: Path | None, *, defa
     from .output import emit, is_stdout, resolve_format, stdout_is_terminal
 
     chosen = resolve_format(fmt, output, default, offered)
-    color = chosen is Format.table and is_stdout(output) and stdout_is_terminal()
-    width = None
-    if color:
+    terminal = chosen is Format.table and is_stdout(output) and stdout_is_terminal()
+    import os
+
+    color = terminal and not os.environ.get("NO_COLOR")
+    width = None  # not a terminal: COLUMNS when set, else as wide as the tables need (the renderer decides)
+    if terminal:
         import shutil
 
         width = shutil.get_terminal_size((100, 24)).columns
     emit(render(build_view(result), chosen, color=color, width=width), output)
     return chosen
+
+
+def check_estimator(value: str) -> str:
+    """Typer callback: one of the estimator rules, named in a person's words when it is not."""
+    from ..core.estimates import ESTIMATOR_CHOICES
+
+    if value not in ESTIMATOR_CHOICES:
+        raise typer.BadParameter(f"{value!r} is not an estimator; choose one of {', '.join(ESTIMATOR_CHOICES)}")
+    return value
+
+
+def check_level(value: float | None) -> float | None:
+    """Typer callback: an interval level or confidence in (0, 1) (None passes)."""
+    if value is not None and not 0.0 < value < 1.0:
+        raise typer.BadParameter(f"must lie strictly between 0 and 1 (e.g. 0.9), got {value:g}")
+    return value
+
+
+EstimatorOpt = Annotated[
+    str,
+    typer.Option(
+        "--estimator", callback=check_estimator, metavar="NAME",
+        help="auto (default: silent rates unbiased where every prompt has n ≥ G, else bayes; everything else "
+             "bayes), bayes (posterior under the corpus prior), unbiased, or plugin (p̂ = k/n). The same "
+             "rule in scan, plan, check, report and trend.",
+    ),
+]
+BootstrapOpt = Annotated[
+    int,
+    typer.Option("--bootstrap", min=0, metavar="INT",
+                 help="Bootstrap replicates over prompts behind the intervals (each refits the prior); 0: none."),
+]
+LevelOpt = Annotated[
+    float,
+    typer.Option("--level", callback=check_level, metavar="FLOAT", help="Two-sided level of the intervals."),
+]

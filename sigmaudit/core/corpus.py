@@ -23,6 +23,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .estimates import DEFAULT_ESTIMATOR, SEED, EstimatorChoice, Replicates, Spec
 from .estimators import Estimator, silent_bayes, silent_estimate
 from .posterior import sigma_on_grid, weighted_quantile
 from .prior import GridPrior, distinct_pairs, fit_corpus_prior
@@ -178,3 +179,85 @@ class Corpus:
             mask = np.asarray(where, dtype=bool)
             v, w = v[mask], w[mask]
         return weighted_quantile(v, w, q)
+    # ------------------------------------------------------------ every gate-able quantity, one rule
+
+    @cached_property
+    def mixture(self) -> NDArray[np.float64]:
+        """Σ over prompts of each prompt's posterior over ``prior.grid`` (every posterior mean over
+        prompts is ``mixture @ f(grid) / n_prompts``)."""
+        return self.weight @ self.posterior
+
+    def replicates(self, count: int, seed: int = SEED) -> Replicates:
+        """Bootstrap-over-prompts replicates (each refits the prior), cached per (count, seed)."""
+        from .estimates import draw_replicates
+
+        key = (int(count), int(seed))
+        cache = self.__dict__.setdefault("_replicates", {})
+        if key not in cache:
+            cache[key] = draw_replicates(self.n, self.k, self.weight, self.prior, count, seed)
+        return cache[key]
+
+    def estimates(self, names: Sequence[str], Gs: Sequence[int], estimator: EstimatorChoice = DEFAULT_ESTIMATOR,
+                  replicates: int = 0, seed: int = SEED) -> CorpusEstimates:
+        """Each quantity of ``names`` (keys of :data:`sigmaudit.core.estimates.QUANTITIES`) at each G,
+        by the one estimator rule (:func:`sigmaudit.core.estimates.resolve`), with bootstrap replicates
+        for intervals when ``replicates`` > 0 (:meth:`replicates`)."""
+        from .estimates import G_FREE, Evaluator, Spec, resolve
+
+        specs = [Spec(name, int(g), resolve(name, int(g), estimator, self.min_samples))
+                 for name in names for g in ([min(Gs)] if name in G_FREE else Gs)]
+        any_bayes = any(s.estimator == "bayes" for s in specs)
+        ev = Evaluator(self.n, self.k, self.prior.grid if any_bayes else np.zeros(0), specs)
+        point = ev.values(self.weight[None, :], self.mixture[None, :] if any_bayes else None)[0]
+        reps = np.zeros((0, len(specs)))
+        if replicates > 0:
+            r = self.replicates(replicates, seed)
+            reps = ev.values(r.draws, r.mixtures)
+        return CorpusEstimates(estimator, tuple(specs), point, reps)
+
+
+@dataclass(frozen=True)
+class CorpusEstimates:
+    """Corpus quantities at some G with one estimator rule, and optionally bootstrap replicates."""
+
+    estimator: str
+    """The rule asked for: auto, bayes, unbiased or plugin."""
+    specs: tuple[Spec, ...]
+    """Quantity, G and the estimator used, per column (G-free quantities appear once)."""
+    point: NDArray[np.float64]
+    """The estimate per spec (NaN where undefined)."""
+    replicates: NDArray[np.float64]
+    """Bootstrap replicates (rows) per spec; no rows when no interval was asked for."""
+
+    def index(self, name: str, G: int) -> int:
+        """Column of ``name`` at ``G`` in ``point`` and ``replicates``."""
+        from .estimates import G_FREE
+
+        for i, s in enumerate(self.specs):
+            if s.name == name and (name in G_FREE or s.G == G):
+                return i
+        raise KeyError(f"{name} at G = {G} was not estimated")
+
+    def value(self, name: str, G: int) -> float | None:
+        """The estimate (None where undefined)."""
+        v = float(self.point[self.index(name, G)])
+        return None if np.isnan(v) else v
+
+    def used(self, name: str, G: int) -> str:
+        """Estimator behind ``value(name, G)``."""
+        return self.specs[self.index(name, G)].estimator
+
+    def quantile(self, name: str, G: int, q: float) -> float | None:
+        """The q-quantile of the bootstrap replicates (None without replicates or where undefined)."""
+        i = self.index(name, G)
+        col = self.replicates[:, i]
+        col = col[np.isfinite(col)]
+        if col.size == 0 or np.isnan(self.point[i]):
+            return None
+        return float(np.quantile(col, q))
+
+    def interval(self, name: str, G: int, level: float) -> tuple[float, float] | None:
+        """Two-sided percentile interval at ``level`` (None without replicates or where undefined)."""
+        lo = self.quantile(name, G, (1.0 - level) / 2.0)
+        hi = self.quantile(name, G, (1.0 + level) / 2.0)
+        return None if lo is None or hi is None else (lo, hi)

@@ -16,6 +16,7 @@ cost does not grow with the number of prompts.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,6 +83,9 @@ class GridPrior:
     kind: str = "grid-em"
     """How it was fitted: ``grid-em`` (nonparametric EM on the grid) or ``beta+atoms``
     (point masses at 0 and 1 plus a Beta, discretised on the grid)."""
+    theta: tuple[float, ...] = ()
+    """A ``beta+atoms`` prior's fitted parameters on the optimiser's scale (log-odds weights, log
+    shapes): the start of a refit to resampled counts (:func:`refit_prior`); empty for ``grid-em``."""
 
     def posterior(self, n: ArrayLike, k: ArrayLike) -> NDArray[np.float64]:
         """Posterior masses over ``grid`` for each (n, k): shape (len(n), len(grid))."""
@@ -103,6 +107,7 @@ def fit_grid_prior(
     grid: ArrayLike | None = None,
     max_iter: int = 3000,
     tol: float = 1e-10,
+    start: ArrayLike | None = None,
 ) -> GridPrior:
     """Fit a :class:`GridPrior` by EM (nonparametric maximum likelihood on a grid).
 
@@ -110,7 +115,8 @@ def fit_grid_prior(
     ``weights``). Each EM step sets the prior to the average posterior
     (accelerated by SQUAREM, never lowering the likelihood); the loop stops
     when the mean log-likelihood per prompt gains less than ``tol`` over one
-    accelerated cycle, or after ``max_iter`` EM steps.
+    accelerated cycle, or after ``max_iter`` EM steps. ``start`` gives the first prior
+    weights (default uniform; a refit starts from the fitted prior).
     """
     n_u, k_u, c_u = _pairs(n, k, weights)
     g = default_grid() if grid is None else np.asarray(grid, dtype=np.float64)
@@ -130,7 +136,11 @@ def fit_grid_prior(
     # EM accelerated by SQUAREM (Varadhan & Roland 2008), with a monotone safeguard:
     # an extrapolated step is kept only when it does not lower the likelihood.
     # Each weight vector's marginal (lik @ w) is computed once and reused.
-    w = np.full(g.size, 1.0 / g.size)
+    if start is None:
+        w = np.full(g.size, 1.0 / g.size)
+    else:  # keep every point in the support: EM cannot revive a weight that is exactly 0
+        w = np.asarray(start, dtype=np.float64) + 1e-12
+        w = w / w.sum()
     m = marginal(w)
     ll = mean_ll(m)
     it = 0
@@ -257,9 +267,14 @@ def _fit_atoms_beta(
     g: NDArray[np.float64],
     components: int,
     scaled: tuple[NDArray[np.float64], NDArray[np.float64]] | None,
+    x0: ArrayLike | None = None,
+    log_likelihood: bool = True,
+    metric: NDArray[np.float64] | None = None,
 ) -> tuple[GridPrior, dict[str, float]]:
     """:func:`fit_atoms_beta_prior` on distinct pairs; ``scaled`` is ``_scaled_lik(n_u, k_u, g)``
-    when the caller already has it (it costs as much as the optimisation on many pairs)."""
+    when the caller already has it (it costs as much as the optimisation on many pairs).
+    ``x0`` starts the optimiser (a refit); ``log_likelihood=False`` skips the grid likelihood
+    (NaN in the result), which a bootstrap replicate does not need."""
     from scipy.optimize import minimize
     from scipy.special import betaln
 
@@ -283,15 +298,51 @@ def _fit_atoms_beta(
             mix = np.logaddexp(mix, lw[2 + j] + betaln(a + kf, b + nf - kf) - betaln(a, b))
         return -float(c_u @ mix)
 
+    def nll_grad(theta: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+        """``nll`` and its exact gradient (responsibilities; digamma for the Beta shapes)."""
+        from scipy.special import digamma
+
+        lw = log_weights(theta)
+        terms = [lw[0] + log_zero, lw[1] + log_one]
+        d_shape = []
+        for j, (a, b) in enumerate(shapes(theta)):
+            terms.append(lw[2 + j] + betaln(a + kf, b + nf - kf) - betaln(a, b))
+            common = digamma(a + b) - digamma(a + b + nf)
+            d_shape.append((a * (digamma(a + kf) - digamma(a) + common),
+                            b * (digamma(b + nf - kf) - digamma(b) + common)))
+        T = np.stack(terms, axis=1)
+        mix = np.logaddexp.reduce(T, axis=1)
+        with np.errstate(invalid="ignore"):
+            r = np.where(np.isfinite(T), np.exp(T - mix[:, None]), 0.0)  # responsibilities
+        cr = c_u @ r
+        grad = np.empty(theta.size)
+        grad[: n_w - 1] = -(cr[: n_w - 1] - c_u.sum() * np.exp(lw[: n_w - 1]))
+        for j, (da, db) in enumerate(d_shape):
+            grad[n_w - 1 + 2 * j] = -float(c_u @ (r[:, 2 + j] * da))
+            grad[n_w + 2 * j] = -float(c_u @ (r[:, 2 + j] * db))
+        return -float(c_u @ mix), grad
+
     # Start from the observed never/always-solved shares and flat (or low/high) Betas.
+    start: list[float] | NDArray[np.float64]
     share0 = float(c_u[k_u == 0].sum() / c_u.sum())
     share1 = float(c_u[k_u == n_u].sum() / c_u.sum())
     rest = max(1.0 - share0 - share1, 0.05) / components
-    x0 = [np.log(max(share0, 1e-3) / rest), np.log(max(share1, 1e-3) / rest)]
-    x0 += [0.0] * (components - 1)
-    x0 += [0.0, 0.0] if components == 1 else [0.0, np.log(4.0), np.log(4.0), 0.0]
+    start = [np.log(max(share0, 1e-3) / rest), np.log(max(share1, 1e-3) / rest)]
+    start += [0.0] * (components - 1)
+    start += [0.0, 0.0] if components == 1 else [0.0, np.log(4.0), np.log(4.0), 0.0]
+    if x0 is not None:
+        start = np.asarray(x0, dtype=np.float64)
     bounds = [(-30.0, 30.0)] * (n_w - 1) + [(-7.0, 7.0)] * (2 * components)
-    best = minimize(nll, np.array(x0), method="L-BFGS-B", bounds=bounds)
+    lo_b, hi_b = np.array(bounds).T
+    if x0 is not None:
+        # a refit starts at the optimum of similar data: a few Newton steps on the exact gradient
+        # (L-BFGS-B from there took ~10x longer on a loaded machine: OpenBLAS threads per call)
+        if metric is not None and metric.size == 0:  # asked for the curvature at x0, not a fit
+            return GridPrior(grid=g, weights=np.zeros(0), iterations=0, log_likelihood=float("nan")), {
+                "hessian": fd_hessian(nll_grad, np.clip(start, lo_b, hi_b))}  # type: ignore[dict-item]
+        best = _newton(nll_grad, start, lo_b, hi_b, metric=metric)
+    else:
+        best = minimize(nll, np.array(start), method="L-BFGS-B", bounds=bounds)
     wts = np.exp(log_weights(best.x))
     w = np.zeros(g.size)
     params = {"w0": float(wts[0]), "w1": float(wts[1])}
@@ -300,9 +351,12 @@ def _fit_atoms_beta(
         params |= {f"v{j + 1}": float(wts[2 + j]), f"a{j + 1}": float(a), f"b{j + 1}": float(b)}
     w[0] += wts[0]
     w[-1] += wts[1]
-    lik, shift = _scaled_lik(n_u, k_u, g) if scaled is None else scaled
+    ll = float("nan")
+    if log_likelihood:
+        lik, shift = _scaled_lik(n_u, k_u, g) if scaled is None else scaled
+        ll = _grid_log_likelihood(lik, shift, c_u, w)
     prior = GridPrior(grid=g, weights=w, iterations=int(best.nit), kind=f"beta+atoms/{components}",
-                      log_likelihood=_grid_log_likelihood(lik, shift, c_u, w))
+                      log_likelihood=ll, theta=tuple(float(x) for x in best.x))
     return prior, params
 
 
@@ -380,6 +434,125 @@ def fit_corpus_prior(n: ArrayLike, k: ArrayLike, weights: ArrayLike | None = Non
         if 2.0 * (grid_prior.log_likelihood - candidate.log_likelihood) <= LR_THRESHOLD:
             return candidate
     return grid_prior
+
+
+def fd_hessian(
+    fun_grad: Callable[[NDArray[np.float64]], tuple[float, NDArray[np.float64]]],
+    x: NDArray[np.float64],
+    g: NDArray[np.float64] | None = None,
+) -> NDArray[np.float64]:
+    """Symmetrised forward-difference Hessian of an exact gradient at x."""
+    dim = x.size
+    g = fun_grad(x)[1] if g is None else g
+    h = 1e-5 * np.maximum(1.0, np.abs(x))
+    H = np.empty((dim, dim))
+    for i in range(dim):
+        e = np.zeros(dim)
+        e[i] = h[i]
+        H[:, i] = (fun_grad(x + e)[1] - g) / h[i]
+    return 0.5 * (H + H.T)
+
+
+def _damped_cholesky(H: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Cholesky factor of H + λI with the smallest λ (0 or doubling from 1e-6 · max|H_ii|) that works."""
+    dim = H.shape[0]
+    lam = 0.0
+    for _ in range(40):
+        try:
+            return np.linalg.cholesky(H + lam * np.eye(dim))
+        except np.linalg.LinAlgError:
+            lam = max(2.0 * lam, 1e-6 * (1.0 + float(np.abs(np.diag(H)).max())))
+    return np.eye(dim)  # pragma: no cover - hopeless curvature: gradient steps
+
+
+class _Fit:
+    """The two fields of scipy's OptimizeResult that the fits read."""
+
+    def __init__(self, x: NDArray[np.float64], nit: int):
+        self.x, self.nit = x, nit
+
+
+def _newton(
+    fun_grad: Callable[[NDArray[np.float64]], tuple[float, NDArray[np.float64]]],
+    x0: NDArray[np.float64],
+    lo: NDArray[np.float64],
+    hi: NDArray[np.float64],
+    max_iter: int = 40,
+    metric: NDArray[np.float64] | None = None,
+) -> _Fit:
+    """Minimise from a start near the optimum: quasi-Newton (BFGS) steps whose curvature starts
+    from ``metric`` (default: a forward-difference Hessian at the start; a bootstrap passes the
+    full fit's, as similar data have similar curvature), damped to be positive definite, an Armijo
+    line search, and the box [lo, hi] by projection. Stops when the Newton decrement is below 1e-6
+    (log-likelihood units: far inside sampling error) or after ``max_iter`` steps."""
+    x = np.clip(np.asarray(x0, dtype=np.float64), lo, hi)
+    f, g = fun_grad(x)
+    H0 = fd_hessian(fun_grad, x, g) if metric is None else metric
+    L = _damped_cholesky(H0)
+    Linv = np.linalg.inv(L)
+    Hinv = Linv.T @ Linv
+    it = 0
+    eye = np.eye(x.size)
+    for it in range(1, max_iter + 1):  # noqa: B007 - the count is reported
+        step = -Hinv @ g
+        slope = float(g @ step)
+        if -slope < 1e-6:
+            break
+        t = 1.0
+        while t > 1e-8:
+            x_new = np.clip(x + t * step, lo, hi)
+            f_new, g_new = fun_grad(x_new)
+            if np.isfinite(f_new) and f_new <= f + 1e-4 * t * slope:
+                break
+            t *= 0.5
+        else:
+            break
+        s_k, y_k = x_new - x, g_new - g
+        sy = float(s_k @ y_k)
+        if sy > 1e-12:
+            rho = 1.0 / sy
+            V = eye - rho * np.outer(s_k, y_k)
+            Hinv = V @ Hinv @ V.T + rho * np.outer(s_k, s_k)
+        x, f, g = x_new, f_new, g_new
+    return _Fit(x, it)
+
+
+REFIT_MAX_ITER = 300
+"""EM steps of a grid prior's refit (it starts from the fitted prior, so it needs few)."""
+
+
+def refit_metric(prior: GridPrior, n: ArrayLike, k: ArrayLike, weights: ArrayLike) -> NDArray[np.float64] | None:
+    """Hessian of a ``beta+atoms`` prior's negative log-likelihood at its fit (None for ``grid-em``):
+    pass it to every :func:`refit_prior` of a bootstrap."""
+    if not (prior.kind.startswith("beta+atoms/") and prior.theta):
+        return None
+    n_u, k_u, c_u = _pairs(n, k, weights)
+    n_u, k_u, c_u = thin_pairs(n_u, k_u, c_u)
+    components = int(prior.kind.rsplit("/", 1)[1])
+    _, info = _fit_atoms_beta(n_u, k_u, c_u, prior.grid, components, None, x0=prior.theta,
+                              log_likelihood=False, metric=np.zeros(0))
+    return np.asarray(info["hessian"])
+
+
+def refit_prior(prior: GridPrior, n: ArrayLike, k: ArrayLike, weights: ArrayLike,
+                metric: NDArray[np.float64] | None = None) -> GridPrior:
+    """The same kind of prior as ``prior``, refitted to new multiplicities of (n, k) pairs.
+
+    For a bootstrap over prompts: the family that :func:`fit_corpus_prior` chose for the whole
+    corpus is kept (its choice is not repeated per replicate) and the fit starts from ``prior``'s
+    parameters, which makes a refit several times cheaper than a fresh fit; ``metric``
+    (:func:`refit_metric`) fixes the Newton steps' curvature to the full fit's. Pairs are thinned
+    as in :func:`fit_corpus_prior`.
+    """
+    n_u, k_u, c_u = _pairs(n, k, weights)
+    keep = c_u > 0
+    n_u, k_u, c_u = thin_pairs(n_u[keep], k_u[keep], c_u[keep])
+    if prior.kind.startswith("beta+atoms/") and prior.theta:
+        components = int(prior.kind.rsplit("/", 1)[1])
+        refit, _ = _fit_atoms_beta(n_u, k_u, c_u, prior.grid, components, None, x0=prior.theta,
+                                   log_likelihood=False, metric=metric)
+        return refit
+    return fit_grid_prior(n_u, k_u, c_u, grid=prior.grid, max_iter=REFIT_MAX_ITER, start=prior.weights)
 
 
 @dataclass(frozen=True)

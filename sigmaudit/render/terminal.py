@@ -1,39 +1,110 @@
 """Terminal renderer: Rich panels (one per section) holding text and tables; control characters
 in any text (file, column and prompt names come from the logs) are shown escaped.
 
-The only module that imports Rich for rendering results.
+The only module that imports Rich for rendering results. No number or header is ever cut: each
+column is at least as wide as its widest cell and its longest header word (headers wrap at
+spaces), and a table wider than the screen is split column-wise into stacked parts that repeat
+the first (key) column. Without a terminal the width is ``COLUMNS`` when set, else wide enough for
+every table. PASS/FAIL cells are green/red on a colour terminal (``NO_COLOR`` turns colour off).
 """
 
 from __future__ import annotations
 
 import io
+import os
+from typing import Any
 
 from ..fmt import format_value, printable
 from ..views import Table, View
 
+_PANEL = 4
+"""Columns a panel takes around its content (border and padding, both sides)."""
+_CELL = 3
+"""Columns a table takes per column beyond its content (padding and one border)."""
+_RESULT_STYLES = {"pass": "green", "PASS": "green", "PASSED": "green", "FAIL": "bold red", "FAILED": "bold red"}
 
-def _rich_table(t: Table):  # noqa: ANN202 - rich type imported lazily
+
+def _needs(col: str, cells: list[str]) -> int:
+    """The narrowest width that shows every cell whole and breaks the header only at spaces."""
+    words = col.split() or [""]
+    return max([len(w) for w in words] + [len(c) for c in cells] + [1])
+
+
+def _natural(col: str, cells: list[str]) -> int:
+    return max([len(col)] + [len(c) for c in cells] + [1])
+
+
+def _chunks(t: Table, cells: list[list[str]], room: int) -> list[list[int]]:
+    """Column indices of each stacked part: column 0 in every part, the others in order while they fit."""
+    cols = list(range(len(t.columns)))
+    # chunk by natural widths (what Rich will use when the part fits), a header longer than the room by words
+    need = [min(_natural(t.columns[i], [r[i] for r in cells]), max(_needs(t.columns[i], [r[i] for r in cells]), 12))
+            for i in cols]
+    if sum(n + _CELL for n in need) + 1 <= room or len(cols) <= 2:
+        return [cols]
+    parts: list[list[int]] = []
+    current = [0]
+    used = 1 + need[0] + _CELL
+    for i in cols[1:]:
+        if len(current) > 1 and used + need[i] + _CELL > room:
+            parts.append(current)
+            current, used = [0], 1 + need[0] + _CELL
+        current.append(i)
+        used += need[i] + _CELL
+    parts.append(current)
+    return parts
+
+
+def _rich_tables(t: Table, room: int, color: bool) -> list[Any]:
     from rich.table import Table as RichTable
+    from rich.text import Text
 
-    rt = RichTable(title=printable(t.title) if t.title else None, caption=printable(t.note) if t.note else None,
-                   title_justify="left", caption_justify="left")
-    for i, col in enumerate(t.columns):
-        rt.add_column(printable(col), justify="left" if i == 0 else "right")
-    for row in t.rows:
-        rt.add_row(*(printable(format_value(v, t.digits)) for v in row))
-    return rt
+    cells = [[printable(format_value(v, t.digits)) for v in row] for row in t.rows]
+    parts = _chunks(t, cells, room)
+    out = []
+    for n, idx in enumerate(parts):
+        title = t.title if n == 0 else f"{t.title} (continued, {n + 1} of {len(parts)})"
+        if len(parts) > 1 and n == 0:
+            title = f"{t.title} (1 of {len(parts)})"
+        rt = RichTable(title=printable(title) if title else None,
+                       caption=printable(t.note) if t.note and n == len(parts) - 1 else None, title_justify="left",
+                       caption_justify="left")
+        for i in idx:
+            col_cells = [r[i] for r in cells]
+            need = _needs(t.columns[i], col_cells)
+            width = min(_natural(t.columns[i], col_cells), max(need, room))
+            rt.add_column(printable(t.columns[i]), justify="left" if i == 0 else "right", min_width=need,
+                          max_width=max(width, need), overflow="fold")
+        for r in cells:
+            rt.add_row(*(Text(r[i], style=_RESULT_STYLES.get(r[i], "")) if color else r[i] for i in idx))
+        out.append(rt)
+    return out
+
+
+def _table_width(t: Table) -> int:
+    cells = [[format_value(v, t.digits) for v in row] for row in t.rows]
+    return sum(_natural(c, [r[i] for r in cells]) + _CELL for i, c in enumerate(t.columns)) + 1
 
 
 def render_terminal(view: View, *, color: bool = False, width: int | None = None) -> str:
-    """Rich text of a view; ANSI colours only when ``color``."""
+    """Rich text of a view; ANSI colours only when ``color``. ``width`` None: ``COLUMNS`` when set,
+    else as wide as the widest table needs (a pipe or a file has no screen to fit)."""
     from rich.console import Console, Group
     from rich.panel import Panel
     from rich.text import Text
 
+    if width is None:
+        env = os.environ.get("COLUMNS", "")
+        width = int(env) if env.isdigit() and int(env) > 0 else max(
+            [100, *(_table_width(t) + _PANEL for s in view.sections for t in s.tables)])
+    color = color and not os.environ.get("NO_COLOR")
+    room = max(width - _PANEL, 20)
     buf = io.StringIO()
-    console = Console(file=buf, force_terminal=color, no_color=not color, width=width or 100, highlight=False)
+    console = Console(file=buf, force_terminal=color, no_color=not color, width=width, highlight=False)
     console.print(Text(printable(view.title), style="bold"))
     for s in view.sections:
-        parts = [Text(printable(line)) for line in s.lines] + [_rich_table(t) for t in s.tables]
+        parts: list[Any] = [Text(printable(line)) for line in s.lines]
+        for t in s.tables:
+            parts += _rich_tables(t, room, color)
         console.print(Panel(Group(*parts), title=printable(s.title), title_align="left", expand=False))
     return buf.getvalue()

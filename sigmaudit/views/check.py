@@ -1,9 +1,11 @@
-"""The view of a :class:`~sigmaudit.audits.check.CheckResult`: one row per threshold and a verdict."""
+"""The view of a :class:`~sigmaudit.audits.check.CheckResult`: one row per threshold (value, interval,
+limit, estimator), a verdict, the warnings."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..fmt import display_pair
 from .model import Section, Table, View
 
 if TYPE_CHECKING:
@@ -12,14 +14,32 @@ if TYPE_CHECKING:
 
 def check_view(result: CheckResult) -> View:
     """One row per threshold, and a verdict line."""
-    rows = tuple((c.name, c.value, c.op, c.limit, "pass" if c.passed else "FAIL") for c in result.checks)
-    note = (f"silent rates: {result.estimator} estimator; fidelity: bayes; extreme share: plug-in p̂ = k/n; "
-            "never solved: k = 0 in the logs")
-    table = Table("checks", ("check", "value", "", "limit", "result"), rows, note=note)
+    pct = f"{100 * result.level:.0f}%"
+    rows = []
+    for c in result.checks:
+        v = c.compared
+        a, b = ("—", f"{c.limit:.4f}") if v is None else display_pair(v, c.limit)
+        point = "—" if c.value is None else display_pair(c.value, c.limit)[0]
+        ci = "—" if c.value_ci is None else "[{}, {}]".format(*(display_pair(x, c.limit)[0] for x in c.value_ci))
+        rows.append((c.name, point, ci, a if c.tested is not None else "", c.op, b, "pass" if c.passed else "FAIL",
+                     c.estimator))
+    cols = ("check", "value", f"{pct} interval", "tested bound" if result.confidence else "", "", "limit",
+            "result", "estimator")
+    if result.confidence is None:
+        rows = [r[:3] + r[4:] for r in rows]
+        cols = cols[:3] + cols[4:]
+    gated = ("the point estimate" if result.confidence is None
+             else f"the one-sided {100 * result.confidence:g}% bound (upper for max-limits, lower for min-limits)")
+    note = (f"estimator rule: {result.estimator_rule} (silent rates {result.estimator}; fidelity, extreme share and "
+            f"never solved: {'p̂ = k/n in the log' if result.estimator_rule == 'plugin' else 'posterior'}); "
+            f"interval: bootstrap over prompts, {result.replicates} replicates; gate tests {gated}")
+    table = Table("checks", cols, tuple(rows), note=note)
     n_fail = len(result.failed)
-    verdict = ("PASSED: all " f"{len(result.checks)} checks hold" if result.passed
+    verdict = (f"PASSED: {len(result.checks)} of {len(result.checks)} checks hold" if result.passed
                else f"FAILED: {n_fail} of {len(result.checks)} checks")
-    lines = [f"G = {result.G}, {result.prompts} prompts — {verdict}"]
+    g_from = "" if result.G_source == "given" else " (the log's most common group size; -G to change)"
+    lines = [f"G = {result.G}{g_from}, {result.prompts} prompts — {verdict}",
+             *(f"warning: {w}" for w in result.warnings)]
     if result.filtered is not None:
         lines.append(f"post-filter dump ({result.filtered.source}): {result.filtered.message}")
     if result.pre_filter is not None:
@@ -31,12 +51,11 @@ def check_view(result: CheckResult) -> View:
     if result.by is not None:
         bad = result.failed_groups
         column = result.by.column
-        rows = tuple((g.value, g.result.prompts, "pass" if g.result.passed else "FAIL",
-                      ", ".join(c.name for c in g.result.failed)) for g in result.by.groups)
+        by_rows = tuple((g.value, g.result.prompts, "pass" if g.result.passed else "FAIL",
+                         ", ".join(c.name for c in g.result.failed)) for g in result.by.groups)
         head = (f"{len(result.by.groups) - len(bad)} of {len(result.by.groups)} values pass"
                 + (f"; FAILED: {', '.join(bad)}" if bad else ""))
         sections.append(Section(f"by {column}", lines=(head,), tables=(Table(
-            f"by {column}", (column, "prompts", "result", "failed checks"), rows,
+            f"by {column}", (column, "prompts", "result", "failed checks"), by_rows,
             note="each value checked on its own (own prior fit); the gate above is the pooled log"),)))
     return View("sigmaudit check", tuple(sections), csv_table="checks")
-

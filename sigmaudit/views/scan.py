@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..core.weighting import EXTREME, MIDDLE
 from ..fmt import pct
-from .labels import EXTREME_LABEL, MIDDLE_LABEL, QUANTILE_NAMES
+from .labels import QUANTILE_NAMES
 from .model import Section, Table, View
 
 if TYPE_CHECKING:
@@ -48,9 +49,13 @@ def _corpus(r: ScanReport) -> Section:
         (
             ("mean p̂ (each prompt counts once)", pr.mean),
             ("median p̂", pr.median),
-            ("never solved (k = 0)", pr.never_solved),
-            ("always solved (k = n)", pr.always_solved),
+            ("never solved in the log (k = 0)", pr.never_solved),
+            ("always solved in the log (k = n)", pr.always_solved),
+            *((("never solved, posterior P(p = 0)", pr.never_solved_posterior),
+               ("always solved, posterior P(p = 1)", pr.always_solved_posterior))
+              if pr.never_solved_posterior is not None else ()),
         ),
+        note="in the log: k = 0 from a few samples is not p = 0; posterior: under the corpus prior",
     )
     hist = Table(
         "p̂ histogram",
@@ -114,7 +119,9 @@ def _wasted(r: ScanReport) -> Section:
             ("rollouts in silent groups (share)", w.silent_rollout_share),
             ("  in all-wrong groups", w.all_wrong_share),
             ("  in all-correct groups", w.all_correct_share),
-            (f"effective rollouts of {w.rollouts:,} logged", f"{w.effective_rollouts:,.0f}"),
+            (f"effective rollouts of {w.rollouts:,} logged "
+             f"({'in the log' if w.effective_from == 'log' else w.effective_from})",
+             f"{w.effective_rollouts:,.0f}"),
             (f"effective rollouts per group of {w.G}", w.effective_rollouts_per_group),
         ),
         digits=4,
@@ -126,21 +133,26 @@ def _mass(r: ScanReport) -> Section:
     m = r.mass_share
     rules: tuple[MassBands, ...] = (m.grpo, m.drgrpo, m.grpo_finite, m.drgrpo_finite)
     cols = ("GRPO", "Dr. GRPO", f"GRPO G={m.G}", f"Dr. GRPO G={m.G}")
+    post = m.basis == "posterior"
+    v = "p" if post else "p̂"
+    basis = (f"Per-prompt mass as a posterior expectation under the corpus prior over {r.prompts:,} prompts "
+             "(small-sample-proof: p̂ = k/n cannot fall inside (0, 0.1) with fewer than 10 samples)"
+             if post else f"Per-prompt mass at p = p̂ over {r.prompts:,} prompts (plug-in)")
     bands = Table(
-        "share of each rule's gradient mass by band of p̂",
+        f"share of each rule's gradient mass by band of {v}",
         ("band", *cols),
         (
-            (f"extreme ({EXTREME_LABEL})", *(b.extreme for b in rules)),
-            (f"middle ({MIDDLE_LABEL})", *(b.middle for b in rules)),
+            (f"extreme ({EXTREME.describe(v)})", *(b.extreme for b in rules)),
+            (f"middle ({MIDDLE.describe(v)})", *(b.middle for b in rules)),
         ),
         note=(
-            f"Per-prompt mass at p = p̂ over {r.prompts:,} prompts: GRPO ∝ sqrt(p̂(1−p̂)) (large G) or E[σ](p̂, G); "
-            "Dr. GRPO ∝ p̂(1−p̂); prompts with p̂ ∈ {0, 1} carry none."
+            f"{basis}: GRPO ∝ sqrt({v}(1−{v})) (large G) or E[σ]({v}, G); "
+            f"Dr. GRPO ∝ {v}(1−{v}); prompts with {v} ∈ {{0, 1}} carry none."
         ),
     )
     hist = r.pass_rate.histogram
     bins = Table(
-        "share of gradient mass by p̂ bin",
+        f"share of gradient mass by {v} bin (prompt share: p̂ in the log)",
         ("p̂ bin", "prompt share", *cols),
         tuple((label, hist[i] / r.prompts, *(b.bins[i] for b in rules))
               for i, label in enumerate(_bin_labels(len(hist)))),
@@ -154,9 +166,15 @@ def _group_size(r: ScanReport) -> Section:
     lines = [
         f"Group-size law at ε = {g.eps:g} (fidelity φ ≥ {1 - g.eps:g}) over the {g.in_between_prompts:,} prompts "
         f"with 0 < k < n; {g.unreachable_prompts:,} prompts with p̂ ∈ {{0, 1}} are unreachable (no G helps).",
-        f"G = {g.G} meets the exact need of {g.met_prompts:,} of {r.prompts:,} prompts ({pct(g.met_share)}; "
-        "unreachable prompts count as unmet).",
     ]
+    from ..core.group_size import group_size_exact
+
+    floor = group_size_exact(0.5, g.eps)  # the least any prompt needs: φ is largest at p = 1/2
+    if g.met_prompts == 0 and floor is not None and g.G < floor:
+        lines.append(f"G = {g.G} cannot meet φ ≥ {1 - g.eps:g} for any prompt (even p = 1/2 needs G ≥ {floor}).")
+    else:
+        lines.append(f"G = {g.G} meets the exact need of {g.met_prompts:,} of {r.prompts:,} prompts "
+                     f"({pct(g.met_share)}; unreachable prompts count as unmet).")
     if g.dapo_groups_per_kept_group is not None:
         lines.append(
             f"DAPO at G = {g.G} draws {g.dapo_groups_per_kept_group:.3f} groups per kept group "
@@ -197,3 +215,32 @@ def _by(r: ScanReport) -> Section:
             f"expected silent at G = {r.wasted.G}", "post-filter")
     note = "each value audited on its own (own prior fit); the panels above are the pooled audit"
     return Section(f"by {r.by.column}", tables=(Table(f"by {r.by.column}", cols, tuple(rows), note=note),))
+
+
+def scan_summary(r: ScanReport) -> list[str]:
+    """The ten lines a person needs from a scan (``sigmaudit scan --summary``)."""
+    pr, w, m, g = r.pass_rate, r.wasted, r.mass_share, r.group_size
+    est = {s.G: s for s in r.silent}
+    rates = ", ".join(f"G={s.G} {pct(s.estimate)}" for s in est.values())
+    post = ("" if pr.never_solved_posterior is None else
+            f"; posterior P(p = 0) {pct(pr.never_solved_posterior)}, P(p = 1) {pct(pr.always_solved_posterior)}")
+    lines = [
+        f"corpus: {r.prompts:,} prompts, {r.rollouts:,} rollouts, {r.files:,} file(s), layout {r.layout}",
+        f"samples per prompt: min {r.samples_per_prompt.min:,}, median {r.samples_per_prompt.median:g}, "
+        f"max {r.samples_per_prompt.max:,}",
+        f"pass rate p̂: mean {pr.mean:.3f}, median {pr.median:.3f}",
+        f"never solved in the log {pct(pr.never_solved)}, always solved in the log {pct(pr.always_solved)}{post}",
+        f"silent-group rate ({r.estimator}): {rates}",
+        ("observed silent groups: none logged by group" if r.observed_silent is None else
+         f"observed silent groups: {pct(r.observed_silent.fraction)} of {r.observed_silent.groups:,} logged groups "
+         f"(G = {r.observed_silent.G}; expected {pct(r.observed_silent.expected)})"),
+        f"wasted at G = {w.G}: {pct(w.silent_rollout_share)} of rollouts in silent groups ({w.estimator})",
+        f"extreme-band share of gradient mass ({EXTREME.describe('p')}, {m.basis}): GRPO {pct(m.grpo.extreme)}, "
+        f"Dr. GRPO {pct(m.drgrpo.extreme)}",
+        f"group size for φ ≥ {1 - g.eps:g}: G = {g.G} meets {g.met_prompts:,} of {r.prompts:,} prompts"
+        + (f"; median prompt needs G = {g.quantiles[1].exact}" if len(g.quantiles) > 1 and g.quantiles[1].exact
+           else ""),
+        ("no filtering detected in the log" if r.filtered is None
+         else f"warning: post-filter log ({r.filtered.source}): {r.filtered.message}"),
+    ]
+    return lines

@@ -27,7 +27,8 @@ def trend_view(result: TrendResult) -> View:
     )
     note = (f"observed shares of the logged groups ({logged}); forecast = one step ahead, from earlier steps "
             f"only (corpus prior + each prompt's earlier visits); naive = the previous step's observed share; "
-            f"implied = the step's own outcomes read through the {result.estimator} estimate of p^G + (1 − p)^G "
+            f"implied = the step's own outcomes read through the "
+            f"{'bayes' if result.estimator == 'auto' else result.estimator} estimate of p^G + (1 − p)^G "
             f"(not a forecast: it follows the step's noise)")
     if result.source == "series":
         note = "a per-step series of shares as published or logged: no groups, so no forecast"

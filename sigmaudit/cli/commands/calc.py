@@ -10,7 +10,8 @@ from ..options import EpsOpt, FormatOpt, OutputOpt, emit_result, unit_interval
 
 
 def calc(
-    p: Annotated[list[float], typer.Option("-p", "--p", help="Prompt success probability in [0, 1] (repeatable).",
+    p: Annotated[list[float], typer.Option("-p", "--pass-rate",
+                                           help="Prompt success probability in [0, 1] (repeatable).",
                                            callback=lambda v: [unit_interval(x) for x in v])],
     G: Annotated[list[int], typer.Option("-G", "--group-size", min=1, help="Group size G >= 1 (repeatable).")],
     eps: EpsOpt = 0.05,

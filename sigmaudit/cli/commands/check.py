@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -13,13 +15,24 @@ if TYPE_CHECKING:
     from ...audits.check import Threshold
     from ...loaders import LoadedCounts
 
-from ..options import FormatOpt, OutputOpt, PostFilterOpt, emit_result, unit_interval
+from ..options import (
+    BootstrapOpt,
+    EstimatorOpt,
+    FormatOpt,
+    LevelOpt,
+    OutputOpt,
+    PostFilterOpt,
+    check_level,
+    emit_result,
+    unit_interval,
+)
 
 _GATE = "Thresholds (at least one)"
 
 
 def _rate(help_text: str, flag: str) -> object:
-    return typer.Option(flag, rich_help_panel=_GATE, show_default=False, help=help_text, callback=unit_interval)
+    return typer.Option(flag, rich_help_panel=_GATE, show_default=False, metavar="FLOAT", help=help_text,
+                        callback=unit_interval)
 
 
 def _thresholds(
@@ -42,56 +55,91 @@ def _thresholds(
 @reads_logs(validate=_thresholds, by_ok=True)
 def check(
     loaded: LoadedCounts,
-    G: Annotated[int, typer.Option("-G", "--group-size", min=1, help="Group size the training run uses.")],
+    G: Annotated[int | None, typer.Option(
+        "-G", "--group-size", min=1, metavar="INT", show_default=False,
+        help="Group size the training run uses. Default: the log's most common group size (when the log "
+             "has groups).")] = None,
     max_silent: Annotated[float | None, _rate("Fail when the silent rate exceeds X.", "--max-silent")] = None,
     max_all_wrong: Annotated[float | None, _rate("Fail when the all-wrong rate exceeds X.", "--max-all-wrong")] = None,
     max_all_correct: Annotated[float | None, _rate("Fail when the all-correct rate exceeds X.",
                                                    "--max-all-correct")] = None,
     max_extreme_share: Annotated[float | None, _rate(
-        f"Fail when the share of GRPO gradient mass on {EXTREME.describe('p̂')} exceeds X.",
+        f"Fail when the share of GRPO gradient mass on {EXTREME.describe('p')} exceeds X.",
         "--max-extreme-share")] = None,
     min_fidelity: Annotated[float | None, _rate("Fail when the mean fidelity φ at G is below Y.",
                                                 "--min-fidelity")] = None,
-    max_never_solved: Annotated[float | None, _rate("Fail when the share of prompts with k = 0 exceeds X.",
+    max_never_solved: Annotated[float | None, _rate("Fail when the share of never-solved prompts (p = 0) exceeds X.",
                                                     "--max-never-solved")] = None,
     post_filter: PostFilterOpt = False,
     groups_generated: Annotated[int | None, typer.Option(
-        "--groups-generated", min=1, show_default=False,
+        "--groups-generated", min=1, show_default=False, metavar="INT",
         help="Groups sampled before the zero-variance filter: on a post-filter log, --max-silent is then "
              "checked against the pre-filter silent fraction (N - logged + silent logged) / N.")] = None,
     allow_filtered: Annotated[bool, typer.Option(
         "--allow-filtered", help="Check silent/all-wrong/all-correct thresholds on a post-filter log anyway "
                                  "(they read understated rates).")] = False,
+    estimator: EstimatorOpt = "auto",
+    replicates: BootstrapOpt = 200,
+    level: LevelOpt = 0.9,
+    confidence: Annotated[float | None, typer.Option(
+        "--confidence", callback=check_level, metavar="FLOAT", show_default=False,
+        help="Gate on the one-sided bound at this confidence instead of the point: a max-limit must hold for "
+             "the upper bound, a min-limit for the lower one.")] = None,
+    junit: Annotated[Path | None, typer.Option(
+        "--junit", metavar="PATH", dir_okay=False, show_default=False,
+        help="Also write a JUnit XML report here (one test case per threshold).")] = None,
     fmt: FormatOpt = None,
     output: OutputOpt = None,
 ) -> None:
     """Gate: exit 0 when every threshold holds at G, 1 when any fails, 2 when it cannot run.
 
-    Silent rates use the scan's default estimate (unbiased when every prompt has n ≥ G samples,
-    else bayes). On a post-filter log (the dump says so, --post-filter, or no silent group where
-    some are expected) a silent/all-wrong/all-correct threshold exits 2 unless --groups-generated
-    N or --allow-filtered. With --by, fails when any value fails. Under GitHub Actions
-    (GITHUB_ACTIONS set) each failure is also printed on stderr as an ::error:: annotation and a
-    markdown summary is appended to $GITHUB_STEP_SUMMARY.
+    On a post-filter log (the dump says so, --post-filter, or no silent group where some are
+    expected) a silent/all-wrong/all-correct threshold exits 2 unless --groups-generated N or
+    --allow-filtered. With --by, fails when any value fails.
+
+    Every value uses the estimator rule shared with scan and plan (--estimator), so plan's
+    recommended G is exactly the smallest G this gate passes. Each value carries a bootstrap
+    interval; --confidence gates on its one-sided bound. A one-line verdict always goes to
+    stderr. Under GitHub Actions (GITHUB_ACTIONS set) failures and errors are also printed as
+    ::error:: annotations and a markdown summary is appended to $GITHUB_STEP_SUMMARY.
 
     Example: sigmaudit check rollouts.parquet -G 16 --max-silent 0.4 --min-fidelity 0.85
     """
     import os
-    import sys
 
     from ...audits.check import check_logs, github_annotations
+    from ...errors import ConfigError
     from ...exitcodes import ExitCode
+    from ...writers import write_atomic
+    from ..output import note
 
     thresholds = _thresholds(max_silent=max_silent, max_all_wrong=max_all_wrong, max_all_correct=max_all_correct,
                              max_extreme_share=max_extreme_share, min_fidelity=min_fidelity,
                              max_never_solved=max_never_solved)
-    result = check_logs(loaded, G, thresholds, post_filter=post_filter, groups_generated=groups_generated,
-                        allow_filtered=allow_filtered)
-    emit_result(result, fmt, output)
-    if result.failed_groups:
-        from ..output import note
+    if confidence is not None and replicates == 0:
+        raise ConfigError("needs bootstrap replicates", location="--confidence",
+                          remedy="drop --bootstrap 0, or give --bootstrap 200")
+    G_source = "given"
+    if G is None:
+        groups = loaded.per_group
+        if groups is None or groups.height == 0:
+            raise ConfigError("this log has no groups, so there is no group size to default to",
+                              location="-G/--group-size", remedy="give the run's group size, e.g. -G 8")
+        from ...audits.scan import _mode
 
+        G, G_source = _mode(groups["n"].to_numpy()), "log"
+    result = check_logs(loaded, G, thresholds, post_filter=post_filter, groups_generated=groups_generated,
+                        allow_filtered=allow_filtered, estimator=estimator, replicates=replicates, level=level,
+                        confidence=confidence, G_source=G_source)
+    emit_result(result, fmt, output)
+    if junit is not None:
+        from ...render.junit import render_junit
+        from ...views import build_view
+
+        write_atomic(junit, render_junit(build_view(result)))
+    if result.failed_groups:
         note(f"check failed for {result.by.column} = {', '.join(result.failed_groups)}")  # type: ignore[union-attr]
+    note(result.verdict())
     if os.environ.get("GITHUB_ACTIONS"):
         for line in github_annotations(result):
             sys.stderr.write(line + "\n")
@@ -100,6 +148,11 @@ def check(
             from ...render import Format, render
             from ...views import build_view
 
-            with open(summary, "a", encoding="utf-8") as fh:
-                fh.write(render(build_view(result), Format.markdown) + "\n")
+            try:
+                with open(summary, "a", encoding="utf-8") as fh:
+                    fh.write(render(build_view(result), Format.markdown) + "\n")
+            except OSError as exc:
+                note(f"warning: could not append the step summary to {summary}: {exc.strerror or exc}")
+                sys.stderr.write(f"::warning title=sigmaudit check::could not write $GITHUB_STEP_SUMMARY "
+                                 f"({exc.strerror or exc})\n")
     raise typer.Exit(int(ExitCode.OK if result.passed else ExitCode.FAILED))

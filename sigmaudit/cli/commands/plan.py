@@ -12,7 +12,16 @@ from ..inputs import reads_logs
 if TYPE_CHECKING:
     from ...loaders import LoadedCounts
 
-from ..options import FormatOpt, OutputOpt, PostFilterOpt, emit_result, unit_interval
+from ..options import (
+    BootstrapOpt,
+    EstimatorOpt,
+    FormatOpt,
+    LevelOpt,
+    OutputOpt,
+    PostFilterOpt,
+    emit_result,
+    unit_interval,
+)
 
 _TARGETS = "Targets"
 _ALLOC = "Per-prompt allocation"
@@ -38,15 +47,16 @@ def _check_options(
 def plan(
     loaded: LoadedCounts,
     group_sizes: Annotated[list[int] | None, typer.Option(
-        "-G", "--group-size", min=1, show_default=False,
+        "-G", "--group-size", min=1, show_default=False, metavar="INT",
         help="Group size to sweep (repeatable). Default: 2 4 8 12 16 24 32 48 64 96 128 192 256.")] = None,
     batch_prompts: Annotated[int, typer.Option(
         "--batch-prompts", min=1, help="Prompts per batch B for 'signal prompts per batch'.")] = 512,
     max_silent: Annotated[float | None, typer.Option(
-        "--max-silent", rich_help_panel=_TARGETS, show_default=False, callback=unit_interval,
-        help="Target: silent rate at most X (recommend the smallest G on the grid meeting every target).")] = None,
+        "--max-silent", rich_help_panel=_TARGETS, show_default=False, callback=unit_interval, metavar="FLOAT",
+        help="Target: silent rate at most X (recommend the smallest whole G meeting every target, exactly the "
+             "smallest G that 'check' passes).")] = None,
     min_fidelity: Annotated[float | None, typer.Option(
-        "--min-fidelity", rich_help_panel=_TARGETS, show_default=False, callback=unit_interval,
+        "--min-fidelity", rich_help_panel=_TARGETS, show_default=False, callback=unit_interval, metavar="FLOAT",
         help="Target: mean fidelity φ at least Y.")] = None,
     budget: Annotated[int | None, typer.Option(
         "--budget", rich_help_panel=_ALLOC, show_default=False,
@@ -60,15 +70,20 @@ def plan(
         "--alloc-out", rich_help_panel=_ALLOC, dir_okay=False, show_default=False,
         help="Write the per-prompt allocation here (.csv, .parquet or .jsonl). -o is the report.")] = None,
     post_filter: PostFilterOpt = False,
+    estimator: EstimatorOpt = "auto",
+    replicates: BootstrapOpt = 200,
+    level: LevelOpt = 0.9,
     fmt: FormatOpt = None,
     output: OutputOpt = None,
 ) -> None:
     """Predict, for each group size G, the silent rate, signal per batch, DAPO cost and fidelity.
 
-    Every column uses one estimator (bayes: posterior expectations under the corpus prior), so the
-    curve is smooth and monotone. With --max-silent/--min-fidelity, recommends the smallest G on
-    the grid meeting every target (exit 1 when none does). With --budget or --eps, also gives each
-    prompt its own G_i (--alloc-out writes them); hopeless prompts are dropped.
+    Every column uses the estimator rule shared with scan and check (--estimator; default auto:
+    unbiased where every prompt has n ≥ G, else bayes) and carries a bootstrap interval. With
+    --max-silent/--min-fidelity, recommends the smallest whole G up to the largest swept G meeting
+    every target, i.e. the smallest G 'sigmaudit check' passes, with the range of G the intervals
+    allow (exit 1 when none does). With --budget or --eps, also gives each prompt its own G_i
+    (--alloc-out writes them); hopeless prompts are dropped.
 
     Example: sigmaudit plan rollouts.parquet --max-silent 0.3 --budget 20000 --alloc-out alloc.csv
     """
@@ -78,7 +93,7 @@ def plan(
 
     result = plan_logs(loaded, group_sizes or None, batch_prompts=batch_prompts,
                        targets=Targets(max_silent, min_fidelity), budget=budget, eps=eps, min_g=min_g, max_g=max_g,
-                       post_filter=post_filter)
+                       post_filter=post_filter, estimator=estimator, replicates=replicates, level=level)
     if result.allocation is not None and alloc_out is not None:
         write_table(result.allocation.per_prompt, alloc_out, "--alloc-out")
     emit_result(result, fmt, output)

@@ -9,7 +9,7 @@ import typer
 
 from ...render import Format
 from ..inputs import reads_logs
-from ..options import EpsOpt, unit_interval
+from ..options import EpsOpt, EstimatorOpt, unit_interval
 
 if TYPE_CHECKING:
     from ...loaders import LoadedCounts
@@ -39,6 +39,7 @@ def report(
         help="G for wasted compute, finite-G mass and the group-size check; marked on the charts when no G is "
              "recommended (default: most common logged group size, else 8).")] = None,
     eps: EpsOpt = 0.05,
+    estimator: EstimatorOpt = "auto",
     max_silent: Annotated[float | None, typer.Option(
         "--max-silent", callback=unit_interval, rich_help_panel=_TARGETS, show_default=False,
         help="Recommend the smallest swept G with silent rate at most X.")] = None,
@@ -66,7 +67,7 @@ def report(
     from ..options import emit_result
     from ..output import is_stdout, note
 
-    data = build_report(loaded, G=tuple(G) if G else None, g_main=g_main, eps=eps,
+    data = build_report(loaded, G=tuple(G) if G else None, g_main=g_main, eps=eps, estimator=estimator,
                         targets=Targets(max_silent, min_fidelity), title=title)
     if output is None:
         output = DEFAULT_OUTPUT.with_suffix(".json") if fmt is Format.json else DEFAULT_OUTPUT

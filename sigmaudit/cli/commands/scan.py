@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..inputs import reads_logs
-from ..options import EpsOpt, FormatOpt, OutputOpt, PostFilterOpt, emit_result
+from ..options import EpsOpt, EstimatorOpt, FormatOpt, OutputOpt, PostFilterOpt, emit_result
 
 if TYPE_CHECKING:
     from ...loaders import LoadedCounts
@@ -25,10 +25,10 @@ def _check_paths(*, per_prompt: Path | None, **_: object) -> None:
 @reads_logs(validate=_check_paths, by_ok=True)
 def scan(
     loaded: LoadedCounts,
-    G: Annotated[list[int] | None, typer.Option("-G", "--group-size", min=1, show_default=False,
+    G: Annotated[list[int] | None, typer.Option("-G", "--group-size", min=1, show_default=False, metavar="INT",
                                                 help="Group size G >= 1 to report (repeatable; default 4 8 16 32 64).")
                  ] = None,
-    g_main: Annotated[int | None, typer.Option("--g-main", min=1, show_default=False,
+    g_main: Annotated[int | None, typer.Option("--g-main", min=1, show_default=False, metavar="INT",
                                                help="G for wasted compute, finite-G mass and the group-size check "
                                                     "(default: most common logged group size, else 8).")] = None,
     eps: EpsOpt = 0.05,
@@ -37,6 +37,8 @@ def scan(
         help="Also write one row per prompt (prompt, n, k, p_hat, p_posterior_mean, G, silent_rate, estimator) "
              "to FILE (.csv, .parquet or .jsonl), at --g-main.")] = None,
     post_filter: PostFilterOpt = False,
+    estimator: EstimatorOpt = "auto",
+    summary: Annotated[bool, typer.Option("--summary", help="Print only the ten lines a person needs (text).")] = False,
     fmt: FormatOpt = None,
     output: OutputOpt = None,
 ) -> None:
@@ -59,12 +61,12 @@ def scan(
     if resolve_format(fmt, output) is Format.html:  # the report of this one scan
         from ...audits.report import build_report
 
-        data = build_report(loaded, G=tuple(G) if G else None, g_main=g_main, eps=eps)
+        data = build_report(loaded, G=tuple(G) if G else None, g_main=g_main, eps=eps, estimator=estimator)
         if data.scan.filtered_warning:
             note(f"warning: {data.scan.filtered_warning}")
         emit_result(data, fmt, output)
         return
-    report = audit(loaded, G=Gs, g_main=g_main, eps=eps, post_filter=post_filter)
+    report = audit(loaded, G=Gs, g_main=g_main, eps=eps, post_filter=post_filter, estimator=estimator)
     if report.filtered is not None:
         f = report.filtered
         note(f"warning: {f.message}" if f.source == "statistics"
@@ -74,4 +76,10 @@ def scan(
         from ...writers import write_table
 
         write_table(per_prompt_table(loaded, report.wasted.G), per_prompt, "--per-prompt")
+    if summary and resolve_format(fmt, output) is Format.table:
+        from ...views.scan import scan_summary
+        from ..output import emit
+
+        emit("\n".join(scan_summary(report)) + "\n", output)
+        return
     emit_result(report, fmt, output)

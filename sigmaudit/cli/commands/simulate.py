@@ -110,4 +110,8 @@ def simulate(
         log = rollout_log(result)
         write_table(log, log_out, "--log-out")
         note(f"wrote {log_out}: the {result.runs[0].rule} run, {log.height:,} rollouts (long layout)")
+    init = result.config.init
+    if init_from and init.corpus_excluded:
+        note(f"--init-from: {init.corpus_excluded} prompts with k/n ∈ {{0, 1}} left out (no gradient to follow), "
+             f"{init.corpus_prompts} used")
     emit_result(SeriesReport(result) if resolve_format(fmt, output) is Format.csv else result, fmt, output)

@@ -33,9 +33,9 @@ from ..options import FormatOpt, OutputOpt, emit_result
 def _check_estimator(*, estimator: str, **_: object) -> None:
     from ...errors import ConfigError
 
-    if estimator not in ("bayes", "plugin", "unbiased"):
+    if estimator not in ("auto", "bayes", "plugin", "unbiased"):
         raise ConfigError(f"unknown estimator {estimator!r}", location="--estimator",
-                          remedy="choose bayes, plugin or unbiased")
+                          remedy="choose auto, bayes, plugin or unbiased")
 
 
 @reads_logs(validate=_check_estimator, series_ok=True)
@@ -45,8 +45,11 @@ def trend(
                                                 help="Also give the implied silent rate at this G "
                                                      "(repeatable).")] = None,
     every: Annotated[int, typer.Option("--every", min=1, help="One row per bucket of this many steps.")] = 1,
-    estimator: Annotated[str, typer.Option("--estimator", help="Estimator of the implied rate: bayes (prior fitted to "
-                                                               "the run), plugin, or unbiased (G ≤ n).")] = "bayes",
+    estimator: Annotated[str, typer.Option(
+        "--estimator", metavar="NAME",
+        help="Estimator of the implied rate: auto (default, as in scan, plan and check: unbiased at a -G every "
+             "group reaches, else bayes; bayes at the logged size), bayes (prior fitted to the run), plugin, or "
+             "unbiased (G ≤ n).")] = "auto",
     fmt: FormatOpt = None,
     output: OutputOpt = None,
 ) -> None:
@@ -65,6 +68,10 @@ def trend(
     from ...errors import SchemaError
 
     if loaded.series is not None:
+        if G:
+            from ..output import note
+
+            note("-G is ignored for a per-step series: it holds shares, not counts to forecast from")
         emit_result(trend_from_series(loaded.series, every=every, G=G or ()), fmt, output)
         return
     if loaded.per_group is None or not loaded.has_steps:
