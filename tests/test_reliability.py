@@ -213,7 +213,7 @@ def test_a_panic_anywhere_exits_2(monkeypatch, capsys):
     def boom(*a, **k):
         raise pl.exceptions.PanicException("assertion failed")
 
-    monkeypatch.setattr("sigmaudit.audits.check.metric_values", boom)
+    monkeypatch.setattr("sigmaudit.audits.check.estimate_metrics", boom)
     code, out, err = run(capsys, "check", ROLLOUTS, "-q", "-G", "8", "--max-silent", "0.5")
     assert code == 2 and "internal error" in err and err.count("\n") == 1
 

@@ -25,6 +25,7 @@ _LAYOUT = "Layout overrides"
 PathsArg = Annotated[
     list[str],  # str, not Path: Path("s3://b/k") would collapse the "//"
     typer.Argument(
+        metavar="PATH",
         help="Log files (parquet, jsonl/ndjson[.gz|.zst], csv), directories (read recursively) or globs; "
              "also s3://, gs://, az://, hf:// and https:// URLs (credentials from the usual environment).",
         show_default=False,

@@ -207,6 +207,8 @@ class Corpus:
         specs = [Spec(name, int(g), resolve(name, int(g), estimator, self.min_samples))
                  for name in names for g in ([min(Gs)] if name in G_FREE else Gs)]
         any_bayes = any(s.estimator == "bayes" for s in specs)
+        for g in sorted({s.G for s in specs if s.estimator == "bayes" and s.name not in G_FREE}):
+            self.require_identified(g)  # a thin corpus does not determine model-based figures at G
         ev = Evaluator(self.n, self.k, self.prior.grid if any_bayes else np.zeros(0), specs)
         point = ev.values(self.weight[None, :], self.mixture[None, :] if any_bayes else None)[0]
         reps = np.zeros((0, len(specs)))

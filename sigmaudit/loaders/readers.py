@@ -239,7 +239,12 @@ def read_error(path: Path | str, local: Path | str, fmt: str, exc: BaseException
             return InputError(f"malformed JSON on line {line[0]}: {line[1]}",
                               location=f"{path}:{line[0]}")
     if isinstance(exc, PANIC):
-        return InputError(f"corrupt {fmt} file: the reader failed on its data ({_first_line(exc, 100)})",
+        import re
+
+        # the panic text names a thread/task id that changes from run to run: keep only what failed
+        detail = re.sub(r"\b(Id|thread|task)\(\d+\)", r"\1(…)", _first_line(exc, 10_000))
+        detail = detail if len(detail) <= 100 else detail[:99] + "…"
+        return InputError(f"corrupt {fmt} file: the reader failed on its data ({detail})",
                           location=str(path), remedy="re-export or re-download it")
     return InputError(f"cannot read {fmt}: {_first_line(exc)}", location=str(path))
 
