@@ -197,10 +197,12 @@ def by_section(by: ByResult, pooled: str = "the panels above are the pooled audi
                      w.all_correct_share, s.pass_rate.never_solved, s.pass_rate.always_solved,
                      None if s.filtered is None else s.filtered.source))
     G = by.groups[0].result.wasted.G if by.groups else None
-    cols = (by.column, "prompts", "rollouts", "groups", "observed silent", f"silent at G = {G}",
+    cols = (by.column, "prompts", "rollouts", "groups", "observed silent", f"silent G={G}",
             "all-wrong", "all-correct", "never solved", "always solved", "post-filter")
+    if all(row[-1] is None for row in rows):  # the column only when a value is a post-filter dump
+        cols, rows = cols[:-1], [row[:-1] for row in rows]
     ests = ", ".join(sorted({g.result.wasted.estimator for g in by.groups})) or "—"
-    note = (f"each value audited on its own (own prior fit); silent at G = {G}: the scan's default estimate "
+    note = (f"each value audited on its own (own prior fit); silent G={G}: the scan's default estimate "
             f"({ests}), a mean over the value's prompts; never/always solved: shares of its prompts with "
             f"k = 0 / k = n; {pooled}")
     return Section(f"by {by.column}", tables=(Table(f"by {by.column}", cols, tuple(rows), note=note),))

@@ -85,6 +85,8 @@ def by_section(result: TrendResult) -> Section:
          None if g.result.filtered is None else g.result.filtered.source)
         for g in result.by.groups for r in g.result.rows
     )
+    if all(row[-1] is None for row in rows):  # the column only when a value is a post-filter dump
+        cols, rows = cols[:-1], tuple(row[:-1] for row in rows)
     note = ("each value's steps on their own (own prior fit, forecast from the value's earlier steps only); "
             "the table above is the pooled log")
     return Section(f"by {column}", tables=(Table(f"per step by {column}", tuple(cols), rows, note=note),))
