@@ -94,3 +94,49 @@ def test_evalperf_by_run_matches_the_file(capsys):
     assert failing and code == 1
     assert err.splitlines()[0] == f"sigmaudit: check failed for run = {', '.join(failing)}"
     assert load_counts([EVALPERF]).per_prompt.height == d["prompts"]
+
+
+def test_report_by_gives_each_value_its_scan(capsys, verl_two_sources):
+    from math import comb
+
+    code, out, _ = run(capsys, "report", str(verl_two_sources), "--by", "data_source", "-f", "json", "-o", "-",
+                       "-q")
+    assert code == 0
+    d = json.loads(out)
+    assert d["by"]["column"] == "data_source" and d["scan"]["by"] is None  # not twice
+    gsm, math = d["by"]["groups"]
+    assert (gsm["value"], math["value"]) == ("gsm8k", "math")
+    assert (gsm["prompts"], gsm["rollouts"], math["prompts"], math["rollouts"]) == (3, 24, 3, 24)
+    assert gsm["pass_rate"]["never_solved"] == 0.0 and math["pass_rate"]["never_solved"] == 1.0
+    assert gsm["observed_silent"]["fraction"] == 0.0 and math["observed_silent"]["all_wrong"] == 1.0
+    # each gsm8k prompt: n = 8, k = 2; silent at G = 4 (unbiased): [C(2,4) + C(6,4)] / C(8,4)
+    assert gsm["wasted"]["G"] == 4 and gsm["wasted"]["estimator"] == "unbiased"
+    assert gsm["wasted"]["silent_rollout_share"] == pytest.approx(comb(6, 4) / comb(8, 4), abs=1e-12)
+    assert math["wasted"]["silent_rollout_share"] == pytest.approx(1.0)
+    assert d["scan"]["prompts"] == 6 and d["filtered"] is None
+    code, out, _ = run(capsys, "report", str(verl_two_sources), "--by", "data_source", "-o", "-", "-q")
+    assert "<h2>By data_source</h2>" in out
+    row = out[out.index("<tr><td>gsm8k</td>"):]
+    row = row[:row.index("</tr>")]
+    cells = [c.split(">", 1)[1] for c in row.removeprefix("<tr>").split("</td>")[:-1]]
+    assert cells[:6] == ["gsm8k", "3", "24", "6", "0.0000", f"{comb(6, 4) / comb(8, 4):.4f}"]
+    code, out, _ = run(capsys, "report", str(verl_two_sources), "-f", "json", "-o", "-", "-q")
+    assert json.loads(out)["by"] is None
+
+
+def test_trend_by_gives_each_value_its_steps(capsys, verl_two_sources):
+    code, out, _ = run(capsys, "trend", str(verl_two_sources), "--by", "data_source", "-f", "json", "-q")
+    assert code == 0
+    d = json.loads(out)
+    assert [s["observed_silent"] for s in d["steps"]] == [0.5, 0.5]  # pooled: the math half
+    groups = {g["value"]: g for g in d["by"]["groups"]}
+    assert d["by"]["column"] == "data_source" and list(groups) == ["gsm8k", "math"]
+    gsm, math = groups["gsm8k"]["steps"], groups["math"]["steps"]
+    assert [s["step"] for s in gsm] == [1, 2] and [s["groups"] for s in gsm] == [3, 3]
+    assert [s["pass_rate"] for s in gsm] == [0.25, 0.25] and [s["observed_silent"] for s in gsm] == [0.0, 0.0]
+    assert [s["observed_all_wrong"] for s in math] == [1.0, 1.0] and [s["pass_rate"] for s in math] == [0.0, 0.0]
+    code, out, _ = run(capsys, "trend", str(verl_two_sources), "--by", "data_source", "-f", "markdown", "-q")
+    assert "per step by data_source" in out
+    assert out.count("| gsm8k |") == 2 and out.count("| math |") == 2
+    code, out, _ = run(capsys, "trend", str(verl_two_sources), "-f", "json", "-q")
+    assert json.loads(out)["by"] is None

@@ -11,7 +11,7 @@ silent last time").
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 
 from ..core.forecast import CalibrationBin
 from ..fmt import none_if_nan
+from ..loaders.options import Filtered
 from .forecast import Replay, replay
 
 SIGMAUDIT_THRESHOLDS: tuple[float, ...] = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99)
@@ -103,6 +104,9 @@ class BacktestResult:
     """Corpus priors fitted during the replay (each on earlier steps only)."""
     dropped_groups: int = 0
     """Groups without a step value (left out)."""
+    filtered: Filtered | None = None
+    """Set when the log is a post-filter dump (see :mod:`sigmaudit.audits.filtered`): the replay scores
+    forecasts against a log whose silent groups were dropped."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON contract (see :mod:`sigmaudit.commands.backtest`)."""
@@ -128,6 +132,7 @@ class BacktestResult:
             "half_lives": [none_if_nan(h) for h in self.half_lives],
             "prior_fits": self.prior_fits,
             "dropped_groups": self.dropped_groups,
+            "filtered": None if self.filtered is None else asdict(self.filtered),
         }
 
 
@@ -136,6 +141,8 @@ def _greso_best(sc: NDArray[np.int64], sw: NDArray[np.int64], y: NDArray[np.floa
     from ..core.forecast import GRESO_FLOOR
 
     silent, informative = y.sum(), (1.0 - y).sum()
+    if silent == 0 or informative == 0:  # nothing to avoid (a post-filter dump), or nothing to lose
+        return None
     best = None
     # sums of outcomes per streak length, each kind apart: the grid search then costs nothing per group
     zmax = int(max(sc.max(initial=0), sw.max(initial=0)))
@@ -160,15 +167,18 @@ def _greso_best(sc: NDArray[np.int64], sw: NDArray[np.int64], y: NDArray[np.floa
     return best
 
 
-def backtest(per_group: pl.DataFrame, *, G: int | None = None, max_lost: float = MAX_LOST) -> BacktestResult:
+def backtest(per_group: pl.DataFrame, *, G: int | None = None, max_lost: float = MAX_LOST,
+             filtered: Filtered | None = None) -> BacktestResult:
     """Replay the log in step order and score the forecasts (see the module docstring).
 
-    Raises SchemaError without steps (or with one step) and ConfigError when ``G`` exceeds a
-    logged group's size.
+    ``filtered`` (:func:`sigmaudit.audits.scan.filtered_of`) is carried to the result. Raises
+    SchemaError without steps (or with one step) and ConfigError when ``G`` exceeds a logged
+    group's size.
     """
     if G is not None and (int(G) != G or G < 1):
         raise ValueError(f"G must be a whole number >= 1, got {G!r}")
-    return score(replay(per_group, G), G, max_lost)
+    result = score(replay(per_group, G), G, max_lost)
+    return result if filtered is None else replace(result, filtered=filtered)
 
 
 def score(rp: Replay, G: int | None = None, max_lost: float = MAX_LOST) -> BacktestResult:

@@ -24,7 +24,7 @@ the map learnt on earlier steps corrects that lag.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 
 from ..errors import ConfigError, SchemaError
 from ..fmt import none_if_nan
+from ..loaders.options import Filtered
 
 HALF_LIFE_SAMPLE = 20_000
 """The half-life is chosen on about this many groups (whole prompts, by a hash of their names) in
@@ -318,6 +319,9 @@ class ForecastResult:
     recalibrated: bool = False
     """The backtest's recalibration map was applied (only when G is the one logged group size, where it
     was fitted)."""
+    filtered: Filtered | None = None
+    """Set when the log is a post-filter dump (see :mod:`sigmaudit.audits.filtered`): each prompt's
+    history lacks its silent groups, so P(silent) is understated."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON contract (see :mod:`sigmaudit.commands.forecast`)."""
@@ -327,6 +331,7 @@ class ForecastResult:
             "skipped": self.skipped, "rollouts_saved": self.rollouts_saved, "silent_avoided": self.silent_avoided,
             "informative_lost": self.informative_lost, "expected_silent": self.expected_silent,
             "backtest_brier": self.backtest_brier, "recalibrated": self.recalibrated,
+            "filtered": None if self.filtered is None else asdict(self.filtered),
             "per_prompt": self.table.to_dicts(),
         }
 
@@ -343,13 +348,16 @@ def forecast(
     max_p_silent: float | None = None,
     target_saving: float | None = None,
     replayed: Replay | None = None,
+    filtered: Filtered | None = None,
 ) -> ForecastResult:
     """P(silent), P(all wrong), P(all correct) at each prompt's next visit with G samples.
 
     The half-life is the backtest's choice on this log; the prior is fitted to every logged
     group. ``max_p_silent`` skips prompts whose P(silent) exceeds it; ``target_saving`` skips the
     most likely silent prompts until that share of the rollouts is saved (at most one of them).
-    ``replayed`` reuses a :func:`replay` of the same ``per_group`` (made without G).
+    ``replayed`` reuses a :func:`replay` of the same ``per_group`` (made without G). ``filtered``
+    (:func:`sigmaudit.audits.scan.filtered_of`) is carried to the result: the forecast is read
+    from a post-filter dump.
     """
     from ..core.corpus import Corpus
     from ..core.forecast import branch_skew, brier, recalibrate, silent_forecast, visit_history
@@ -415,7 +423,7 @@ def forecast(
         threshold=threshold, skipped=int(skip.sum()), rollouts_saved=float(skip.mean()) if M else 0.0,
         silent_avoided=float(ps[skip].sum() / exp_silent) if exp_silent > 0 else 0.0,
         informative_lost=float((1.0 - ps[skip]).sum() / exp_inf) if exp_inf > 0 else 0.0,
-        expected_silent=exp_silent, table=table, recalibrated=recalibrated,
+        expected_silent=exp_silent, table=table, recalibrated=recalibrated, filtered=filtered,
         backtest_brier=brier(scored["forecast"].to_numpy(), scored["outcome"].to_numpy()),
     )
 

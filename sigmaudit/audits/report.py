@@ -19,7 +19,9 @@ import numpy as np
 
 if TYPE_CHECKING:
     from ..loaders import LoadedCounts
+    from ..loaders.options import Filtered
     from .backtest import BacktestResult
+    from .by import ByResult
     from .plan import PlanResult, Targets
     from .scan import ScanReport
     from .trend import TrendResult
@@ -71,9 +73,16 @@ class ReportData:
     backtest: BacktestResult | None = None
     """One-step-ahead forecasts of silent groups scored on the log (``sigmaudit backtest``); None without
     steps (or with one step)."""
+    filtered: Filtered | None = None
+    """Set when the log is a post-filter dump (the scan's ``filtered``; see :mod:`sigmaudit.audits.filtered`)."""
+    by: ByResult | None = None
+    """With ``--by COLUMN``: the scan of each value's rows (own prior fit); ``scan`` is the pooled one."""
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON contract: title, files, g_main, chosen_G, chosen_by, eps, scan, plan, trend, fidelity_curves."""
+        """JSON contract: title, files, g_main, chosen_G, chosen_by, eps, filtered, scan, plan, trend, backtest,
+        fidelity_curves, by (null, or ``{column, groups: [{value, ...the scan's keys}]}``)."""
+        from dataclasses import asdict
+
         return {
             "title": self.title,
             "files": list(self.files),
@@ -81,6 +90,7 @@ class ReportData:
             "chosen_G": self.chosen_G,
             "chosen_by": self.chosen_by,
             "eps": self.eps,
+            "filtered": None if self.filtered is None else asdict(self.filtered),
             "scan": self.scan.to_dict(),
             "plan": self.plan.to_dict(),
             "trend": None if self.trend is None else self.trend.to_dict(),
@@ -90,6 +100,7 @@ class ReportData:
                  "exact_G": c.exact_G}
                 for c in self.fidelity_curves
             ],
+            "by": None if self.by is None else self.by.to_dict(),
         }
 
 
@@ -137,6 +148,7 @@ def build_report(
     targets: Targets | None = None,
     title: str | None = None,
     estimator: str = "auto",
+    post_filter: bool = False,
 ) -> ReportData:
     """Audit, plan and (with steps) trend one set of loaded logs.
 
@@ -158,7 +170,14 @@ def build_report(
         Report title; default names the first file.
     estimator
         The estimator rule shared by the scan, the plan and the trend (:mod:`sigmaudit.core.estimates`).
+    post_filter
+        The user says the log was written after zero-variance filtering (``--post-filter``); the
+        resolved state (:func:`sigmaudit.audits.scan.filtered_of`) is stated by every part.
+
+    With ``loaded.by`` (``--by``) the report gains ``by``: the scan of each value.
     """
+    from dataclasses import replace
+
     from ..errors import SchemaError
     from . import corpus_of
     from .plan import DEFAULT_G_GRID, Targets
@@ -167,19 +186,23 @@ def build_report(
     from .trend import trend as run_trend
 
     targets = targets or Targets()
-    scan = audit(loaded, G=tuple(G) if G else DEFAULT_G, g_main=g_main, eps=eps, estimator=estimator)
-    plan = run_plan(corpus_of(loaded), tuple(G) if G else DEFAULT_G_GRID, targets=targets, estimator=estimator)
+    scan = audit(loaded, G=tuple(G) if G else DEFAULT_G, g_main=g_main, eps=eps, estimator=estimator,
+                 post_filter=post_filter)
+    filtered, by = scan.filtered, scan.by
+    scan = replace(scan, by=None)  # the values' scans are the report's ``by``
+    plan = run_plan(corpus_of(loaded), tuple(G) if G else DEFAULT_G_GRID, targets=targets, estimator=estimator,
+                    filtered=filtered)
     trend = None
     bt = None
     if loaded.has_steps and loaded.per_group is not None and loaded.per_group.height:
         try:
-            trend = run_trend(loaded.per_group, estimator=estimator)
+            trend = replace(run_trend(loaded.per_group, estimator=estimator), filtered=filtered)
         except SchemaError:  # a step column whose values are all missing: no trend, the rest stands
             trend = None
         from .backtest import backtest
 
         try:
-            bt = backtest(loaded.per_group)
+            bt = backtest(loaded.per_group, filtered=filtered)
         except SchemaError:  # no step values, or a single step: nothing earlier to forecast from
             bt = None
     main = scan.wasted.G
@@ -196,4 +219,6 @@ def build_report(
         chosen_by=chosen_by,
         eps=float(eps),
         fidelity_curves=fidelity_curves(scan, curve_G([r.G for r in plan.sweep])),
+        filtered=filtered,
+        by=by,
     )

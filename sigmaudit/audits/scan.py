@@ -382,6 +382,16 @@ def statistical_filter(loaded: LoadedCounts) -> Filtered | None:
     return None if warning is None else Filtered("statistics", warning)
 
 
+def filtered_of(loaded: LoadedCounts, post_filter: bool = False) -> Filtered | None:
+    """Whether ``loaded`` is a post-filter dump, and why: the dump's own marker, else ``--post-filter``,
+    else the statistical test (:func:`sigmaudit.audits.filtered.resolve`)."""
+    import functools
+
+    from .filtered import resolve
+
+    return resolve(loaded, post_filter, functools.partial(statistical_filter, loaded))
+
+
 def _filtered_warning(obs: ObservedSilent | None) -> str | None:
     if obs is None:
         return None

@@ -39,8 +39,8 @@ them by how many of its groups have that pair.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -49,6 +49,11 @@ from numpy.typing import NDArray
 from ..core.estimators import ESTIMATORS, Estimator
 from ..errors import SchemaError
 from ..fmt import none_if_nan
+from ..loaders.options import Filtered
+from .by import ByGroup, ByResult
+
+if TYPE_CHECKING:
+    from ..loaders import LoadedCounts
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,11 @@ class TrendResult:
     """Steps behind the two errors."""
     ahead_note: str | None = None
     """Why there is no one-step-ahead forecast, when there is none for a log of groups."""
+    filtered: Filtered | None = None
+    """Set when the log is a post-filter dump (see :mod:`sigmaudit.audits.filtered`): its observed
+    silent shares are the dump's, not the run's."""
+    by: ByResult | None = None
+    """With ``--by COLUMN``: each value's own trend (own prior fit); this one is pooled."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON contract: ``steps`` (one object per row), ``G_logged``, ``every``, ``estimator``, ..."""
@@ -143,6 +153,8 @@ class TrendResult:
             "G": list(self.G),
             "dropped_groups": self.dropped_groups,
             "source": self.source,
+            "filtered": None if self.filtered is None else asdict(self.filtered),
+            "by": None if self.by is None else self.by.to_dict(),
         }
 
 
@@ -265,8 +277,6 @@ about a second per 100,000 groups)."""
 
 def _with_ahead(res: TrendResult, df: pl.DataFrame, first: int) -> TrendResult:
     """Add the one-step-ahead forecast and the naive baseline per row, and both errors per step."""
-    from dataclasses import replace
-
     from .forecast import ahead_by_step
 
     if "prompt" not in df.columns or df["step"].n_unique() < 2:
@@ -289,6 +299,35 @@ def _with_ahead(res: TrendResult, df: pl.DataFrame, first: int) -> TrendResult:
     rows = tuple(replace(r, ahead_silent=none_if_nan(by_first[r.step]["forecast"]),
                          naive_silent=none_if_nan(by_first[r.step]["naive"])) for r in res.rows)
     return replace(res, rows=rows, ahead_mae=ahead_mae, naive_mae=naive_mae, mae_steps=err.height)
+
+
+def trend_logs(
+    loaded: LoadedCounts,
+    *,
+    G: Sequence[int] = (),
+    every: int = 1,
+    estimator: Estimator = "bayes",
+    post_filter: bool = False,
+) -> TrendResult:
+    """:func:`trend` (or :func:`trend_from_series`) of loaded logs, with the post-filter state
+    (:func:`sigmaudit.audits.scan.filtered_of`) and, with ``--by``, one trend per value.
+
+    Raises SchemaError when the logs have no training-step information.
+    """
+    from .scan import filtered_of
+
+    if loaded.series is not None:
+        res = trend_from_series(loaded.series, every=every, G=G)
+    elif loaded.per_group is None or not loaded.has_steps:
+        raise SchemaError("the logs have no training-step information", remedy="name the step column with --step-col")
+    else:
+        res = trend(loaded.per_group, G=G, every=every, estimator=estimator)
+    by = None
+    if loaded.by is not None:
+        by = ByResult(loaded.by, tuple(
+            ByGroup(value, trend_logs(part, G=G, every=every, estimator=estimator, post_filter=post_filter))
+            for value, part in loaded.parts))
+    return replace(res, filtered=filtered_of(loaded, post_filter), by=by)
 
 
 def trend_from_series(series: pl.DataFrame, *, every: int = 1, G: Sequence[int] = ()) -> TrendResult:

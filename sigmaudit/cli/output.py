@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError
 from ..render import Format
@@ -70,3 +71,10 @@ def note(message: str) -> None:
     from ..fmt import printable
 
     sys.stderr.write(f"sigmaudit: {printable(message)}\n")
+
+
+def filtered_note(filtered: Any) -> str:
+    """The stderr warning for a post-filter dump (a :class:`~sigmaudit.loaders.options.Filtered`)."""
+    if filtered.source == "statistics":
+        return f"warning: {filtered.message}"
+    return f"warning: post-filter dump ({filtered.source}): {filtered.message}"

@@ -22,7 +22,8 @@ from matplotlib.figure import Figure
 
 from ..fmt import format_value, pct
 from ..views import Table, View
-from ..views.labels import EXTREME_LABEL, MIDDLE_LABEL, QUANTILE_NAMES
+from ..views.labels import EXTREME_LABEL, MIDDLE_LABEL, QUANTILE_NAMES, filtered_line
+from ..views.report import report_by_section
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -590,8 +591,8 @@ def render_html(view: View) -> str:
            f"{s.prompts:,} prompts · {s.rollouts:,} rollouts · {_samples(s)} · {steps} · ε = {d.eps:g} · "
            f"G for the scan figures = {d.g_main}")
     parts = [f'<p class="sub">{esc(sub)}</p>']
-    if s.filtered_warning:
-        parts.append(f'<p class="warn"><b>Warning:</b> {esc(s.filtered_warning)}</p>')
+    if d.filtered is not None:
+        parts.append(f'<p class="warn"><b>Warning:</b> {esc(filtered_line(d.filtered).removeprefix("WARNING: "))}</p>')
     parts += ["<h2>Summary</h2>", _cards(d)]
     if p.recommended_G is not None:
         rec = f"Recommended G = <b>{p.recommended_G}</b>: {esc(p.reason)}."
@@ -613,6 +614,9 @@ def render_html(view: View) -> str:
     parts.append(view_html(plan_v))
     parts.append("<h2>Scan</h2>")
     parts.append(view_html(scan_v))
+    if d.by is not None:
+        parts.append(f"<h2>By {esc(d.by.column)}</h2>")
+        parts.append(view_html(View(view.title, (report_by_section(d),)), fold_rows=200))
     for part in rest:
         if part.title == "sigmaudit trend":
             parts.append("<h2>Per step</h2>")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..fmt import display_pair
+from .labels import filtered_line
 from .model import Section, Table, View
 
 if TYPE_CHECKING:
@@ -41,7 +42,8 @@ def check_view(result: CheckResult) -> View:
     lines = [f"G = {result.G}{g_from}, {result.prompts} prompts — {verdict}",
              *(f"warning: {w}" for w in result.warnings)]
     if result.filtered is not None:
-        lines.append(f"post-filter dump ({result.filtered.source}): {result.filtered.message}")
+        lines.append(filtered_line(result.filtered, "silent rates read from it are understated (see "
+                                                    "--groups-generated, --allow-filtered)"))
     if result.pre_filter is not None:
         pf = result.pre_filter
         lines.append(f"silent_rate = observed pre-filter fraction (N - L + s) / N = ({pf.groups_generated} - "

@@ -7,6 +7,7 @@ import math
 from typing import TYPE_CHECKING
 
 from ..fmt import format_value, pct
+from .labels import filtered_line
 from .model import Section, Table, View
 
 if TYPE_CHECKING:
@@ -39,6 +40,9 @@ def forecast_view(result: ForecastResult) -> View:
         head.append(f"skip list ({r.rule}): {r.skipped:,} prompts with P(silent) > {r.threshold:.4g}; "
                     f"saves {pct(r.rollouts_saved)} of rollouts, avoids {pct(r.silent_avoided)} of expected "
                     f"silent groups, loses {pct(r.informative_lost)} of expected informative groups")
+    if r.filtered is not None:
+        head.append(filtered_line(r.filtered, "each prompt's history lacks its silent groups, so P(silent) is "
+                                              "understated"))
     rows = tuple(tuple(x) for x in r.table.head(VIEW_ROWS).select(TABLE_COLUMNS).iter_rows())
     shown = (f"the {VIEW_ROWS} most likely silent of {r.prompts:,} prompts (--skip-out writes all); "
              if r.prompts > VIEW_ROWS else "")
@@ -73,6 +77,9 @@ def backtest_view(result: BacktestResult) -> View:
                        "after z silent visits (Zheng et al. 2025), threshold = p_e", digits=3)
     at_lost = tuple(f"{rule}: {pct(v)} of silent groups avoided" if v is not None else
                     f"{rule}: no setting stays within the budget" for rule, v in r.avoided_at_max_lost.items())
+    if r.filtered is not None:
+        head += (filtered_line(r.filtered, "the replay scores forecasts against a log whose silent groups were "
+                                           "dropped, not against the run"),)
     return View("sigmaudit backtest", (
         Section("replay", lines=head, tables=(scores,)),
         Section("calibration", tables=(calib,)),

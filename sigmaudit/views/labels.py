@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..core.weighting import EXTREME, MIDDLE
+
+if TYPE_CHECKING:
+    from ..audits.filtered import Filtered
 
 EXTREME_LABEL = EXTREME.describe("p")
 """``p < 0.1 or p > 0.9``: the extreme band of :data:`sigmaudit.core.weighting.EXTREME`."""
@@ -10,3 +15,12 @@ MIDDLE_LABEL = MIDDLE.describe("p")
 """``0.4 ≤ p ≤ 0.6``: the middle band of :data:`sigmaudit.core.weighting.MIDDLE`."""
 QUANTILE_NAMES = {0.25: "lower quartile", 0.5: "median", 0.75: "upper quartile"}
 """How the quantiles of p̂ are named in captions, legends and tables."""
+
+
+def filtered_line(filtered: Filtered, consequence: str = "silent rates read from it are understated") -> str:
+    """The one warning line every command shows on a post-filter dump (``filtered`` set): the
+    statistical test's message as it is, any other source named, then what it means for this
+    command's numbers (``consequence``)."""
+    if filtered.source == "statistics":
+        return f"WARNING: {filtered.message}" + (f"; {consequence}" if consequence not in filtered.message else "")
+    return f"WARNING: post-filter dump ({filtered.source}): {filtered.message}; {consequence}"

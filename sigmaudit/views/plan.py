@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..fmt import pct as pct_
+from .labels import filtered_line
 from .model import Section, Table, View
 
 if TYPE_CHECKING:
@@ -49,8 +50,8 @@ def plan_view(result: PlanResult) -> View:
         *(f"warning: {w}" for w in result.warnings),
     )
     if result.filtered is not None:
-        lines += (f"WARNING: post-filter dump ({result.filtered.source}): {result.filtered.message}; "
-                  "pass rates lean toward mixed prompts, so silent rates are understated",)
+        lines += (filtered_line(result.filtered, "pass rates lean toward mixed prompts, so silent rates are "
+                                                 "understated"),)
     sections = [Section("G sweep", tables=(sweep,)), Section("recommendation", lines=lines)]
     if result.allocation is not None:
         sections.append(allocation_section(result.allocation))

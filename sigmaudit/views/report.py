@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .forecast import backtest_view
+from .labels import filtered_line
 from .model import Section, View
 from .plan import plan_view
-from .scan import scan_view
+from .scan import by_section, scan_view
 from .trend import trend_view
 
 if TYPE_CHECKING:
@@ -31,5 +32,15 @@ def report_view(result: ReportData) -> View:
         Section(f"{v.title.removeprefix('sigmaudit ')}: {s.title}", s.lines, s.tables)
         for v in parts for s in v.sections
     ]
+    if result.filtered is not None:
+        sections.insert(0, Section("post-filter dump", (filtered_line(result.filtered),)))
+    if result.by is not None:
+        sections.append(report_by_section(result))
     return View(result.title, tuple(sections), parts=parts)
+
+
+def report_by_section(result: ReportData) -> Section:
+    """The per-value scan summary of ``report --by`` (the scan view's by table)."""
+    assert result.by is not None
+    return by_section(result.by, pooled="the rest of the report is the pooled log")
 

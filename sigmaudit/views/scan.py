@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING
 
 from ..core.weighting import EXTREME, MIDDLE
 from ..fmt import pct
-from .labels import QUANTILE_NAMES
+from .labels import QUANTILE_NAMES, filtered_line
 from .model import Section, Table, View
 
 if TYPE_CHECKING:
+    from ..audits.by import ByResult
     from ..audits.scan import MassBands, ScanReport
 
 SILENT_TABLE = "silent-group rate of a future group of G"
@@ -98,11 +99,10 @@ def _silent(r: ScanReport) -> Section:
                 ("expected silent groups", f"{o.expected_groups:,.1f}"),
             ),
         ))
-    if r.filtered_warning:
+    if r.filtered_warning and (r.filtered is None or r.filtered.source != "statistics"):
         lines.append(f"WARNING: {r.filtered_warning}")
-    if r.filtered is not None and r.filtered.source != "statistics":
-        lines.append(f"WARNING: post-filter dump ({r.filtered.source}): {r.filtered.message}; "
-                     "silent rates read from it are understated")
+    if r.filtered is not None:
+        lines.append(filtered_line(r.filtered))
     return Section("silent groups", tuple(lines), tuple(tables))
 
 
@@ -201,20 +201,35 @@ def scan_view(r: ScanReport) -> View:
     return View("sigmaudit scan", sections, csv_table=SILENT_TABLE)
 
 
+def by_section(by: ByResult, pooled: str = "the panels above are the pooled audit") -> Section:
+    """One row per value of the --by column (each value's :class:`ScanReport`, audited on its own):
+    prompts, rollouts, logged groups, observed silent fraction, the silent rate of a future group of
+    G (the scan's default estimate at --g-main, as in wasted compute) split into all-wrong/all-correct,
+    never/always-solved shares and the value's post-filter state."""
+    rows = []
+    for g in by.groups:
+        s: ScanReport = g.result
+        o, w = s.observed_silent, s.wasted
+        rows.append((g.value, s.prompts, s.rollouts, None if o is None else o.groups,
+                     None if o is None else o.fraction, w.silent_rollout_share, w.all_wrong_share,
+                     w.all_correct_share, s.pass_rate.never_solved, s.pass_rate.always_solved,
+                     None if s.filtered is None else s.filtered.source))
+    G = by.groups[0].result.wasted.G if by.groups else None
+    cols = (by.column, "prompts", "rollouts", "groups", "observed silent", f"silent G={G}",
+            "all-wrong", "all-correct", "never solved", "always solved", "post-filter")
+    if all(row[-1] is None for row in rows):  # the column only when a value is a post-filter dump
+        cols, rows = cols[:-1], [row[:-1] for row in rows]
+    ests = ", ".join(sorted({g.result.wasted.estimator for g in by.groups})) or "—"
+    note = (f"each value audited on its own (own prior fit); silent G={G}: the scan's default estimate "
+            f"({ests}), a mean over the value's prompts; never/always solved: shares of its prompts with "
+            f"k = 0 / k = n; {pooled}")
+    return Section(f"by {by.column}", tables=(Table(f"by {by.column}", cols, tuple(rows), note=note),))
+
+
 def _by(r: ScanReport) -> Section:
     """One row per value of the --by column, each value audited on its own."""
     assert r.by is not None
-    rows = []
-    for g in r.by.groups:
-        s: ScanReport = g.result
-        o = s.observed_silent
-        rows.append((g.value, s.prompts, s.rollouts, None if o is None else o.groups,
-                     None if o is None else o.fraction, s.wasted.silent_rollout_share,
-                     None if s.filtered is None else s.filtered.source))
-    cols = (r.by.column, "prompts", "rollouts", "groups", "observed silent",
-            f"expected silent at G = {r.wasted.G}", "post-filter")
-    note = "each value audited on its own (own prior fit); the panels above are the pooled audit"
-    return Section(f"by {r.by.column}", tables=(Table(f"by {r.by.column}", cols, tuple(rows), note=note),))
+    return by_section(r.by)
 
 
 def scan_summary(r: ScanReport) -> list[str]:

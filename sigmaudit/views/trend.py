@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..fmt import format_value
+from .labels import filtered_line
 from .model import Section, Table, View
 from .sparkline import sparkline
 
@@ -57,14 +58,37 @@ def trend_view(result: TrendResult) -> View:
     lines.append(f"{'':{name_w}}  scale 0–1, step {result.rows[0].step} → {result.rows[-1].step_last}")
     extra: tuple[str, ...] = (f"{result.dropped_groups} groups without a step value left out",) \
         if result.dropped_groups else ()
+    if result.filtered is not None:
+        extra = (filtered_line(result.filtered, "the observed silent shares per step are the dump's, not the "
+                                                "run's (understated)"), *extra)
     if result.ahead_note and result.source == "groups":
         extra += (result.ahead_note,)
     if result.ahead_mae is not None and result.naive_mae is not None:
         extra += (f"forecast error over {result.mae_steps} steps (mean |observed − predicted| silent share): "
                   f"one step ahead {format_value(result.ahead_mae)}, naive (previous step's share) "
                   f"{format_value(result.naive_mae)}",)
-    return View("sigmaudit trend", (
-        Section("silent groups over training", lines=extra, tables=(table,)),
-        Section("trend", lines=tuple(lines)),
-    ))
+    sections = [Section("silent groups over training", lines=extra, tables=(table,)),
+                Section("trend", lines=tuple(lines))]
+    if result.by is not None:
+        sections.append(by_section(result))
+    return View("sigmaudit trend", tuple(sections))
+
+
+def by_section(result: TrendResult) -> Section:
+    """One table of every value's per-step rows (each value's own trend, own prior fit)."""
+    assert result.by is not None
+    column = result.by.column
+    cols = [column, "step"] + (["to"] if result.every > 1 else []) + [
+        "groups", "pass rate", "silent", "all wrong", "all correct", "forecast", "post-filter"]
+    rows = tuple(
+        (g.value, r.step, *((r.step_last,) if result.every > 1 else ()), r.groups, r.pass_rate, r.observed_silent,
+         r.observed_all_wrong, r.observed_all_correct, r.ahead_silent,
+         None if g.result.filtered is None else g.result.filtered.source)
+        for g in result.by.groups for r in g.result.rows
+    )
+    if all(row[-1] is None for row in rows):  # the column only when a value is a post-filter dump
+        cols, rows = cols[:-1], tuple(row[:-1] for row in rows)
+    note = ("each value's steps on their own (own prior fit, forecast from the value's earlier steps only); "
+            "the table above is the pooled log")
+    return Section(f"by {column}", tables=(Table(f"per step by {column}", tuple(cols), rows, note=note),))
 

@@ -16,6 +16,8 @@ JSON contract (``--format json``), besides ``schema_version``:
   or null}``; ``max_lost``.
 - ``G`` (null: each group's logged size), ``observed_silent``, ``half_life`` (steps; null = no
   down-weighting), ``half_life_gap``, ``half_lives``, ``prior_fits``, ``dropped_groups``.
+- ``filtered``: null, or ``{source, message}`` when the log is a post-filter dump (the replay then
+  scores forecasts against a log whose silent groups were dropped).
 
 ``--format csv`` writes the calibration table.
 """
@@ -27,7 +29,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..inputs import reads_logs
-from ..options import FormatOpt, OutputOpt, emit_result, unit_interval
+from ..options import FormatOpt, OutputOpt, PostFilterOpt, emit_result, unit_interval
 
 if TYPE_CHECKING:
     from ...loaders import LoadedCounts
@@ -43,6 +45,7 @@ def backtest(
     max_lost: Annotated[float, typer.Option(
         "--max-lost", callback=unit_interval,
         help="Compare the skip rules at this share of informative groups lost.")] = 0.05,
+    post_filter: PostFilterOpt = False,
     fmt: FormatOpt = None,
     output: OutputOpt = None,
 ) -> None:
@@ -58,8 +61,10 @@ def backtest(
     """
     from ...audits.backtest import backtest as run_backtest
     from ...audits.forecast import NO_STEPS, STEPS_REMEDY
+    from ...audits.scan import filtered_of
     from ...errors import SchemaError
 
     if loaded.per_group is None or not loaded.has_steps:
         raise SchemaError(NO_STEPS, remedy=STEPS_REMEDY)
-    emit_result(run_backtest(loaded.per_group, G=G, max_lost=max_lost), fmt, output)
+    emit_result(run_backtest(loaded.per_group, G=G, max_lost=max_lost, filtered=filtered_of(loaded, post_filter)),
+                fmt, output)

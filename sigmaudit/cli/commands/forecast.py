@@ -6,7 +6,8 @@ step + 1), ``half_life`` (steps, chosen by the backtest; null = no down-weightin
 prompt is skipped), ``skipped``, ``rollouts_saved``, ``silent_avoided``, ``informative_lost``
 (expected shares), ``expected_silent``, ``backtest_brier``, and ``per_prompt``: one object per
 prompt with ``prompt, visits, last_step, p_estimate, p_silent, p_all_wrong, p_all_correct,
-expected_useful_rollouts, skip`` (most likely silent first).
+expected_useful_rollouts, skip`` (most likely silent first); ``filtered``: null, or ``{source,
+message}`` when the log is a post-filter dump (P(silent) is then understated).
 
 ``--skip-out skip.csv|parquet|jsonl`` writes the per-prompt table (every prompt) next to the report;
 ``--format csv`` (or ``-o skip.csv``) makes the report itself that table. The terminal table shows
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..inputs import reads_logs
-from ..options import FormatOpt, OutputOpt, emit_result, unit_interval
+from ..options import FormatOpt, OutputOpt, PostFilterOpt, emit_result, unit_interval
 
 if TYPE_CHECKING:
     from ...loaders import LoadedCounts
@@ -55,6 +56,7 @@ def forecast(
         "--skip-out", rich_help_panel=_SKIP, dir_okay=False, show_default=False,
         help="Write the per-prompt table (every prompt, with its skip flag) here: .csv, .parquet or .jsonl.")
     ] = None,
+    post_filter: PostFilterOpt = False,
     fmt: FormatOpt = None,
     output: OutputOpt = None,
 ) -> None:
@@ -71,12 +73,14 @@ def forecast(
     """
     from ...audits.forecast import NO_STEPS, STEPS_REMEDY
     from ...audits.forecast import forecast as run_forecast
+    from ...audits.scan import filtered_of
     from ...errors import SchemaError
     from ...writers import write_table
 
     if loaded.per_group is None or not loaded.has_steps:
         raise SchemaError(NO_STEPS, remedy=STEPS_REMEDY)
-    result = run_forecast(loaded.per_group, G, max_p_silent=max_p_silent, target_saving=target_saving)
+    result = run_forecast(loaded.per_group, G, max_p_silent=max_p_silent, target_saving=target_saving,
+                          filtered=filtered_of(loaded, post_filter))
     if skip_out is not None:
         write_table(result.table, skip_out, "--skip-out")
     emit_result(result, fmt, output)

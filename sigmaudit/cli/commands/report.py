@@ -9,7 +9,7 @@ import typer
 
 from ...render import Format
 from ..inputs import reads_logs
-from ..options import EpsOpt, EstimatorOpt, unit_interval
+from ..options import EpsOpt, EstimatorOpt, PostFilterOpt, unit_interval
 
 if TYPE_CHECKING:
     from ...loaders import LoadedCounts
@@ -19,7 +19,7 @@ REPORT_FORMATS = (Format.html, Format.json)
 _TARGETS = "Targets (for the recommendation)"
 
 
-@reads_logs(formats=(Format.html, Format.json))
+@reads_logs(formats=(Format.html, Format.json), by_ok=True)
 def report(
     loaded: LoadedCounts,
     output: Annotated[Path | None, typer.Option(
@@ -48,13 +48,15 @@ def report(
         help="Recommend the smallest swept G with mean fidelity φ at least Y.")] = None,
     title: Annotated[str | None, typer.Option("--title", show_default=False,
                                               help="Page title (default: names the first file).")] = None,
+    post_filter: PostFilterOpt = False,
     quiet: bool = False,
 ) -> None:
     """Write one self-contained HTML report: charts and tables for people who would rather look than read.
 
     Pass-rate histogram (never/always-solved marked), silent rate versus G split into all-wrong and
     all-correct, fidelity versus G at the quartiles of p̂, GRPO vs Dr. GRPO gradient mass by difficulty,
-    silent groups per training step (when the logs have steps), then the scan and plan tables. The page
+    silent groups per training step (when the logs have steps), then the scan and plan tables (with --by,
+    a table of each value's scan). A post-filter log is flagged at the top (and on stderr). The page
     has inline SVG and CSS only: it opens offline and makes no network request. Targets only choose the
     G marked as recommended: the report exits 0 even when none is met (use 'plan' or 'check' as a gate).
     Writes sigmaudit-report.html in the current folder unless -o says otherwise; the path is printed on
@@ -65,12 +67,14 @@ def report(
     from ...audits.plan import Targets
     from ...audits.report import build_report
     from ..options import emit_result
-    from ..output import is_stdout, note
+    from ..output import filtered_note, is_stdout, note
 
     data = build_report(loaded, G=tuple(G) if G else None, g_main=g_main, eps=eps, estimator=estimator,
-                        targets=Targets(max_silent, min_fidelity), title=title)
+                        targets=Targets(max_silent, min_fidelity), title=title, post_filter=post_filter)
     if output is None:
         output = DEFAULT_OUTPUT.with_suffix(".json") if fmt is Format.json else DEFAULT_OUTPUT
+    if data.filtered is not None:
+        note(filtered_note(data.filtered))
     emit_result(data, fmt, output, default=Format.html, offered=REPORT_FORMATS)
     if not is_stdout(output) and not quiet:
         note(f"wrote {output} ({output.stat().st_size / 1024:,.0f} KiB)")

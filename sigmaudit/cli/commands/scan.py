@@ -55,22 +55,21 @@ def scan(
     """
     from ...audits.scan import DEFAULT_G, audit
     from ...render import Format
-    from ..output import note, resolve_format
+    from ..output import filtered_note, note, resolve_format
 
     Gs = tuple(G) if G else DEFAULT_G
     if resolve_format(fmt, output) is Format.html:  # the report of this one scan
         from ...audits.report import build_report
 
-        data = build_report(loaded, G=tuple(G) if G else None, g_main=g_main, eps=eps, estimator=estimator)
-        if data.scan.filtered_warning:
-            note(f"warning: {data.scan.filtered_warning}")
+        data = build_report(loaded, G=tuple(G) if G else None, g_main=g_main, eps=eps, estimator=estimator,
+                            post_filter=post_filter)
+        if data.filtered is not None:
+            note(filtered_note(data.filtered))
         emit_result(data, fmt, output)
         return
     report = audit(loaded, G=Gs, g_main=g_main, eps=eps, post_filter=post_filter, estimator=estimator)
     if report.filtered is not None:
-        f = report.filtered
-        note(f"warning: {f.message}" if f.source == "statistics"
-             else f"warning: post-filter dump ({f.source}): {f.message}")
+        note(filtered_note(report.filtered))
     if per_prompt is not None:
         from ...audits.scan import per_prompt_table
         from ...writers import write_table

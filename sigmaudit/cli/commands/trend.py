@@ -14,6 +14,9 @@ JSON contract (``--format json``), besides ``schema_version``:
   one-step-ahead forecast and of the naive baseline (``note`` says why they are null, if they are).
 - ``G_logged``: the logged group size (null when sizes differ; ``G_logged_sizes`` lists them).
 - ``every``, ``estimator`` (bayes, plugin or unbiased), ``G`` (the extra sizes), ``dropped_groups``.
+- ``filtered``: null, or ``{source, message}`` when the log is a post-filter dump (its observed shares
+  are the dump's, not the run's).
+- ``by``: null, or with ``--by COLUMN`` ``{column, groups: [{value, ...these keys...}]}``.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from ..inputs import reads_logs
 if TYPE_CHECKING:
     from ...loaders import LoadedCounts
 
-from ..options import FormatOpt, OutputOpt, emit_result
+from ..options import FormatOpt, OutputOpt, PostFilterOpt, emit_result
 
 
 def _check_estimator(*, estimator: str, **_: object) -> None:
@@ -38,7 +41,7 @@ def _check_estimator(*, estimator: str, **_: object) -> None:
                           remedy="choose auto, bayes, plugin or unbiased")
 
 
-@reads_logs(validate=_check_estimator, series_ok=True)
+@reads_logs(validate=_check_estimator, series_ok=True, by_ok=True)
 def trend(
     loaded: LoadedCounts,
     G: Annotated[list[int] | None, typer.Option("-G", "--group-size", min=1, show_default=False,
@@ -50,6 +53,7 @@ def trend(
         help="Estimator of the implied rate: auto (default, as in scan, plan and check: unbiased at a -G every "
              "group reaches, else bayes; bayes at the logged size), bayes (prior fitted to the run), plugin, or "
              "unbiased (G ≤ n).")] = "auto",
+    post_filter: PostFilterOpt = False,
     fmt: FormatOpt = None,
     output: OutputOpt = None,
 ) -> None:
@@ -59,22 +63,15 @@ def trend(
     from earlier steps only (corpus prior + each prompt's earlier visits; what 'backtest' scores), next
     to a naive baseline (the previous step's share), with both errors. 'implied' is the step's own
     outcomes read through an estimator of p^G + (1 − p)^G (at the logged size and at each -G): it
-    follows the step's noise and is not a forecast.
+    follows the step's noise and is not a forecast. With --by, also each value's steps on their own.
 
     Example: sigmaudit trend rollouts.parquet -G 16 --every 5
     """
-    from ...audits.trend import trend as run_trend
-    from ...audits.trend import trend_from_series
-    from ...errors import SchemaError
+    from ...audits.trend import trend_logs
 
-    if loaded.series is not None:
-        if G:
-            from ..output import note
+    if loaded.series is not None and G:
+        from ..output import note
 
-            note("-G is ignored for a per-step series: it holds shares, not counts to forecast from")
-        emit_result(trend_from_series(loaded.series, every=every, G=G or ()), fmt, output)
-        return
-    if loaded.per_group is None or not loaded.has_steps:
-        raise SchemaError("the logs have no training-step information", remedy="name the step column with --step-col")
-    emit_result(run_trend(loaded.per_group, G=G or (), every=every, estimator=estimator), fmt,  # type: ignore[arg-type]
-                output)
+        note("-G is ignored for a per-step series: it holds shares, not counts to forecast from")
+    emit_result(trend_logs(loaded, G=G or (), every=every, estimator=estimator,  # type: ignore[arg-type]
+                           post_filter=post_filter), fmt, output)
