@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.weighting import EXTREME
 from ..errors import ConfigError
-from ..fmt import display_pair
+from ..fmt import display_pair, none_if_nan
 from ..loaders.options import Filtered
 from .by import ByGroup, ByResult
 from .filtered import PreFilter
@@ -125,7 +125,7 @@ def evaluate(values: Mapping[str, float | None], thresholds: Sequence[Threshold]
     out = []
     for t in sorted(thresholds, key=lambda t: order[t.name]):
         v = values.get(t.name)
-        v = None if v is None or math.isnan(v) else float(v)
+        v = none_if_nan(v)
         out.append(Check(name=t.name, value=v, limit=t.limit, kind=t.kind, passed=passes(v, t.kind, t.limit)))
     return tuple(out)
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 
-from ..fmt import csv_cell
+from ..fmt import csv_cell, none_if_nan
 from ..views import View
 
 
 def _cell(v: object) -> object:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
+    if v is None or (isinstance(v, float) and none_if_nan(v) is None):
         return ""
     if isinstance(v, float):
         return repr(v)

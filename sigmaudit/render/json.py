@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
+from ..fmt import none_if_nan
 from ..views import View
 from . import SCHEMA_VERSION
 
 
 def _clean(obj: Any) -> Any:
     if isinstance(obj, float):
-        return None if (math.isnan(obj) or math.isinf(obj)) else obj
+        return none_if_nan(obj)
     if isinstance(obj, dict):
         return {str(k): _clean(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..fmt import pct
+
 if TYPE_CHECKING:
     from ..views import View
 
@@ -34,7 +36,7 @@ def render_junit(view: View) -> str:
         text = f"{c['sentence']} at G = {d['G']} ({c['meaning']}; estimator {c['estimator']})"
         if c.get("value_ci") is not None:
             lo, hi = c["value_ci"]
-            text += f"; {100 * d['level']:g}% interval [{lo:.4g}, {hi:.4g}]"
+            text += f"; {pct(d['level'], 0)} interval [{lo:.4g}, {hi:.4g}]"
         if c["passed"]:
             ET.SubElement(case, "system-out").text = text
         else:

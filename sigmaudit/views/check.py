@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..fmt import display_pair
+from ..fmt import pct as pct_
 from .labels import filtered_line
 from .model import Section, Table, View
 
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 
 def check_view(result: CheckResult) -> View:
     """One row per threshold, and a verdict line."""
-    pct = f"{100 * result.level:.0f}%"
+    pct = pct_(result.level, 0)
     rows = []
     for c in result.checks:
         v = c.compared

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 def plan_view(result: PlanResult) -> View:
     """Sweep table, recommendation lines, allocation comparison."""
     B = result.batch_prompts
-    pct = f"{100 * result.level:g}%"
+    pct = pct_(result.level, 0)
 
     def ci(x: tuple[float, float] | None) -> tuple[float | None, float | None]:
         return (None, None) if x is None else x
