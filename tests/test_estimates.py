@@ -104,11 +104,17 @@ def test_extreme_share_is_positive_and_labelled_on_small_n_logs(capsys, path):
 
 
 def test_few_prompts_and_extrapolation_warn():
-    """Ten prompts, each 1 of 2 right: the issue's example. The figures at G = 64 rest on the prior."""
-    corpus = Corpus(np.full(10, 2), np.ones(10, dtype=int))
+    """Ten prompts, each 1 of 2 right (the issue's example: 0.0079 at G = 8, 2.7e-19 at G = 64 with no
+    word) is refused: two samples fix E[p], E[p^2] only, so the silent rate at 64 is not identified.
+    Ten prompts with 4 of 8 right are identified enough to answer, with both warnings."""
+    from sigmaudit.core.identify import NotIdentifiedError
+
+    with pytest.raises(NotIdentifiedError, match="not identified"):
+        check(Corpus(np.full(10, 2), np.ones(10, dtype=int)), 64, [Threshold("silent_rate", 0.5)], replicates=20)
+    corpus = Corpus(np.full(10, 8), np.full(10, 4))
     res = check(corpus, 64, [Threshold("silent_rate", 0.5)], replicates=20)
     assert any("only 10 prompts" in w for w in res.warnings)
-    assert any("exceeds every prompt's logged samples (at most 2)" in w for w in res.warnings)
+    assert any("exceeds every prompt's logged samples (at most 8)" in w for w in res.warnings)
 
 
 # ---------------------------------------------------------------- the bootstrap
