@@ -7,15 +7,19 @@ per-prompt counts (printing the loader's notes on stderr).
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import functools
 import inspect
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+from ..errors import SigmauditError
 
 if TYPE_CHECKING:
     from ..loaders import LoadedCounts
@@ -173,13 +177,24 @@ def load_inputs(
         raise ConfigError("--by reads on --engine polars only", location="--by",
                           remedy="drop --engine, or run `sigmaudit reduce` per value")
     load = load_counts if by is None else functools.partial(load_by, column=by)
-    if progress and runner is None:
-        from .progress import rows_progress
+    with contextlib.ExitStack() as stack:
+        paths, stdin_file = _stdin_to_file(paths, stack)
+        try:
+            if progress and runner is None:
+                from .progress import rows_progress
 
-        with rows_progress() as callback:
-            loaded = load(paths, opts=opts, progress=callback)
-    else:
-        loaded = load(paths, opts=opts) if runner is None else load_counts(paths, opts, engine=runner)
+                with rows_progress() as callback:
+                    loaded = load(paths, opts=opts, progress=callback)
+            else:
+                loaded = load(paths, opts=opts) if runner is None else load_counts(paths, opts, engine=runner)
+        except SigmauditError as exc:
+            if stdin_file is not None:
+                exc.message = exc.message.replace(stdin_file, STDIN_NAME)
+                exc.location = None if exc.location is None else exc.location.replace(stdin_file, STDIN_NAME)
+            raise
+        if stdin_file is not None:
+            loaded = replace(loaded, files=tuple(STDIN_NAME if f == stdin_file else f for f in loaded.files),
+                             notes=tuple(n.replace(stdin_file, STDIN_NAME) for n in loaded.notes))
     if loaded.layout == "series" and not series_ok:
         from ..errors import SchemaError
 
@@ -191,6 +206,40 @@ def load_inputs(
         if runner is not None and loaded.layout != "series":
             note(runner.describe())
     return loaded
+
+
+STDIN_NAME = "<stdin>"
+"""How standard input (the path ``-``) is named in notes, errors and the JSON ``files``."""
+
+
+def _stdin_to_file(paths: list[str] | list[Path], stack: contextlib.ExitStack) -> tuple[list[Any], str | None]:
+    """Paths with ``-`` replaced by a file holding standard input (parquet, jsonl or csv, told apart by
+    their first bytes; gzip-compressed too), kept in this run's private temp folder until the load ends."""
+    if not any(str(p) == "-" for p in paths):
+        return list(paths), None
+    from ..errors import ConfigError, InputError
+    from ..loaders.tempdirs import run_folder
+
+    if sum(str(p) == "-" for p in paths) > 1:
+        raise ConfigError("standard input can be read once", location="-", remedy="give '-' once")
+    data = sys.stdin.buffer.read()
+    if not data.strip():
+        raise InputError("no data on standard input", location=STDIN_NAME, remedy="pipe a log into sigmaudit, "
+                         "or give its path instead of '-'")
+    head, suffix = data[:4096], ""
+    if data[:2] == b"\x1f\x8b":
+        import zlib
+
+        head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data[:65536], 4096)
+        suffix = ".gz"
+    first = head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+    kind = ".parquet" if head[:4] == b"PAR1" else ".jsonl" if first == b"{" else ".csv"
+    if kind == ".parquet" and suffix:
+        raise InputError("gzip-compressed parquet is not supported", location=STDIN_NAME,
+                         remedy="pipe the parquet file itself")
+    target = stack.enter_context(run_folder()) / f"stdin{kind}{suffix}"
+    target.write_bytes(data)
+    return [str(target) if str(p) == "-" else p for p in paths], str(target)
 
 
 _LAYOUT_PARAMS: tuple[tuple[str, Any, Any], ...] = (
