@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from cli_runner import run
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_logs"
