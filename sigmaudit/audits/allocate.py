@@ -303,10 +303,6 @@ def allocate(
     Raises ConfigError when the options contradict each other or the budget cannot give every
     kept prompt ``min_g`` rollouts (dropped prompts need none).
     """
-    import polars as pl
-
-    from ..core.group_size import group_size_exact
-
     validate_options(budget, eps, min_g, max_g)
     if budget is None and eps is None:
         raise ConfigError("nothing to allocate", location="budget", remedy="give budget or eps")
@@ -314,104 +310,128 @@ def allocate(
     ids = np.asarray(prompts, dtype=object)
     if ids.size != pair.size:
         raise ValueError(f"allocate: {ids.size} prompt ids for {pair.size} counts")
-    Gs = np.arange(min_g, max_g + 1)
-    curves = corpus.posterior_sigma(Gs)  # (pairs, L): f_j(G)
-    sd = corpus.posterior_sd()
+    curves = corpus.posterior_sigma(np.arange(min_g, max_g + 1))  # (pairs, L): f_j(G)
     p_est = corpus.posterior_mean_p()
     at0, at1 = corpus.unreachable_parts()
     p_unreach = at0 + at1
     drop_pair = (p_unreach > DROP_UNREACHABLE) | (curves[:, -1] < DROP_MIN_SIGNAL)
-    mult = np.bincount(pair, minlength=corpus.n.size).astype(np.int64)
-    kept_mult = np.where(drop_pair, 0, mult)
-    n_kept = int(kept_mult.sum())
-
-    G = np.zeros(pair.size, dtype=np.int64)
-    gap = 0.0
     if eps is not None:
-        g_law = np.asarray(group_size_exact(np.clip(p_est, 1e-300, 1.0), eps), dtype=np.float64).reshape(-1)
-        g_law = np.where(np.isnan(g_law), max_g, g_law)
-        g_pair = np.clip(g_law, min_g, max_g).astype(np.int64)
-        G = np.where(drop_pair[pair], 0, g_pair[pair])
-        method = METHOD_EPS
+        G, gap, method = _eps_sizes(p_est, drop_pair, pair, eps, min_g, max_g), 0.0, METHOD_EPS
     else:
         assert budget is not None
-        need = n_kept * min_g
-        if budget < need:
-            raise ConfigError(
-                f"budget {budget} is below {need} = {n_kept} kept prompts × min_g {min_g} "
-                f"({int(mult.sum()) - n_kept} hopeless prompts dropped need none)",
-                location="budget", remedy=f"give budget >= {need} or a smaller min_g")
-        res = greedy_allocate(curves, kept_mult, budget - need)
-        # Re-admit a candidate when one group of min-g for it earns more expected signal per
-        # rollout than the last rollout the budget bought elsewhere (0 when budget is left over),
-        # best first while it fits, until no candidate qualifies. Negligible prompts never return.
-        per_rollout = curves[:, 0] / min_g
-        negligible = curves[:, -1] < DROP_MIN_SIGNAL
-        for _ in range(8):
-            cands = np.flatnonzero(drop_pair & ~negligible & (per_rollout > res.threshold))
-            readmit = []
-            for j in cands[np.argsort(-per_rollout[cands], kind="stable")]:
-                if need + int(mult[j]) * min_g > budget:
-                    break
-                readmit.append(j)
-                need += int(mult[j]) * min_g
-            if not readmit:
+        G, gap, method = _budget_sizes(curves, drop_pair, pair, budget, min_g, max_g)
+    return _result(corpus, ids, G, curves, p_est, p_unreach, budget=budget, eps=eps, min_g=min_g, max_g=max_g,
+                   gap=gap, method=method)
+
+
+def _eps_sizes(p_est: NDArray[np.float64], drop_pair: NDArray[np.bool_], pair: NDArray[np.int64], eps: float,
+               min_g: int, max_g: int) -> NDArray[np.int64]:
+    """--eps: each kept prompt at the exact group size for φ ≥ 1 − ε at its posterior-mean p."""
+    from ..core.group_size import group_size_exact
+
+    g_law = np.asarray(group_size_exact(np.clip(p_est, 1e-300, 1.0), eps), dtype=np.float64).reshape(-1)
+    g_law = np.where(np.isnan(g_law), max_g, g_law)
+    g_pair = np.clip(g_law, min_g, max_g).astype(np.int64)
+    return np.where(drop_pair[pair], 0, g_pair[pair])
+
+
+def _budget_sizes(curves: NDArray[np.float64], drop_pair: NDArray[np.bool_], pair: NDArray[np.int64],
+                  budget: int, min_g: int, max_g: int) -> tuple[NDArray[np.int64], float, str]:
+    """--budget: greedy on marginal gains over the kept prompts, with re-admission, the keep-all guard
+    and the uniform-G promise; returns (G per prompt, optimality gap, method)."""
+    mult = np.bincount(pair, minlength=curves.shape[0]).astype(np.int64)
+    n_kept = int(np.where(drop_pair, 0, mult).sum())
+    need = n_kept * min_g
+    if budget < need:
+        raise ConfigError(
+            f"budget {budget} is below {need} = {n_kept} kept prompts × min_g {min_g} "
+            f"({int(mult.sum()) - n_kept} hopeless prompts dropped need none)",
+            location="budget", remedy=f"give budget >= {need} or a smaller min_g")
+    drop_pair, kept_mult, res = _readmit(curves, drop_pair.copy(), mult, budget, need, min_g)
+    method = METHOD_GREEDY if res.concave else (
+        f"greedy on the upper concave envelope (some curve not concave; within {res.gap:.3g} of the optimum)")
+    # copies of pair j: the first extra[j] (in input order) take one more step
+    G = np.where(drop_pair[pair], 0, (min_g + res.steps)[pair])
+    for j in np.flatnonzero(res.extra):
+        members = np.flatnonzero(pair == j)
+        G[members[: int(res.extra[j])]] += 1
+    # The promise: never less Σ E[σ] than the best uniform G the budget buys (every prompt, none
+    # dropped, G in [min-g, max-g]). Dropping negligible prompts can break it when nearly every
+    # prompt is negligible; then the uniform allocation itself is the answer.
+    g_best = min(budget // pair.size, max_g)
+    if g_best >= min_g:
+        kept_now = G > 0
+        value = float(curves[pair[kept_now], G[kept_now] - min_g].sum())
+        if float(curves[pair, g_best - min_g].sum()) > value:
+            G = np.full(pair.size, g_best, dtype=np.int64)
+            method += "; the best uniform G gave more signal, so every prompt gets it"
+    return G, res.gap, method
+
+
+def _readmit(curves: NDArray[np.float64], drop_pair: NDArray[np.bool_], mult: NDArray[np.int64], budget: int,
+             need: int, min_g: int) -> tuple[NDArray[np.bool_], NDArray[np.int64], GreedyResult]:
+    """The greedy allocation over the kept prompts, after re-admitting dropped candidates whose first
+    group earns more per rollout than the last rollout bought elsewhere (best first, while they fit;
+    negligible prompts never return), and keeping every non-negligible prompt when that gives more."""
+    kept_mult = np.where(drop_pair, 0, mult)
+    res = greedy_allocate(curves, kept_mult, budget - need)
+    per_rollout = curves[:, 0] / min_g
+    negligible = curves[:, -1] < DROP_MIN_SIGNAL
+    for _ in range(8):
+        cands = np.flatnonzero(drop_pair & ~negligible & (per_rollout > res.threshold))
+        readmit = []
+        for j in cands[np.argsort(-per_rollout[cands], kind="stable")]:
+            if need + int(mult[j]) * min_g > budget:
                 break
-            drop_pair[readmit] = False
-            kept_mult = np.where(drop_pair, 0, mult)
-            res = greedy_allocate(curves, kept_mult, budget - need)
-        # Guard: keep every non-negligible prompt if that gives more total signal (that greedy is
-        # exact over those prompts, so the result never loses to a uniform G >= min-g on them).
-        alt_mult = np.where(negligible, 0, mult)
-        need_alt = int(alt_mult.sum()) * min_g
-        if (drop_pair & ~negligible).any() and budget >= need_alt:
-            alt = greedy_allocate(curves, alt_mult, budget - need_alt)
-            if _greedy_value(curves, alt_mult, alt) > _greedy_value(curves, kept_mult, res):
-                drop_pair = negligible.copy()
-                kept_mult, res = alt_mult, alt
-        gap = res.gap
-        method = METHOD_GREEDY if res.concave else (
-            f"greedy on the upper concave envelope (some curve not concave; within {res.gap:.3g} of the optimum)")
-        # copies of pair j: the first extra[j] (in input order) take one more step
-        g_base = min_g + res.steps
-        G = np.where(drop_pair[pair], 0, g_base[pair])
-        for j in np.flatnonzero(res.extra):
-            members = np.flatnonzero(pair == j)
-            G[members[: int(res.extra[j])]] += 1
-        # The promise: never less Σ E[σ] than the best uniform G the budget buys (every prompt, none
-        # dropped, G in [min-g, max-g]). Dropping negligible prompts can break it when nearly every
-        # prompt is negligible; then the uniform allocation itself is the answer.
-        g_best = min(budget // pair.size, max_g)
-        if g_best >= min_g:
-            kept_now = G > 0
-            value = float(curves[pair[kept_now], G[kept_now] - min_g].sum())
-            if float(curves[pair, g_best - min_g].sum()) > value:
-                G = np.full(pair.size, g_best, dtype=np.int64)
-                method += "; the best uniform G gave more signal, so every prompt gets it"
+            readmit.append(j)
+            need += int(mult[j]) * min_g
+        if not readmit:
+            break
+        drop_pair[readmit] = False
+        kept_mult = np.where(drop_pair, 0, mult)
+        res = greedy_allocate(curves, kept_mult, budget - need)
+    # Guard: keep every non-negligible prompt if that gives more total signal (that greedy is
+    # exact over those prompts, so the result never loses to a uniform G >= min-g on them).
+    alt_mult = np.where(negligible, 0, mult)
+    need_alt = int(alt_mult.sum()) * min_g
+    if (drop_pair & ~negligible).any() and budget >= need_alt:
+        alt = greedy_allocate(curves, alt_mult, budget - need_alt)
+        if _greedy_value(curves, alt_mult, alt) > _greedy_value(curves, kept_mult, res):
+            return negligible.copy(), alt_mult, alt
+    return drop_pair, kept_mult, res
+
+
+def _eps_met(Gv: NDArray[np.int64], p_i: NDArray[np.float64], eps: float | None) -> int | None:
+    """Prompts at φ(G_i, p̄_i) ≥ 1 − ε (the --eps objective); None with --budget."""
+    if eps is None:
+        return None
+    from ..core.fidelity import fidelity as phi_at
+
+    ok = (Gv > 0) & (p_i > 0) & (p_i < 1)
+    vals = np.zeros(Gv.size)
+    if ok.any():
+        vals[ok] = np.asarray(phi_at(p_i[ok], Gv[ok]), dtype=np.float64)
+    return int(np.sum(vals >= 1.0 - eps - 1e-12))
+
+
+def _result(corpus: Corpus, ids: NDArray[Any], G: NDArray[np.int64], curves: NDArray[np.float64],
+            p_est: NDArray[np.float64], p_unreach: NDArray[np.float64], *, budget: int | None, eps: float | None,
+            min_g: int, max_g: int, gap: float, method: str) -> AllocationResult:
+    """The allocation's summary against uniform G, and its per-prompt rows."""
+    import polars as pl
+
+    pair = corpus.index
+    n_all = pair.size
     kept = G > 0
-    f = np.zeros(pair.size)
+    f = np.zeros(n_all)
     f[kept] = curves[pair[kept], G[kept] - min_g]
     s = _silent_at(corpus, pair, G)
-    sd_i = sd[pair]
+    sd_i = corpus.posterior_sd()[pair]
     with np.errstate(divide="ignore", invalid="ignore"):
         phi = np.where(kept & (sd_i > 0), f / np.where(sd_i > 0, sd_i, 1.0), np.nan)
     den = float(sd_i.sum())
-    n_all = pair.size
-
-    def met(Gv: NDArray[np.int64]) -> int | None:
-        """Prompts at φ(G_i, p̄_i) ≥ 1 − ε (the --eps objective); None with --budget."""
-        if eps is None:
-            return None
-        from ..core.fidelity import fidelity as phi_at
-
-        p_i = p_est[pair]
-        ok = (Gv > 0) & (p_i > 0) & (p_i < 1)
-        vals = np.zeros(n_all)
-        if ok.any():
-            vals[ok] = np.asarray(phi_at(p_i[ok], Gv[ok]), dtype=np.float64)
-        return int(np.sum(vals >= 1.0 - eps - 1e-12))
-
-    allocated = _stats(G, f, np.nan_to_num(s), den, eps_met=met(G))
+    p_i = p_est[pair]
+    allocated = _stats(G, f, np.nan_to_num(s), den, eps_met=_eps_met(G, p_i, eps))
     uniform = None
     # --budget: the best uniform G the budget buys (Σ E[σ] rises with G, so the largest, within max-g);
     # --eps: the uniform G with the rollouts the allocation used
@@ -419,14 +439,14 @@ def allocate(
     if budget is not None and g_u < min_g:
         g_u = 0  # no uniform G within [min-g, max-g] fits the budget
     if g_u >= 1:
+        G_u = np.full(n_all, g_u)
         f_u = corpus.posterior_sigma([g_u])[:, 0][pair]
-        s_u = _silent_at(corpus, pair, np.full(n_all, g_u))
-        uniform = _stats(np.full(n_all, g_u), f_u, s_u, den, uniform=g_u, eps_met=met(np.full(n_all, g_u)))
+        uniform = _stats(G_u, f_u, _silent_at(corpus, pair, G_u), den, uniform=g_u, eps_met=_eps_met(G_u, p_i, eps))
     frame = pl.DataFrame({
         "prompt": [str(x) for x in ids.tolist()],
         "n": corpus.n[pair],
         "k": corpus.k[pair],
-        "p_est": p_est[pair],
+        "p_est": p_i,
         "p_unreachable": p_unreach[pair],
         "G": G,
         "silent_rate": s,
