@@ -13,13 +13,13 @@ rule spends its learning signal.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._validate import as_group_size, as_prob, scalar_or_array
+from .bands import EXTREME, MIDDLE, Band  # noqa: F401 - the bands are part of this module's API
 from .fidelity import expected_sigma
 
 
@@ -50,35 +50,6 @@ def gradient_mass(p: ArrayLike, rule: Rule = "grpo", G: ArrayLike | None = None)
         raise ValueError(f"rule must be 'grpo' or 'drgrpo', got {rule!r}")
     like = (p,) if G is None else (p, G)
     return scalar_or_array(np.asarray(out, dtype=np.float64), like)
-
-
-@dataclass(frozen=True)
-class Band:
-    """A band of p: ``lo <= p <= hi`` (bounds inclusive) or, when ``outside``, p < lo or p > hi."""
-
-    name: str
-    lo: float
-    hi: float
-    outside: bool = False
-
-    def contains(self, p: ArrayLike) -> NDArray[np.bool_]:
-        """Boolean mask of the p values inside the band."""
-        pa = np.asarray(p, dtype=np.float64)
-        if self.outside:
-            return (pa < self.lo) | (pa > self.hi)
-        return (pa >= self.lo) & (pa <= self.hi)
-
-    def describe(self, var: str = "p") -> str:
-        """The band as text, ``"p < 0.1 or p > 0.9"`` or ``"0.4 ≤ p ≤ 0.6"`` (every label derives from it)."""
-        if self.outside:
-            return f"{var} < {self.lo:g} or {var} > {self.hi:g}"
-        return f"{self.lo:g} ≤ {var} ≤ {self.hi:g}"
-
-
-EXTREME = Band("extreme", 0.1, 0.9, outside=True)
-"""p < 0.1 or p > 0.9."""
-MIDDLE = Band("middle", 0.4, 0.6)
-"""0.4 <= p <= 0.6."""
 
 
 def band_share(p: ArrayLike, mass: ArrayLike, band: Band) -> float:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..core.weighting import EXTREME, MIDDLE
+from ..core.bands import EXTREME, MIDDLE
 
 if TYPE_CHECKING:
     from ..audits.filtered import Filtered

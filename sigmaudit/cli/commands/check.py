@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ...core.weighting import EXTREME
+from ...core.bands import EXTREME
 from ..inputs import reads_logs
 
 if TYPE_CHECKING:
