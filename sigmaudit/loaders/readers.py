@@ -249,20 +249,28 @@ def read_error(path: Path | str, local: Path | str, fmt: str, exc: BaseException
     return InputError(f"cannot read {fmt}: {_first_line(exc)}", location=str(path))
 
 
+def json_object(line: str) -> tuple[dict | None, str | None]:
+    """The JSON object on one jsonl line, or (None, why it is not one)."""
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return None, exc.msg
+    except RecursionError:
+        return None, "nested too deeply"
+    if not isinstance(value, dict):
+        return None, "not a JSON object"
+    return value, None
+
+
 def bad_json_line(path: Path) -> tuple[int, str] | None:
     """(line number, reason) of the first line that is not a JSON object, or None."""
     with open(path, encoding="utf-8", errors="replace") as fh:
         for number, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                return number, exc.msg
-            except RecursionError:
-                return number, "nested too deeply"
-            if not isinstance(value, dict):
-                return number, "not a JSON object"
+            _, why = json_object(line)
+            if why is not None:
+                return number, why
     return None
 
 

@@ -22,7 +22,7 @@ import polars as pl
 from ...errors import InputError
 from ..columns import ColumnMap
 from ..options import Filtered
-from ..readers import Source
+from ..readers import Source, json_object
 
 FRAME_SCHEMA = {"step": pl.Int64, "group": pl.Utf8, "prompt": pl.Utf8, "reward": pl.Float64}
 
@@ -65,13 +65,11 @@ def read_json_lines(path: Path) -> list[dict]:
         for number, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"malformed JSON on line {number}: {exc.msg}",
-                                 location=f"{path}:{number}") from exc
-            if not isinstance(value, dict):
-                raise InputError(f"line {number} is not a JSON object", location=f"{path}:{number}")
+            value, why = json_object(line)
+            if value is None:
+                text = (f"line {number} is not a JSON object" if why == "not a JSON object"
+                        else f"malformed JSON on line {number}: {why}")
+                raise InputError(text, location=f"{path}:{number}")
             rows.append(value)
     return rows
 
