@@ -1,6 +1,8 @@
 """Every file sigmaudit writes: reports (``-o``) and per-prompt tables (``--alloc-out``, ...).
 
-Files are written only after the work succeeded; inputs are never opened for writing.
+Files are written only after the work succeeded; inputs are never opened for writing, and a
+path that names one of the inputs read in this process (the same file, also through a symlink or
+a hard link: :func:`protect`) is refused rather than replaced.
 
 - ``-`` means standard output.
 - A regular file (new or existing) is written atomically: a temporary file in the same folder,
@@ -15,12 +17,14 @@ Files are written only after the work succeeded; inputs are never opened for wri
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
 import stat
 import sys
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -60,11 +64,52 @@ def output_error(path: Path, exc: OSError, flag: str = "-o") -> OutputError:
     return OutputError(f"cannot write: {reason}", location=str(path), remedy=f"choose another {flag} path")
 
 
+_PROTECTED: set[tuple[int, int]] = set()
+"""(device, inode) of every input file read by the running command: never written over."""
+
+
+@contextlib.contextmanager
+def guarding_inputs() -> Iterator[None]:
+    """One command's run: the inputs it reads (:func:`protect`) are forgotten when it ends (an inode
+    number is reused once its file is deleted, so a long-lived process must not keep them)."""
+    _PROTECTED.clear()
+    try:
+        yield
+    finally:
+        _PROTECTED.clear()
+
+
+def protect(paths: Iterable[Path | str | int]) -> None:
+    """Remember ``paths`` (input logs) so that :func:`write_file` refuses to replace them.
+
+    A path may be an open descriptor (standard input redirected from a file); remote URLs and
+    paths that no longer exist are ignored."""
+    for p in paths:
+        try:
+            st = os.stat(p)
+        except (OSError, ValueError):
+            continue
+        if stat.S_ISREG(st.st_mode):
+            _PROTECTED.add((st.st_dev, st.st_ino))
+
+
+def _refuse_input(path: Path, flag: str) -> None:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return
+    if (st.st_dev, st.st_ino) in _PROTECTED:
+        raise OutputError("is one of the input logs; sigmaudit never writes over its inputs",
+                          location=str(path), remedy=f"choose another {flag} path")
+
+
 def write_file(path: Path, data: str | bytes, flag: str = "-o") -> None:
-    """Write ``data`` to ``path``: stdout for ``-``, through for devices and FIFOs, else atomically."""
+    """Write ``data`` to ``path``: stdout for ``-``, through for devices and FIFOs, else atomically;
+    never over an input file (:func:`protect`)."""
     if is_stdout(path):
         _write_stdout(data)
         return
+    _refuse_input(path, flag)
     try:
         try:
             mode = os.stat(path).st_mode  # follows symlinks

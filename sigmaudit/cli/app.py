@@ -194,11 +194,13 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     from typer.exceptions import TyperException
 
+    from ..writers import guarding_inputs
 
     try:
         command = typer.main.get_command(app)
         _tidy_metavars(command)
-        rv = command.main(args=argv, prog_name="sigmaudit", standalone_mode=False)
+        with guarding_inputs():
+            rv = command.main(args=argv, prog_name="sigmaudit", standalone_mode=False)
     except typer.Exit as exc:
         code = int(exc.exit_code)
         return code if code in (0, 1, 2) else int(ExitCode.ERROR)

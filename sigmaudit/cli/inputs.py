@@ -149,6 +149,7 @@ def load_inputs(
     """
     from ..loaders import LoadOptions, load_by, load_counts
     from ..loaders.engines import get_engine
+    from ..writers import protect
     from .output import note
 
     name = EngineName(engine).value
@@ -192,6 +193,7 @@ def load_inputs(
                 exc.message = exc.message.replace(stdin_file, STDIN_NAME)
                 exc.location = None if exc.location is None else exc.location.replace(stdin_file, STDIN_NAME)
             raise
+        protect([*loaded.files, *(_stdin_descriptor() if stdin_file is not None else [])])
         if stdin_file is not None:
             loaded = replace(loaded, files=tuple(STDIN_NAME if f == stdin_file else f for f in loaded.files),
                              notes=tuple(n.replace(stdin_file, STDIN_NAME) for n in loaded.notes))
@@ -210,6 +212,14 @@ def load_inputs(
 
 STDIN_NAME = "<stdin>"
 """How standard input (the path ``-``) is named in notes, errors and the JSON ``files``."""
+
+
+def _stdin_descriptor() -> list[int]:
+    """Standard input's descriptor when it has one (``- < log``: that file is an input too)."""
+    try:
+        return [sys.stdin.fileno()]
+    except (OSError, ValueError):  # io.UnsupportedOperation: a stream without a descriptor
+        return []
 
 
 def _stdin_to_file(paths: list[str] | list[Path], stack: contextlib.ExitStack) -> tuple[list[Any], str | None]:

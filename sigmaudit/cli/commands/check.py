@@ -110,7 +110,7 @@ def check(
     from ...audits.check import check_logs, github_annotations
     from ...errors import ConfigError
     from ...exitcodes import ExitCode
-    from ...writers import write_atomic
+    from ...writers import write_file
     from ..output import note
 
     thresholds = _thresholds(max_silent=max_silent, max_all_wrong=max_all_wrong, max_all_correct=max_all_correct,
@@ -136,7 +136,7 @@ def check(
         from ...render.junit import render_junit
         from ...views import build_view
 
-        write_atomic(junit, render_junit(build_view(result)))
+        write_file(junit, render_junit(build_view(result)), "--junit")
     if result.failed_groups:
         note(f"check failed for {result.by.column} = {', '.join(result.failed_groups)}")  # type: ignore[union-attr]
     note(result.verdict())
