@@ -18,6 +18,11 @@ import re
 from typing import Any
 
 
+LARGE = 1e15
+"""Floats at least this large are shown in scientific notation (beyond it every digit of a fixed
+notation would be noise: a double holds about 16 significant digits)."""
+
+
 def format_value(value: Any, digits: int = 4, none: str = "—") -> str:
     """Format one table cell: floats to ``digits`` decimals, None/NaN as ``none``."""
     if value is None:
@@ -29,6 +34,8 @@ def format_value(value: Any, digits: int = 4, none: str = "—") -> str:
             return none
         if math.isinf(value):
             return "∞" if value > 0 else "-∞"
+        if abs(value) >= LARGE:  # 1.2500e+293, not 294 digits
+            return f"{value:.{digits}e}"
         text = f"{value:.{digits}f}"
         # Show 0 or 1 only when exactly true (a rate of 3e-11 is not 0).
         if value != 0.0 and float(text) == 0.0:

@@ -86,3 +86,23 @@ def test_write_atomic_gives_ordinary_permissions(tmp_path):
     finally:
         os.umask(old)
     assert target.stat().st_mode & 0o777 == 0o644
+
+
+def test_format_value_large_floats_in_scientific_notation():
+    """A float beyond a double's ~16 significant digits is shown as d.dddde+NN, not hundreds of digits."""
+    from sigmaudit.fmt import LARGE, format_value
+
+    assert format_value(-1.25e293) == "-1.2500e+293"
+    assert format_value(1e150, digits=2) == "1.00e+150"
+    assert format_value(LARGE) == "1.0000e+15"
+    assert format_value(123456.5) == "123456.5000"
+    assert max(len(format_value(float(10.0 ** e))) for e in range(-300, 308)) <= 20
+
+
+def test_calc_extreme_p_fits_80_columns(capsys, monkeypatch):
+    from cli_runner import run
+
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, err = run(capsys, "calc", "-p", "1e-300", "-G", "1000000")
+    assert code == 0, err
+    assert "1.2500e+293" in out and max(map(len, out.splitlines())) <= 80
