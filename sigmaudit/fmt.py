@@ -17,7 +17,6 @@ import math
 import re
 from typing import Any
 
-
 LARGE = 1e15
 """Floats at least this large are shown in scientific notation (beyond it every digit of a fixed
 notation would be noise: a double holds about 16 significant digits)."""
