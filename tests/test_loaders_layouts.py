@@ -223,3 +223,24 @@ def test_all_missing_rewards_is_an_error(tmp_path):
     lc = load_counts([tmp_path / "m.jsonl"])
     assert_frame_equal(lc.per_prompt, prompts([("b", 1, 1)]))
     assert "1 prompts dropped: all their rewards are missing" in lc.notes
+
+
+def test_group_id_over_several_prompts_is_noted(tmp_path):
+    """A `uid` that is not a per-prompt group id (here: one id per 8 rows of 8 different prompts)
+    gives one-sample groups; the load says so and names --group-col."""
+    import json
+
+    from sigmaudit.loaders import load_counts
+
+    rows = [{"prompt": f"q{i % 20}", "reward": (i * 7) % 3 % 2, "uid": f"u{i // 8}"} for i in range(160)]
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    loaded = load_counts([path])
+    assert loaded.per_group is not None and (loaded.per_group["n"] == 1).all()
+    note = [n for n in loaded.notes if "holds several prompts" in n]
+    assert note == ["group id 'uid' holds several prompts under one id (20 of 20 ids): a group is taken as one "
+                    "prompt's rows under one id; if 'uid' is not a group id, name the right column with --group-col"]
+    # a proper group id (one prompt per id) gets no such note
+    rows = [{"prompt": f"q{i // 8}", "reward": i % 2, "uid": f"u{i // 8}"} for i in range(160)]
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    assert not [n for n in load_counts([path]).notes if "holds several" in n]

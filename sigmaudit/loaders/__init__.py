@@ -428,6 +428,21 @@ def _may_overlap(partials: list[pl.DataFrame], plans: list[ColumnMap]) -> bool:
     return sum(len(s) for s in steps) != len(set().union(*steps))
 
 
+def _ids_over_prompts(allp: pl.DataFrame, plans: list[ColumnMap]) -> str | None:
+    """A note when a group-id column holds several prompts under one id (then a group is the rows
+    of one prompt under one id: right for a batch id, wrong for an id that is not a group id)."""
+    column = next((p.group for p in plans if p.group), None)
+    if column is None or allp.height == 0:
+        return None
+    ids = allp.filter(pl.col("n") > 0).group_by("step", "gid").agg(pl.col("prompt").n_unique().alias("prompts"))
+    mixed = int((ids["prompts"] > 1).sum())
+    if not mixed:
+        return None
+    return (f"group id {column!r} holds several prompts under one id ({mixed:,} of {ids.height:,} ids): a group "
+            f"is taken as one prompt's rows under one id; if {column!r} is not a group id, name the right "
+            f"column with --group-col")
+
+
 SLICE_ROWS = 2_000_000
 """Per-prompt sums over more groups than this are taken slice by slice (smaller hash tables)."""
 
@@ -455,6 +470,7 @@ def _assemble(files: list[Path], plans: list[ColumnMap], partials: list[pl.DataF
                     .agg(pl.col("n").sum(), pl.col("k").sum())
                     .sort(["step", "prompt", "gid"], nulls_last=True))
         per_group = allp.select("step", "prompt", "n", "k")
+        mixed = _ids_over_prompts(allp, plans)
         if (per_group["n"] == 0).any():  # filter only when needed: it copies every column
             per_group = per_group.filter(pl.col("n") > 0)
     # One group-by gives both the per-prompt counts and the prompts whose rewards are all
@@ -478,6 +494,8 @@ def _assemble(files: list[Path], plans: list[ColumnMap], partials: list[pl.DataF
     if singles:
         have = "prompt has" if singles == 1 else "prompts have"
         notes.append(f"{singles} {have} a single sample (counted; its p̂ is 0 or 1)")
+    if grouped and mixed:
+        notes.append(mixed)
     plan = plans[0]
     reward_source = (plan.k or plan.rate or "") if layout == "counts" else (plan.reward or "")
     if reward_source == "__rewards":  # the older prime-rl layout
