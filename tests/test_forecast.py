@@ -196,7 +196,7 @@ def test_table_files_round_trip(sim, tmp_path: Path, suffix: str) -> None:
     ["backtest", str(ROOT / "sample_logs" / "counts.csv")],
     ["forecast", str(SAMPLE), "-G", "8", "--max-p-silent", "0.5", "--target-saving", "0.2"],
     ["forecast", str(SAMPLE), "-G", "8", "--max-p-silent", "1.5"],
-    ["forecast", str(SAMPLE)],  # -G is required
+    ["forecast", str(SAMPLE), "-G", "0"],  # -G at least 1
     ["backtest", str(SAMPLE), "-G", "9"],
     ["simulate", "--steps", "2", "--prompts", "5", "--log-out", "run.txt"],
     ["forecast", str(SAMPLE), "-G", "8", "--skip-out", "skip.txt"],
@@ -251,3 +251,15 @@ def test_trend_says_when_it_skips_the_forecast(cut, monkeypatch) -> None:
     assert res.ahead_mae is None and all(r.ahead_silent is None for r in res.rows)
     assert "sigmaudit backtest" in res.ahead_note and "3,300 groups" in res.ahead_note
     assert any("sigmaudit backtest" in line for s in build_view(res).sections for line in s.lines)
+
+
+def test_forecast_G_defaults_to_the_logged_group_size(capsys):
+    log = str(SAMPLE)
+    code, out, err = run(capsys, "forecast", log, "-f", "json")
+    assert code == 0, err
+    groups = load_counts([log]).per_group
+    mode = groups["n"].mode().sort()[0]
+    assert json.loads(out)["G"] == mode
+    assert f"-G not given: forecasting groups of G = {mode}, the log's most common group size" in err
+    code2, out2, _ = run(capsys, "forecast", log, "-G", str(mode), "-f", "json")
+    assert code2 == 0 and json.loads(out2)["per_prompt"] == json.loads(out)["per_prompt"]

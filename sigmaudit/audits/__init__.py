@@ -38,3 +38,13 @@ def check_eps(eps: float) -> float:
     except ValueError as exc:
         raise ConfigError(str(exc), location="eps", remedy="e.g. 0.05") from exc
     return float(eps)
+
+
+def logged_group_size(loaded: LoadedCounts) -> int | None:
+    """The log's most common group size (the smallest among ties), or None for a log without groups:
+    what ``check`` and ``forecast`` take when ``-G`` is not given."""
+    groups = loaded.per_group
+    if groups is None or groups.height == 0:
+        return None
+    counts = groups.group_by("n").len().sort(["len", "n"], descending=[True, False])
+    return int(counts["n"][0])

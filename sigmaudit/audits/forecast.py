@@ -125,7 +125,7 @@ def replay(per_group: pl.DataFrame, G: int | None = None) -> Replay:
     steps = np.sort(groups["step"].unique().to_numpy())
     if steps.size < 2:
         raise SchemaError(f"only one logged step ({steps[0]}): nothing earlier to forecast from",
-                          remedy="backtest needs a log with at least two steps")
+                          remedy="forecasts and backtests need a log with at least two steps")
     visits = (groups.group_by("prompt", "step").agg(pl.col("n").sum(), pl.col("k").sum())
               .sort("prompt", "step")
               .with_columns(pl.col("prompt").rank("dense").cast(pl.Int64).alias("code")))

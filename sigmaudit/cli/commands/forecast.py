@@ -45,7 +45,9 @@ def _check_options(*, max_p_silent: float | None, target_saving: float | None, s
 @reads_logs(validate=_check_options)
 def forecast(
     loaded: LoadedCounts,
-    G: Annotated[int, typer.Option("-G", "--group-size", min=1, help="Group size of the next visit.")],
+    G: Annotated[int | None, typer.Option(
+        "-G", "--group-size", min=1, show_default=False,
+        help="Group size of the next visit (default: the log's most common group size).")] = None,
     max_p_silent: Annotated[float | None, typer.Option(
         "--max-p-silent", callback=unit_interval, rich_help_panel=_SKIP, show_default=False,
         help="Skip prompts whose P(silent) exceeds this.")] = None,
@@ -79,6 +81,15 @@ def forecast(
 
     if loaded.per_group is None or not loaded.has_steps:
         raise SchemaError(NO_STEPS, remedy=STEPS_REMEDY)
+    if G is None:
+        from ...audits import logged_group_size
+        from ..output import note
+
+        G = logged_group_size(loaded)
+        if G is None:
+            raise SchemaError("this log has no groups, so there is no group size to default to",
+                              location="-G/--group-size", remedy="give the next visit's group size, e.g. -G 8")
+        note(f"-G not given: forecasting groups of G = {G}, the log's most common group size")
     result = run_forecast(loaded.per_group, G, max_p_silent=max_p_silent, target_saving=target_saving,
                           filtered=filtered_of(loaded, post_filter))
     if skip_out is not None:
