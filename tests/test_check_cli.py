@@ -184,3 +184,14 @@ def test_junit_report_parses(capsys, counts, tmp_path):
     assert failure.get("type") and not cases[1].findall("failure")
     props = {p.get("name"): p.get("value") for p in suite.find("properties")}
     assert props["G"] == "4" and props["estimator"] == "auto"
+
+
+@pytest.mark.parametrize("reps", ["1", "19"])
+def test_too_few_bootstrap_replicates_refused(capsys, reps):
+    from cli_runner import run
+
+    code, out, err = run(capsys, "check", "sample_logs/rollouts.parquet", "--max-silent", "0.5",
+                         "--confidence", "0.9", "--bootstrap", reps)
+    assert code == 2 and out == ""
+    assert err.strip().endswith(f"--bootstrap: must be 0 (no intervals) or at least 20 (a percentile interval from "
+                                f"{reps} replicates is noise), got {reps} (see 'sigmaudit check --help')")

@@ -98,6 +98,18 @@ def check_level(value: float | None) -> float | None:
     return value
 
 
+MIN_REPLICATES = 20
+"""Fewest bootstrap replicates behind an interval: a percentile interval from fewer is noise."""
+
+
+def check_replicates(value: int) -> int:
+    """Typer callback: ``--bootstrap`` is 0 (no intervals) or at least :data:`MIN_REPLICATES`."""
+    if 0 < value < MIN_REPLICATES:
+        raise typer.BadParameter(f"must be 0 (no intervals) or at least {MIN_REPLICATES} (a percentile interval "
+                                 f"from {value} replicates is noise), got {value}")
+    return value
+
+
 EstimatorOpt = Annotated[
     str,
     typer.Option(
@@ -109,7 +121,7 @@ EstimatorOpt = Annotated[
 ]
 BootstrapOpt = Annotated[
     int,
-    typer.Option("--bootstrap", min=0, metavar="INT",
+    typer.Option("--bootstrap", min=0, metavar="INT", callback=check_replicates,
                  help="Bootstrap replicates over prompts behind the intervals (each refits the prior); 0: none."),
 ]
 LevelOpt = Annotated[
