@@ -140,3 +140,28 @@ def test_trend_by_gives_each_value_its_steps(capsys, verl_two_sources):
     assert out.count("| gsm8k |") == 2 and out.count("| math |") == 2
     code, out, _ = run(capsys, "trend", str(verl_two_sources), "-f", "json", "-q")
     assert json.loads(out)["by"] is None
+
+
+def test_by_numeric_values_in_numeric_order_and_too_many_values_refused(tmp_path, capsys):
+    import polars as pl
+    from cli_runner import run
+
+    from sigmaudit.loaders import MAX_BY_VALUES, load_counts
+
+    path = tmp_path / "runs.parquet"
+    n = 12 * 16
+    pl.DataFrame({"prompt": [f"p{i % 12}" for i in range(n)], "reward": [(i // 3) % 2 for i in range(n)],
+                  "run": [str(i % 12) for i in range(n)]}).write_parquet(path)
+    loaded = load_counts([path])
+    from sigmaudit.loaders import load_by
+
+    split = load_by([path], column="run")
+    assert [v for v, _ in split.parts] == [str(i) for i in range(12)]  # 2 before 10
+    assert loaded.per_prompt.height == 12
+    many = tmp_path / "many.parquet"
+    m = (MAX_BY_VALUES + 1) * 2
+    pl.DataFrame({"prompt": [f"p{i % 7}" for i in range(m)], "reward": [i % 2 for i in range(m)],
+                  "run": [f"r{i // 2}" for i in range(m)]}).write_parquet(many)
+    code, out, err = run(capsys, "scan", str(many), "--by", "run", "-q")
+    assert code == 2 and out == ""
+    assert f"--by column 'run' holds {MAX_BY_VALUES + 1} values" in err and len(err.strip().splitlines()) == 1

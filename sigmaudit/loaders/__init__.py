@@ -217,10 +217,28 @@ def load_by(paths: Sequence[str | Path], column: str, opts: LoadOptions | None =
                           remedy="pick a column the files have (e.g. data_source, dataset, model, run)")
     if not values:
         raise SchemaError(f"--by column {column!r} holds only nulls", location=str(files[0]))
+    if len(values) > MAX_BY_VALUES:
+        raise SchemaError(f"--by column {column!r} holds {len(values):,} values; --by audits each value on its own "
+                          f"(at most {MAX_BY_VALUES})", location=str(files[0]),
+                          remedy="pick a column of runs, models or datasets; per-prompt figures are in "
+                                 "'sigmaudit scan --per-prompt FILE'")
     parts = tuple((v, load_counts(files, dataclasses.replace(opts, subset=(column, v))))
-                  for v in sorted(values))
+                  for v in sorted(values, key=_natural))
     notes = (*pooled.notes, f"split by {column}: {len(parts)} values, each audited on its own")
     return dataclasses.replace(pooled, by=column, parts=parts, notes=notes)
+
+
+MAX_BY_VALUES = 256
+"""Most values a ``--by`` column may hold (each is loaded and audited on its own)."""
+
+
+def _natural(value: str) -> tuple[int, float, str]:
+    """Sort key: numbers in numeric order (2 before 10), then text."""
+    try:
+        number = float(value)
+    except ValueError:
+        return (1, 0.0, value)
+    return (0, number, value) if number == number else (1, 0.0, value)
 
 
 def _subset(src: Source, opts: LoadOptions) -> Source:
