@@ -56,4 +56,4 @@ def reduce(
     if not quiet:
         rows = ("one per logged group" if "group_id" in table.columns
                 else "one per prompt: the logs have no group membership")
-        note(f"wrote {output}: {table.height} rows, {rows} ({loaded.per_prompt.height} prompts)")
+        note(f"wrote {output}: {table.height:,} rows, {rows} ({loaded.per_prompt.height:,} prompts)")
