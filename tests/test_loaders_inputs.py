@@ -138,3 +138,27 @@ def test_random_long_logs_conserve_samples(tmp_path, rows, fmt):
         assert n.sum() == len(rows) - missing
         assert np.all((k >= 0) & (k <= n) & (n >= 1))
     assert lc.per_prompt["k"].sum() == sum(r == 1.0 for _, _, r in rows)
+
+
+@pytest.mark.parametrize("sample", ["verl/rollout_data", "open-instruct"])
+def test_a_cut_off_last_line_is_named_with_its_remedy(capsys, tmp_path, sample):
+    """A crashed run leaves a jsonl dump whose last line stops mid-object: the error names the line
+    and says how to recover; a bad line that is not the last gets no such remedy."""
+    import shutil
+
+    from cli_runner import run
+
+    src = Path(__file__).resolve().parents[1] / "sample_logs" / sample
+    folder = tmp_path / "dump"
+    shutil.copytree(src, folder)
+    last = sorted(folder.rglob("*.jsonl"))[-1]
+    data = last.read_bytes().rstrip(b"\n")
+    last.write_bytes(data[: len(data) - 40])
+    lines = last.read_bytes().count(b"\n") + 1
+    code, out, err = run(capsys, "scan", str(folder), "-q")
+    assert code == 2 and out == ""
+    assert err.startswith(f"sigmaudit: error: {last}:{lines}: ") and err.rstrip().endswith(
+        "the file's last line is cut off (a writer stopped mid-line?); delete that line, or re-export the file"), err
+    last.write_bytes(data[: len(data) - 40] + b"\n" + data.splitlines()[0] + b"\n")
+    code, out, err = run(capsys, "scan", str(folder), "-q")
+    assert code == 2 and f"{last}:{lines}: " in err and "cut off" not in err

@@ -13,6 +13,7 @@ import shutil
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -237,7 +238,7 @@ def read_error(path: Path | str, local: Path | str, fmt: str, exc: BaseException
         line = bad_json_line(local)
         if line is not None:
             return InputError(f"malformed JSON on line {line[0]}: {line[1]}",
-                              location=f"{path}:{line[0]}")
+                              location=f"{path}:{line[0]}", remedy=CUT_OFF if line[2] else None)
     if isinstance(exc, PANIC):
         import re
 
@@ -262,15 +263,25 @@ def json_object(line: str) -> tuple[dict | None, str | None]:
     return value, None
 
 
-def bad_json_line(path: Path) -> tuple[int, str] | None:
-    """(line number, reason) of the first line that is not a JSON object, or None."""
+CUT_OFF = "the file's last line is cut off (a writer stopped mid-line?); delete that line, or re-export the file"
+"""The remedy for a bad last line that has no line end: a crashed run's dump."""
+
+
+def cut_off(line: str, fh: Any) -> bool:
+    """``line`` (just read from ``fh``) is the file's last and has no line end."""
+    return not line.endswith("\n") and not fh.read(1)
+
+
+def bad_json_line(path: Path) -> tuple[int, str, bool] | None:
+    """(line number, reason, cut off) of the first line that is not a JSON object, or None;
+    ``cut off``: it is the file's last line and has no line end (:func:`cut_off`)."""
     with open(path, encoding="utf-8", errors="replace") as fh:
         for number, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
             _, why = json_object(line)
             if why is not None:
-                return number, why
+                return number, why, cut_off(line, fh)
     return None
 
 

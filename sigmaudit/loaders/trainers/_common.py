@@ -22,7 +22,7 @@ import polars as pl
 from ...errors import InputError
 from ..columns import ColumnMap
 from ..options import Filtered
-from ..readers import Source, json_object
+from ..readers import CUT_OFF, Source, cut_off, json_object
 
 FRAME_SCHEMA = {"step": pl.Int64, "group": pl.Utf8, "prompt": pl.Utf8, "reward": pl.Float64}
 
@@ -69,7 +69,7 @@ def read_json_lines(path: Path) -> list[dict]:
             if value is None:
                 text = (f"line {number} is not a JSON object" if why == "not a JSON object"
                         else f"malformed JSON on line {number}: {why}")
-                raise InputError(text, location=f"{path}:{number}")
+                raise InputError(text, location=f"{path}:{number}", remedy=CUT_OFF if cut_off(line, fh) else None)
             rows.append(value)
     return rows
 
