@@ -111,29 +111,92 @@ def replay(per_group: pl.DataFrame, G: int | None = None) -> Replay:
     ``per_group`` has columns prompt, step, n, k. ``G`` scores each group's silence at G
     samples (needs n >= G everywhere; the outcome is then the hypergeometric chance that G
     of its answers agree); None scores it at its own logged size n.
+
+    The steps: each prompt's visits and their decayed histories (one per half-life tried), the
+    priors of earlier steps, the half-life chosen online, every group's forecast at it,
+    recalibrated online, and the baselines the backtest compares with.
     """
-    from ..core.corpus import Corpus
-    from ..core.forecast import HALF_LIFE_FACTORS, branch_skew, log_losses, silent_forecast, visit_history
+    from ..core.forecast import HALF_LIFE_FACTORS, branch_skew
 
     groups, dropped = _visits(per_group)
-    if G is not None:
-        small = int(groups["n"].min())  # type: ignore[arg-type]
-        if small < G:
-            raise ConfigError(f"group size {G} exceeds the smallest logged group ({small} samples): silence at "
-                              f"a size can only be checked on that many of a group's logged answers", location="G",
-                              remedy=f"give G {small} or less, or leave G out (each group's own size)")
+    _check_scoring_size(groups, G)
+    steps = _logged_steps(groups)
+    visits = _visit_rows(groups)
+    gap = _revisit_gap(visits)
+    half_lives = tuple(gap * f for f in HALF_LIFE_FACTORS)
+    visits, g, hist = _with_history(groups, visits, half_lives)
+    n, k = g["n"].to_numpy(), g["k"].to_numpy()
+    step_id = np.searchsorted(steps, g["step"].to_numpy())
+    G_eval = n if G is None else np.full(n.size, G)
+    y = _outcome(n, k, G)
+    fits = _doubling(steps.size - 1)  # the prior is refitted each time the earlier data has doubled
+    priors = _priors_before(g, steps, fits)
+    row_prior = _prior_of_step(fits, steps.size)[step_id]  # each step uses the latest fit before it
+    scored = step_id >= 1
+    histories = _Histories(hist, g["vrow"].to_numpy(), priors, row_prior, G_eval)
+    choice, final = _choose_half_life(histories, g["prompt"], y, step_id, scored, steps.size)
+    pick = choice[step_id]
+    raw, aw_raw, ac_raw, p_mean = _forecast_at(histories, pick)
+    forecast, coef_final = _recalibrated(raw, branch_skew(aw_raw, ac_raw), y, step_id, scored, steps.size)
+    share = np.divide(aw_raw, aw_raw + ac_raw, out=np.full(n.size, 0.5), where=(aw_raw + ac_raw) > 0)
+    naive, last_silent, markov = _baselines(g, visits, y, step_id, steps.size)
+    out = g.select("prompt", "step", "n", "k").with_columns(
+        pl.Series("G", G_eval), pl.Series("outcome", y), pl.Series("forecast", forecast),
+        pl.Series("p_all_wrong", forecast * share), pl.Series("p_all_correct", forecast * (1.0 - share)),
+        pl.Series("raw_forecast", raw), pl.Series("p_mean", p_mean), g["visits_before"], g["streak_correct"],
+        g["streak_wrong"],
+        pl.Series("last_silent", last_silent), pl.Series("scored", scored), pl.Series("naive", naive),
+        pl.Series("markov", markov), pl.Series("half_life", np.asarray(half_lives)[pick]),
+    )
+    used = tuple(float(half_lives[c]) if i >= 1 else float("nan") for i, c in enumerate(choice))
+    return Replay(out, half_lives, gap, float(half_lives[final]), used, tuple(int(s) for s in steps), len(fits),
+                  dropped, tuple(float(c) for c in coef_final))
+
+
+def _check_scoring_size(groups: pl.DataFrame, G: int | None) -> None:
+    """Refuse a scoring size G bigger than the smallest logged group (its outcome needs G of n answers)."""
+    if G is None:
+        return
+    small = int(groups["n"].min())  # type: ignore[arg-type]
+    if small < G:
+        raise ConfigError(f"group size {G} exceeds the smallest logged group ({small} samples): silence at "
+                          f"a size can only be checked on that many of a group's logged answers", location="G",
+                          remedy=f"give G {small} or less, or leave G out (each group's own size)")
+
+
+def _logged_steps(groups: pl.DataFrame) -> NDArray[np.int64]:
+    """The distinct logged steps, ascending; at least two (the first has nothing earlier to forecast from)."""
     steps = np.sort(groups["step"].unique().to_numpy())
     if steps.size < 2:
         raise SchemaError(f"only one logged step ({steps[0]}): nothing earlier to forecast from",
                           remedy="forecasts and backtests need a log with at least two steps")
-    visits = (groups.group_by("prompt", "step").agg(pl.col("n").sum(), pl.col("k").sum())
-              .sort("prompt", "step")
-              .with_columns(pl.col("prompt").rank("dense").cast(pl.Int64).alias("code")))
+    return steps
+
+
+def _visit_rows(groups: pl.DataFrame) -> pl.DataFrame:
+    """One row per (prompt, step) visit with its summed n, k, sorted by prompt then step, and an
+    integer ``code`` per prompt."""
+    return (groups.group_by("prompt", "step").agg(pl.col("n").sum(), pl.col("k").sum())
+            .sort("prompt", "step")
+            .with_columns(pl.col("prompt").rank("dense").cast(pl.Int64).alias("code")))
+
+
+def _revisit_gap(visits: pl.DataFrame) -> float:
+    """The typical revisit gap: median steps between consecutive visits of a prompt (1 if none revisits)."""
+    vp, vs = visits["code"].to_numpy(), visits["step"].to_numpy()
+    gaps = (vs[1:] - vs[:-1])[vp[1:] == vp[:-1]]
+    return float(np.median(gaps)) if gaps.size else 1.0
+
+
+def _with_history(
+    groups: pl.DataFrame, visits: pl.DataFrame, half_lives: tuple[float, ...]
+) -> tuple[pl.DataFrame, pl.DataFrame, Any]:
+    """Each visit's decayed history before it, for every half-life; returns the visits with their row
+    number ``vrow`` and streak columns, the groups joined to their visit (sorted by step, prompt, logged
+    order) and the :class:`~sigmaudit.core.forecast.History`."""
+    from ..core.forecast import visit_history
+
     vp, vs, vn, vk = (visits[c].to_numpy() for c in ("code", "step", "n", "k"))
-    same = vp[1:] == vp[:-1]
-    gaps = (vs[1:] - vs[:-1])[same]
-    gap = float(np.median(gaps)) if gaps.size else 1.0
-    half_lives = tuple(gap * f for f in HALF_LIFE_FACTORS)
     hist = visit_history(vp, vs, vn, vk, half_lives)
     visits = visits.with_columns(
         pl.Series("vrow", np.arange(visits.height)),
@@ -146,79 +209,105 @@ def replay(per_group: pl.DataFrame, G: int | None = None) -> Replay:
          .join(visits.select("prompt", "step", "vrow", "visits_before", "streak_correct", "streak_wrong",
                              "last_step"), on=["prompt", "step"], how="left")
          .sort("step", "prompt", "grow"))
-    n, k = g["n"].to_numpy(), g["k"].to_numpy()
-    vrow = g["vrow"].to_numpy()
-    step_id = np.searchsorted(steps, g["step"].to_numpy())
-    G_eval = n if G is None else np.full(n.size, G)
-    y = _outcome(n, k, G)
-    # priors fitted on earlier steps; each step uses the latest fit before it
-    fits = _doubling(steps.size - 1)  # the prior is refitted each time the earlier data has doubled
-    prior_of_step = np.full(steps.size, -1)
+    return visits, g, hist
+
+
+def _prior_of_step(fits: NDArray[np.int64], S: int) -> NDArray[np.int64]:
+    """Index into ``fits`` of the prior each step uses: the latest fit at or before it (-1: none yet)."""
+    prior_of_step = np.full(S, -1)
     for j, i in enumerate(fits):
         prior_of_step[i:] = j
-    H = len(half_lives)
-    # the half-life is chosen on a sample of whole prompts (all of them in logs up to HALF_LIFE_SAMPLE
-    # groups); the sample depends on prompt names and the log's size only, never on an outcome
-    sample = _sample_rows(g["prompt"], HALF_LIFE_SAMPLE)
-    srows = np.flatnonzero(sample)
-    f_s = np.full((H, srows.size), np.nan)
+    return prior_of_step
+
+
+def _priors_before(g: pl.DataFrame, steps: NDArray[np.int64], fits: NDArray[np.int64]) -> list[Any]:
+    """One corpus prior per fit step i, fitted to the groups logged before step i (as distinct (n, k) pairs)."""
+    from ..core.corpus import Corpus
+
     cells = g.group_by("step", "n", "k").agg(pl.len().alias("c")).sort("step", "n", "k")
     priors = []
-    for i in fits:  # the corpus of the groups logged before step i, as distinct (n, k) pairs
+    for i in fits:
         before = (cells.filter(pl.col("step") < int(steps[i])).group_by("n", "k").agg(pl.col("c").sum())
                   .sort("n", "k"))
         priors.append(Corpus.from_pairs(before["n"].to_numpy(), before["k"].to_numpy(), before["c"].to_numpy()).prior)
-    row_prior = prior_of_step[step_id]
-    for j, prior in enumerate(priors):
-        sel = np.flatnonzero(row_prior[srows] == j)
-        rows = srows[sel]
+    return priors
+
+
+@dataclass(frozen=True)
+class _Histories:
+    """What a group's forecast is made from: its visit's decayed history and the prior of its step."""
+
+    hist: Any
+    """The :class:`~sigmaudit.core.forecast.History` of every visit (one row per half-life)."""
+    vrow: NDArray[np.int64]
+    """Each group's visit row in ``hist``."""
+    priors: list[Any]
+    """The priors fitted during the replay."""
+    row_prior: NDArray[np.int64]
+    """Each group's prior (index into ``priors``; -1 at the first step)."""
+    G_eval: NDArray[np.int64]
+    """The group size each group is forecast at."""
+
+    def forecast(self, rows: NDArray[np.int64], h: int, prior: Any) -> Any:
+        """The :class:`~sigmaudit.core.forecast.SilentForecast` of ``rows`` at half-life index h."""
+        from ..core.forecast import silent_forecast
+
+        v = self.vrow[rows]
+        return silent_forecast(self.hist.n_eff[h, v], self.hist.k_eff[h, v], prior, self.G_eval[rows])
+
+
+def _choose_half_life(
+    hx: _Histories, prompt: pl.Series, y: NDArray[np.float64], step_id: NDArray[np.int64],
+    scored: NDArray[np.bool_], S: int,
+) -> tuple[NDArray[np.int64], int]:
+    """The half-life index used at each step (lowest log loss on the scored groups of earlier steps;
+    the static model, h = ∞, until some are scored) and the one best over every scored group.
+
+    It is chosen on a sample of whole prompts (all of them in logs up to HALF_LIFE_SAMPLE groups);
+    the sample depends on prompt names and the log's size only, never on an outcome."""
+    from ..core.forecast import log_losses
+
+    H = hx.hist.n_eff.shape[0]
+    srows = np.flatnonzero(_sample_rows(prompt, HALF_LIFE_SAMPLE))
+    f_s = np.full((H, srows.size), np.nan)
+    for j, prior in enumerate(hx.priors):
+        sel = np.flatnonzero(hx.row_prior[srows] == j)
         for h in range(H):
-            f_s[h, sel] = silent_forecast(hist.n_eff[h, vrow[rows]], hist.k_eff[h, vrow[rows]], prior,
-                                          G_eval[rows]).silent
-    scored = step_id >= 1
-    # online choice of the half-life: lowest log loss on the scored (sampled) groups of earlier steps
+            f_s[h, sel] = hx.forecast(srows[sel], h, prior).silent
     s_step, s_scored = step_id[srows], scored[srows]
     ll = np.where(s_scored[None, :], log_losses(np.nan_to_num(f_s, nan=0.5), y[srows][None, :]), 0.0)
-    per_step = np.stack([np.bincount(s_step, weights=ll[h], minlength=steps.size) for h in range(H)])
+    per_step = np.stack([np.bincount(s_step, weights=ll[h], minlength=S) for h in range(H)])
     before_sum = np.cumsum(per_step, axis=1) - per_step  # log loss of the groups before each step
-    default = H - 1  # no scored history yet: the static model (h = ∞)
-    n_scored = np.bincount(s_step, weights=s_scored.astype(float), minlength=steps.size)
+    n_scored = np.bincount(s_step, weights=s_scored.astype(float), minlength=S)
     seen = np.cumsum(n_scored) - n_scored
-    choice = np.where(seen > 0, np.argmin(before_sum, axis=0), default)
-    pick = choice[step_id]
-    final = int(np.argmin(per_step.sum(axis=1)))
-    # every group's forecast at the half-life chosen for its step
-    forecast = np.full(n.size, np.nan)
-    aw_raw = np.full(n.size, np.nan)
-    ac_raw = np.full(n.size, np.nan)
-    p_mean = np.full(n.size, np.nan)
-    for j, prior in enumerate(priors):
-        for h in range(H):
-            rows = np.flatnonzero((row_prior == j) & (pick == h))
+    choice = np.where(seen > 0, np.argmin(before_sum, axis=0), H - 1)
+    return choice, int(np.argmin(per_step.sum(axis=1)))
+
+
+def _forecast_at(hx: _Histories, pick: NDArray[np.int64]) -> tuple[NDArray[np.float64], ...]:
+    """Every group's P(silent), P(all wrong), P(all correct) and posterior mean of p at the half-life
+    chosen for its step (NaN at the first step, which has no prior)."""
+    size = pick.size
+    silent, aw, ac, p_mean = (np.full(size, np.nan) for _ in range(4))
+    for j, prior in enumerate(hx.priors):
+        for h in range(hx.hist.n_eff.shape[0]):
+            rows = np.flatnonzero((hx.row_prior == j) & (pick == h))
             if rows.size:
-                sf = silent_forecast(hist.n_eff[h, vrow[rows]], hist.k_eff[h, vrow[rows]], prior, G_eval[rows])
-                forecast[rows], aw_raw[rows], ac_raw[rows], p_mean[rows] = (sf.silent, sf.all_wrong,
-                                                                              sf.all_correct, sf.p_mean)
-    raw = forecast
-    forecast, coef_final = _recalibrated(forecast, branch_skew(aw_raw, ac_raw), y, step_id, scored, steps.size)
-    share = np.divide(aw_raw, aw_raw + ac_raw, out=np.full(n.size, 0.5), where=(aw_raw + ac_raw) > 0)
-    # baselines: the previous step's silent fraction; P(silent | last visit silent / informative / first)
-    frac = np.bincount(step_id, weights=y, minlength=steps.size) / np.bincount(step_id, minlength=steps.size)
+                sf = hx.forecast(rows, h, prior)
+                silent[rows], aw[rows], ac[rows], p_mean[rows] = sf.silent, sf.all_wrong, sf.all_correct, sf.p_mean
+    return silent, aw, ac, p_mean
+
+
+def _baselines(
+    g: pl.DataFrame, visits: pl.DataFrame, y: NDArray[np.float64], step_id: NDArray[np.int64], S: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """The backtest's baselines per group: ``naive`` (the previous step's silent fraction), whether the
+    prompt's last visit was silent, and ``markov`` (P(silent | last visit silent / informative / first))."""
+    frac = np.bincount(step_id, weights=y, minlength=S) / np.bincount(step_id, minlength=S)
     naive = np.where(step_id >= 1, frac[np.maximum(step_id - 1, 0)], np.nan)
     last_silent = _last_silent(g, visits)
     state = np.where(np.isnan(last_silent), 2, last_silent).astype(np.int64)
-    markov = _markov(step_id, state, y, steps.size)
-    out = g.select("prompt", "step", "n", "k").with_columns(
-        pl.Series("G", G_eval), pl.Series("outcome", y), pl.Series("forecast", forecast),
-        pl.Series("p_all_wrong", forecast * share), pl.Series("p_all_correct", forecast * (1.0 - share)),
-        pl.Series("raw_forecast", raw), pl.Series("p_mean", p_mean), g["visits_before"], g["streak_correct"],
-        g["streak_wrong"],
-        pl.Series("last_silent", last_silent), pl.Series("scored", scored), pl.Series("naive", naive),
-        pl.Series("markov", markov), pl.Series("half_life", np.asarray(half_lives)[pick]),
-    )
-    used = tuple(float(half_lives[c]) if i >= 1 else float("nan") for i, c in enumerate(choice))
-    return Replay(out, half_lives, gap, float(half_lives[final]), used, tuple(int(s) for s in steps), len(fits),
-                  dropped, tuple(float(c) for c in coef_final))
+    return naive, last_silent, _markov(step_id, state, y, S)
 
 
 def _sample_rows(prompt: pl.Series, limit: int) -> NDArray[np.bool_]:
