@@ -448,9 +448,32 @@ def forecast(
     (:func:`sigmaudit.audits.scan.filtered_of`) is carried to the result: the forecast is read
     from a post-filter dump.
     """
-    from ..core.corpus import Corpus
-    from ..core.forecast import branch_skew, brier, recalibrate, silent_forecast, visit_history
+    from ..core.forecast import brier
 
+    _check_forecast_options(G, max_p_silent, target_saving)
+    rp = replay(per_group) if replayed is None else replayed
+    groups, _ = _visits(per_group)
+    next_step = rp.steps[-1] + 1
+    table, prior_kind, recalibrated = _next_visit_table(groups, G, next_step, rp)
+    ps = table["p_silent"].to_numpy()
+    M = ps.size
+    rule, threshold, skip = _skip_list(ps, max_p_silent, target_saving)
+    table = table.with_columns(pl.Series("skip", skip)).select(TABLE_COLUMNS)
+    exp_silent = float(ps.sum())
+    exp_inf = float((1.0 - ps).sum())
+    scored = rp.groups.filter(pl.col("scored"))
+    return ForecastResult(
+        G=int(G), next_step=int(next_step), half_life=rp.half_life_final, prior_kind=prior_kind, prompts=M,
+        rule=rule, threshold=threshold, skipped=int(skip.sum()), rollouts_saved=float(skip.mean()) if M else 0.0,
+        silent_avoided=float(ps[skip].sum() / exp_silent) if exp_silent > 0 else 0.0,
+        informative_lost=float((1.0 - ps[skip]).sum() / exp_inf) if exp_inf > 0 else 0.0,
+        expected_silent=exp_silent, table=table, recalibrated=recalibrated, filtered=filtered,
+        backtest_brier=brier(scored["forecast"].to_numpy(), scored["outcome"].to_numpy()),
+    )
+
+
+def _check_forecast_options(G: int, max_p_silent: float | None, target_saving: float | None) -> None:
+    """Refuse a G that is not a whole number >= 1, both skip rules at once, or a rule outside [0, 1]."""
     if int(G) != G or G < 1:
         raise ValueError(f"G must be a whole number >= 1, got {G!r}")
     if max_p_silent is not None and target_saving is not None:
@@ -458,17 +481,25 @@ def forecast(
     for name, v in (("max_p_silent", max_p_silent), ("target_saving", target_saving)):
         if v is not None and not 0.0 <= v <= 1.0:
             raise ConfigError(f"must lie in [0, 1], got {v:g}", location=name)
-    rp = replay(per_group) if replayed is None else replayed
-    h = rp.half_life_final
-    groups, _ = _visits(per_group)
+
+
+def _next_visit_table(
+    groups: pl.DataFrame, G: int, next_step: int, rp: Replay
+) -> tuple[pl.DataFrame, str, bool]:
+    """Every prompt's forecast at ``next_step`` (history decayed with the replay's final half-life, prior
+    fitted to every logged group, recalibrated when G is the one logged size), sorted by P(silent)
+    descending; also the prior's kind and whether the recalibration was applied."""
+    from ..core.corpus import Corpus
+    from ..core.forecast import branch_skew, recalibrate, silent_forecast, visit_history
+
     visits = (groups.group_by("prompt", "step").agg(pl.col("n").sum(), pl.col("k").sum()).sort("prompt", "step"))
-    next_step = rp.steps[-1] + 1
     # the state at the next step: one more "visit" per prompt at next_step with nothing observed
     ghost = visits.group_by("prompt").agg(pl.col("step").max().alias("last_step"), pl.len().alias("visits"))
     ext = pl.concat([visits, ghost.select("prompt", pl.lit(next_step, dtype=pl.Int64).alias("step"),
                                           pl.lit(0, dtype=pl.Int64).alias("n"), pl.lit(0, dtype=pl.Int64).alias("k"))]
                     ).sort("prompt", "step").with_columns(pl.col("prompt").rank("dense").cast(pl.Int64).alias("code"))
-    hist = visit_history(ext["code"].to_numpy(), ext["step"].to_numpy(), ext["n"].to_numpy(), ext["k"].to_numpy(), [h])
+    hist = visit_history(ext["code"].to_numpy(), ext["step"].to_numpy(), ext["n"].to_numpy(), ext["k"].to_numpy(),
+                         [rp.half_life_final])
     at_next = ext["step"].to_numpy() == next_step
     cells = groups.group_by("n", "k").agg(pl.len().alias("c")).sort("n", "k")
     prior = Corpus.from_pairs(cells["n"].to_numpy(), cells["k"].to_numpy(), cells["c"].to_numpy()).prior
@@ -486,7 +517,15 @@ def forecast(
                            pl.Series("p_all_wrong", aw), pl.Series("p_all_correct", ac),
                            pl.Series("expected_useful_rollouts", G * (1.0 - silent)))
              .sort(["p_silent", "prompt"], descending=[True, False]))
-    ps = table["p_silent"].to_numpy()
+    return table, prior.kind, recalibrated
+
+
+def _skip_list(
+    ps: NDArray[np.float64], max_p_silent: float | None, target_saving: float | None
+) -> tuple[str, float | None, NDArray[np.bool_]]:
+    """The skip rule's name, its P(silent) threshold and the prompts it skips, for P(silent) ``ps``
+    sorted descending: above ``max_p_silent``, or the most likely silent until ``target_saving`` of
+    the prompts (ties skipped together); nothing when neither is given."""
     M = ps.size
     rule, threshold = "none", None
     skip = np.zeros(M, dtype=bool)
@@ -503,18 +542,7 @@ def forecast(
         threshold = float(ps[m]) if m < M else float(ps[-1]) - 1e-12 if M else None
         if m == 0:
             threshold = float(ps[0]) if M else None
-    table = table.with_columns(pl.Series("skip", skip)).select(TABLE_COLUMNS)
-    exp_silent = float(ps.sum())
-    exp_inf = float((1.0 - ps).sum())
-    scored = rp.groups.filter(pl.col("scored"))
-    return ForecastResult(
-        G=int(G), next_step=int(next_step), half_life=h, prior_kind=prior.kind, prompts=M, rule=rule,
-        threshold=threshold, skipped=int(skip.sum()), rollouts_saved=float(skip.mean()) if M else 0.0,
-        silent_avoided=float(ps[skip].sum() / exp_silent) if exp_silent > 0 else 0.0,
-        informative_lost=float((1.0 - ps[skip]).sum() / exp_inf) if exp_inf > 0 else 0.0,
-        expected_silent=exp_silent, table=table, recalibrated=recalibrated, filtered=filtered,
-        backtest_brier=brier(scored["forecast"].to_numpy(), scored["outcome"].to_numpy()),
-    )
+    return rule, threshold, skip
 
 
 def ahead_by_step(per_group: pl.DataFrame) -> pl.DataFrame:
