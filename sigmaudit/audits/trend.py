@@ -193,6 +193,33 @@ def trend(
     Raises SchemaError when no group has a step value (remedy: ``--step-col``)
     and ValueError for bad ``G``, ``every`` or ``estimator``.
     """
+    Gs = _check_trend_options(G, every, estimator)
+    df, dropped = _stepped_groups(per_group)
+    first = int(df["step"].min())  # type: ignore[arg-type]
+    df = df.with_columns(((pl.col("step") - first) // every).alias("bucket"))
+    buckets = (df.group_by("bucket").agg(pl.col("step").min().alias("first"), pl.col("step").max().alias("last"))
+               .sort("bucket"))
+    cells = df.group_by(["bucket", "n", "k"]).agg(pl.len().alias("count")).sort(["bucket", "n", "k"])
+    pairs = cells.group_by(["n", "k"]).agg(pl.col("count").sum()).sort(["n", "k"])
+    n_u, k_u, w_u = (pairs[c].to_numpy() for c in ("n", "k", "count"))
+    own: Estimator = "bayes" if estimator == "auto" else estimator  # type: ignore[assignment]
+    at: dict[int, Estimator] = {g: own if estimator != "auto" else ("unbiased" if int(n_u.min()) >= g else "bayes")
+                                for g in Gs}
+    prior = None
+    if "bayes" in (own, *at.values()):  # the logged groups as the corpus's units
+        from ..core.corpus import Corpus
+
+        prior = Corpus.from_pairs(n_u, k_u, w_u).prior
+    mean = _BucketMean.of(cells, n_u, k_u, buckets["bucket"].to_numpy())
+    rows = _trend_rows(buckets, mean, n_u, k_u, own, at, prior)
+    sizes = tuple(int(s) for s in np.unique(n_u))
+    return _with_ahead(TrendResult(rows, sizes[0] if len(sizes) == 1 else None, sizes, int(every), estimator, Gs,  # type: ignore[arg-type]
+                                   dropped), df, first)
+
+
+def _check_trend_options(G: Sequence[int], every: int, estimator: str) -> tuple[int, ...]:
+    """Refuse an unknown estimator, or an ``every`` or a G that is not a whole number >= 1; the distinct
+    G in the order given."""
     if estimator not in (*ESTIMATORS, "auto"):
         raise ValueError(f"estimator must be one of auto, {', '.join(ESTIMATORS)}, got {estimator!r}")
     if int(every) != every or every < 1:
@@ -200,6 +227,12 @@ def trend(
     Gs = tuple(dict.fromkeys(int(g) for g in G))
     if any(g < 1 for g in Gs):
         raise ValueError(f"G must be a whole number >= 1, got {min(Gs)}")
+    return Gs
+
+
+def _stepped_groups(per_group: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """The non-empty groups with a step value (step, n, k and prompt when there is one) and how many
+    groups had no step; SchemaError when none has one."""
     no_steps = SchemaError("the logs have no training-step information", remedy="name the step column with --step-col")
     if "step" not in per_group.columns:
         raise no_steps
@@ -211,49 +244,59 @@ def trend(
     df = df.filter(pl.col("step").is_not_null() & (pl.col("n") > 0))
     if df.height == 0:
         raise no_steps
-    first = int(df["step"].min())  # type: ignore[arg-type]
-    df = df.with_columns(((pl.col("step") - first) // every).alias("bucket"))
-    buckets = (df.group_by("bucket").agg(pl.col("step").min().alias("first"), pl.col("step").max().alias("last"))
-               .sort("bucket"))
-    bucket_ids = buckets["bucket"].to_numpy()
-    cells = df.group_by(["bucket", "n", "k"]).agg(pl.len().alias("count")).sort(["bucket", "n", "k"])
-    pairs = cells.group_by(["n", "k"]).agg(pl.col("count").sum()).sort(["n", "k"])
-    n_u, k_u, w_u = (pairs[c].to_numpy() for c in ("n", "k", "count"))
-    prior = None
-    own: Estimator = "bayes" if estimator == "auto" else estimator  # type: ignore[assignment]
-    at: dict[int, Estimator] = {g: own if estimator != "auto" else ("unbiased" if int(n_u.min()) >= g else "bayes")
-                                for g in Gs}
-    if "bayes" in (own, *at.values()):  # the logged groups as the corpus's units
-        from ..core.corpus import Corpus
+    return df, dropped
 
-        prior = Corpus.from_pairs(n_u, k_u, w_u).prior
-    # index of each cell's pair and bucket
-    pair_index = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(n_u, k_u, strict=True))}
-    cn, ck, cc = (cells[c].to_numpy() for c in ("n", "k", "count"))
-    ci = np.array([pair_index[(int(a), int(b))] for a, b in zip(cn, ck, strict=True)], dtype=np.int64)
-    cb = np.searchsorted(bucket_ids, cells["bucket"].to_numpy())
-    nb = bucket_ids.size
-    cc = cc.astype(np.float64)
-    groups = np.bincount(cb, weights=cc, minlength=nb)
 
-    def mean(values: NDArray[np.float64]) -> NDArray[np.float64]:
-        return np.bincount(cb, weights=cc * values[ci], minlength=nb) / groups
+@dataclass(frozen=True)
+class _BucketMean:
+    """Means over each bucket's groups of a value given once per distinct (n, k) pair."""
 
-    p_hat = k_u / n_u
-    pass_rate = mean(p_hat)
+    pair: NDArray[np.int64]
+    """Each (bucket, n, k) cell's pair index."""
+    bucket: NDArray[np.int64]
+    """Each cell's bucket index."""
+    count: NDArray[np.float64]
+    """Groups in each cell."""
+    groups: NDArray[np.float64]
+    """Groups in each bucket."""
+
+    @classmethod
+    def of(
+        cls, cells: pl.DataFrame, n_u: NDArray[np.int64], k_u: NDArray[np.int64], bucket_ids: NDArray[np.int64]
+    ) -> _BucketMean:
+        """From the (bucket, n, k, count) cells, the distinct pairs and the sorted bucket ids."""
+        pair_index = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(n_u, k_u, strict=True))}
+        cn, ck, cc = (cells[c].to_numpy() for c in ("n", "k", "count"))
+        ci = np.array([pair_index[(int(a), int(b))] for a, b in zip(cn, ck, strict=True)], dtype=np.int64)
+        cb = np.searchsorted(bucket_ids, cells["bucket"].to_numpy())
+        cc = cc.astype(np.float64)
+        return cls(ci, cb, cc, np.bincount(cb, weights=cc, minlength=bucket_ids.size))
+
+    def __call__(self, values: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Per bucket, the group-weighted mean of ``values`` (one per pair)."""
+        nb = self.groups.size
+        return np.bincount(self.bucket, weights=self.count * values[self.pair], minlength=nb) / self.groups
+
+
+def _trend_rows(
+    buckets: pl.DataFrame, mean: _BucketMean, n_u: NDArray[np.int64], k_u: NDArray[np.int64], own: Estimator,
+    at: dict[int, Estimator], prior: Any,
+) -> tuple[TrendRow, ...]:
+    """One row per bucket: pass rate, observed silent shares, the implied rate at the logged sizes (by
+    ``own``) and at each G (by ``at[G]``)."""
     obs_aw = mean((k_u == 0).astype(np.float64))
     obs_ac = mean((k_u == n_u).astype(np.float64))
+    pass_rate = mean(k_u / n_u)
     f_ac, f_aw = (mean(x) for x in _pair_estimates(n_u, k_u, None, own, prior))
     at_G = {}
-    for g in Gs:
-        ac, aw = _pair_estimates(n_u, k_u, g, at[g], prior)
+    for g, est in at.items():
+        ac, aw = _pair_estimates(n_u, k_u, g, est, prior)
         at_G[g] = mean(ac + aw)
-
-    rows = tuple(
+    return tuple(
         TrendRow(
             step=int(buckets["first"][b]),
             step_last=int(buckets["last"][b]),
-            groups=int(groups[b]),
+            groups=int(mean.groups[b]),
             pass_rate=float(pass_rate[b]),
             observed_silent=float(obs_aw[b] + obs_ac[b]),
             observed_all_wrong=float(obs_aw[b]),
@@ -261,13 +304,10 @@ def trend(
             forecast_silent=none_if_nan(f_ac[b] + f_aw[b]),
             forecast_all_wrong=none_if_nan(f_aw[b]),
             forecast_all_correct=none_if_nan(f_ac[b]),
-            forecast={g: none_if_nan(at_G[g][b]) for g in Gs},
+            forecast={g: none_if_nan(at_G[g][b]) for g in at},
         )
-        for b in range(nb)
+        for b in range(mean.groups.size)
     )
-    sizes = tuple(int(s) for s in np.unique(n_u))
-    return _with_ahead(TrendResult(rows, sizes[0] if len(sizes) == 1 else None, sizes, int(every), estimator, Gs,  # type: ignore[arg-type]
-                                   dropped), df, first)
 
 
 AHEAD_MAX_GROUPS = 2_000_000
