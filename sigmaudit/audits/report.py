@@ -176,49 +176,58 @@ def build_report(
 
     With ``loaded.by`` (``--by``) the report gains ``by``: the scan of each value.
     """
-    from dataclasses import replace
-
-    from ..errors import SchemaError
     from . import corpus_of
     from .plan import DEFAULT_G_GRID, Targets
     from .plan import plan as run_plan
-    from .scan import DEFAULT_G, audit
-    from .trend import trend as run_trend
 
-    targets = targets or Targets()
-    scan = audit(loaded, G=tuple(G) if G else DEFAULT_G, g_main=g_main, eps=eps, estimator=estimator,
-                 post_filter=post_filter)
-    filtered, by = scan.filtered, scan.by
-    scan = replace(scan, by=None)  # the values' scans are the report's ``by``
-    plan = run_plan(corpus_of(loaded), tuple(G) if G else DEFAULT_G_GRID, targets=targets, estimator=estimator,
-                    filtered=filtered)
-    trend = None
-    bt = None
-    if loaded.has_steps and loaded.per_group is not None and loaded.per_group.height:
-        try:
-            trend = replace(run_trend(loaded.per_group, estimator=estimator), filtered=filtered)
-        except SchemaError:  # a step column whose values are all missing: no trend, the rest stands
-            trend = None
-        from .backtest import backtest
-
-        try:
-            bt = backtest(loaded.per_group, filtered=filtered)
-        except SchemaError:  # no step values, or a single step: nothing earlier to forecast from
-            bt = None
+    scan, by = _pooled_scan(loaded, G, g_main=g_main, eps=eps, estimator=estimator, post_filter=post_filter)
+    filtered = scan.filtered
+    plan = run_plan(corpus_of(loaded), tuple(G) if G else DEFAULT_G_GRID, targets=targets or Targets(),
+                    estimator=estimator, filtered=filtered)
+    trend, bt = _step_parts(loaded, estimator, filtered)
     main = scan.wasted.G
     chosen, chosen_by = (plan.recommended_G, "recommended") if plan.recommended_G is not None else (main, "g-main")
     return ReportData(
-        title=title or default_title(loaded.files),
-        files=tuple(loaded.files),
-        scan=scan,
-        plan=plan,
-        trend=trend,
-        backtest=bt,
-        g_main=main,
-        chosen_G=int(chosen),
-        chosen_by=chosen_by,
-        eps=float(eps),
-        fidelity_curves=fidelity_curves(scan, curve_G([r.G for r in plan.sweep])),
-        filtered=filtered,
-        by=by,
+        title=title or default_title(loaded.files), files=tuple(loaded.files), scan=scan, plan=plan, trend=trend,
+        backtest=bt, g_main=main, chosen_G=int(chosen), chosen_by=chosen_by, eps=float(eps),
+        fidelity_curves=fidelity_curves(scan, curve_G([r.G for r in plan.sweep])), filtered=filtered, by=by,
     )
+
+
+def _pooled_scan(
+    loaded: LoadedCounts, G: Sequence[int] | None, *, g_main: int | None, eps: float, estimator: str,
+    post_filter: bool,
+) -> tuple[ScanReport, ByResult | None]:
+    """The scan of the pooled logs (without its ``by``) and the scans of each ``--by`` value apart."""
+    from dataclasses import replace
+
+    from .scan import DEFAULT_G, audit
+
+    scan = audit(loaded, G=tuple(G) if G else DEFAULT_G, g_main=g_main, eps=eps, estimator=estimator,
+                 post_filter=post_filter)
+    return replace(scan, by=None), scan.by  # the values' scans are the report's ``by``
+
+
+def _step_parts(
+    loaded: LoadedCounts, estimator: str, filtered: Filtered | None
+) -> tuple[TrendResult | None, BacktestResult | None]:
+    """The trend and the backtest of a log with steps; None for either that cannot run (no steps, a step
+    column whose values are all missing, a single step)."""
+    from dataclasses import replace
+
+    from ..errors import SchemaError
+    from .trend import trend as run_trend
+
+    if not (loaded.has_steps and loaded.per_group is not None and loaded.per_group.height):
+        return None, None
+    try:
+        trend = replace(run_trend(loaded.per_group, estimator=estimator), filtered=filtered)
+    except SchemaError:  # a step column whose values are all missing: no trend, the rest stands
+        trend = None
+    from .backtest import backtest
+
+    try:
+        bt = backtest(loaded.per_group, filtered=filtered)
+    except SchemaError:  # no step values, or a single step: nothing earlier to forecast from
+        bt = None
+    return trend, bt
