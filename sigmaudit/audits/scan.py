@@ -533,7 +533,6 @@ def audit(
     _validate(tuple(G), g_main, eps)
     sizes = tuple(sorted({int(g) for g in G}))
     corpus = corpus_of(loaded)
-    per_group = loaded.per_group
     g_main = main_group_size(loaded) if g_main is None else int(g_main)
 
     spp, rate = _corpus_figures(corpus, estimator)
@@ -543,11 +542,42 @@ def audit(
     warning = _filtered_warning(observed)
     main_row = by_G.get(g_main) or silent_row(corpus, g_main, estimator)
     rollouts = int(corpus.n @ corpus.weight)
+    filtered, notes = _filtered_and_notes(loaded, post_filter, warning)
+    return ScanReport(
+        **_log_facts(loaded, corpus), rollouts=rollouts, samples_per_prompt=spp, pass_rate=rate,
+        estimator=_estimator_description(rows),
+        silent=rows,
+        observed_silent=observed,
+        filtered_warning=warning,
+        wasted=_wasted(corpus, main_row, rollouts, observed if observed is not None and observed.G == g_main else None),
+        mass_share=_mass_share(corpus, g_main, estimator),
+        group_size=_group_size(corpus, g_main, eps),
+        notes=notes,
+        filtered=filtered,
+        by=None if loaded.by is None else ByResult(loaded.by, tuple(
+            ByGroup(value, audit(part, G, g_main, eps, post_filter, estimator)) for value, part in loaded.parts)),
+    )
 
+
+def _log_facts(loaded: LoadedCounts, corpus: Corpus) -> dict[str, Any]:
+    """The scan's fields that describe what was read: prompts, rows, files, distinct steps (None without
+    steps), layout, reward source, missing rewards and single-sample prompts."""
+    per_group = loaded.per_group
     steps = None
     if loaded.has_steps and per_group is not None:
         steps = int(per_group["step"].drop_nulls().n_unique())
+    return {
+        "prompts": corpus.n_prompts, "rows": int(loaded.n_rows), "files": len(loaded.files), "steps": steps,
+        "layout": loaded.layout, "reward_source": loaded.reward_source,
+        "missing_rewards": int(loaded.missing_rewards), "single_sample_prompts": int(loaded.n_single_sample_prompts),
+    }
 
+
+def _filtered_and_notes(
+    loaded: LoadedCounts, post_filter: bool, warning: str | None
+) -> tuple[Filtered | None, tuple[str, ...]]:
+    """Whether the log is a post-filter dump (the dump's word, ``--post-filter`` or the statistics'
+    ``warning``) and the scan's notes: the loader's, then the warning, then the dump's state."""
     from .filtered import resolve
 
     filtered = resolve(loaded, post_filter, Filtered("statistics", warning) if warning else None)
@@ -556,30 +586,7 @@ def audit(
         notes.append(warning)
     if filtered is not None and filtered.source != "statistics":
         notes.append(f"post-filter dump ({filtered.source}): {filtered.message}")
-    return ScanReport(
-        prompts=corpus.n_prompts,
-        rollouts=rollouts,
-        rows=int(loaded.n_rows),
-        files=len(loaded.files),
-        steps=steps,
-        layout=loaded.layout,
-        reward_source=loaded.reward_source,
-        missing_rewards=int(loaded.missing_rewards),
-        single_sample_prompts=int(loaded.n_single_sample_prompts),
-        samples_per_prompt=spp,
-        pass_rate=rate,
-        estimator=_estimator_description(rows),
-        silent=rows,
-        observed_silent=observed,
-        filtered_warning=warning,
-        wasted=_wasted(corpus, main_row, rollouts, observed if observed is not None and observed.G == g_main else None),
-        mass_share=_mass_share(corpus, g_main, estimator),
-        group_size=_group_size(corpus, g_main, eps),
-        notes=tuple(notes),
-        filtered=filtered,
-        by=None if loaded.by is None else ByResult(loaded.by, tuple(
-            ByGroup(value, audit(part, G, g_main, eps, post_filter, estimator)) for value, part in loaded.parts)),
-    )
+    return filtered, tuple(notes)
 
 
 def main_group_size(loaded: LoadedCounts) -> int:
