@@ -248,28 +248,55 @@ def check(corpus: Corpus, G: int, thresholds: Sequence[Threshold], *, estimator:
     """
     from ..core.estimates import warnings as fit_warnings
 
-    sensitive = [t.name for t in thresholds if t.name in FILTER_SENSITIVE]
-    if filtered is not None and sensitive and not allow_filtered:
-        if pre_filter is None:
-            raise ConfigError(
-                f"post-filter log ({filtered.source}): {', '.join(METRICS[n][1] for n in sensitive)} "
-                f"would read an understated rate", location="check",
-                remedy="pass --groups-generated N (groups sampled before the filter) or --allow-filtered")
-        if sensitive != ["silent_rate"]:
-            raise ConfigError("--groups-generated gives the pre-filter silent fraction, not its "
-                              "all-wrong/all-correct split", location="check",
-                              remedy="drop --max-all-wrong/--max-all-correct, or pass --allow-filtered")
-        if pre_filter.G != G:
-            raise ConfigError(f"the dump's groups have G = {pre_filter.G}, not {G}: the pre-filter "
-                              f"silent fraction is observed at the logged G", location="G",
-                              remedy=f"pass -G {pre_filter.G}")
+    _refuse_filtered(thresholds, G, filtered, pre_filter, allow_filtered)
     use_pre = pre_filter is not None and filtered is not None and not allow_filtered
-
     if confidence is not None and replicates <= 0:
         raise ValueError("--confidence needs bootstrap replicates (--bootstrap N with N > 0)")
     order = {name: i for i, name in enumerate(METRICS)}
     thresholds = sorted(thresholds, key=lambda t: order[t.name])
     est = estimate_metrics(corpus, G, [t.name for t in thresholds], estimator, replicates)
+    checks, intervals = _checks(thresholds, est, G, replicates=replicates, level=level, confidence=confidence,
+                                pre_filter=pre_filter if use_pre else None)
+    used = {c.estimator for c in checks}
+    warns = fit_warnings(corpus.n_prompts, int(corpus.n.max()), [G], intervals, tuple(used), level)
+    silent_est = ("observed pre-filter fraction (--groups-generated)" if use_pre
+                  else _silent_used(corpus, G, estimator))
+    return CheckResult(passed=all(c.passed for c in checks), G=int(G), estimator=silent_est,
+                       prompts=corpus.n_prompts, checks=tuple(checks), estimator_rule=estimator, level=level,
+                       replicates=int(replicates), confidence=confidence, G_source=G_source, warnings=tuple(warns),
+                       filtered=filtered, pre_filter=pre_filter if use_pre else None)
+
+
+def _refuse_filtered(thresholds: Sequence[Threshold], G: int, filtered: Filtered | None,
+                     pre_filter: PreFilter | None, allow_filtered: bool) -> None:
+    """ConfigError for a silent/all-wrong/all-correct threshold on a post-filter dump, unless
+    ``allow_filtered``, or ``pre_filter`` (at the same G) gives the pre-filter silent fraction and
+    silent_rate is the only such threshold."""
+    sensitive = [t.name for t in thresholds if t.name in FILTER_SENSITIVE]
+    if filtered is None or not sensitive or allow_filtered:
+        return
+    if pre_filter is None:
+        raise ConfigError(
+            f"post-filter log ({filtered.source}): {', '.join(METRICS[n][1] for n in sensitive)} "
+            f"would read an understated rate", location="check",
+            remedy="pass --groups-generated N (groups sampled before the filter) or --allow-filtered")
+    if sensitive != ["silent_rate"]:
+        raise ConfigError("--groups-generated gives the pre-filter silent fraction, not its "
+                          "all-wrong/all-correct split", location="check",
+                          remedy="drop --max-all-wrong/--max-all-correct, or pass --allow-filtered")
+    if pre_filter.G != G:
+        raise ConfigError(f"the dump's groups have G = {pre_filter.G}, not {G}: the pre-filter "
+                          f"silent fraction is observed at the logged G", location="G",
+                          remedy=f"pass -G {pre_filter.G}")
+
+
+def _checks(
+    thresholds: Sequence[Threshold], est: CorpusEstimates, G: int, *, replicates: int, level: float,
+    confidence: float | None, pre_filter: PreFilter | None,
+) -> tuple[list[Check], dict[str, tuple[float, float]]]:
+    """Each threshold tested at G (on the value, or on its one-sided bound at ``confidence``) and the
+    bootstrap intervals by label; ``pre_filter`` replaces silent_rate by the observed pre-filter
+    fraction (no interval, no bound)."""
     checks = []
     intervals: dict[str, tuple[float, float]] = {}
     for t in thresholds:
@@ -281,20 +308,13 @@ def check(corpus: Corpus, G: int, thresholds: Sequence[Threshold], *, estimator:
         if confidence is not None:
             tested = est.quantile(t.name, G, confidence if t.kind == "max" else 1.0 - confidence)
         used_est = est.used(t.name, G)
-        if use_pre and t.name == "silent_rate":  # observed, not estimated: no interval, no bound
-            v, ci, tested, used_est = pre_filter.silent_fraction, None, None, "observed pre-filter"  # type: ignore[union-attr]
+        if pre_filter is not None and t.name == "silent_rate":  # observed, not estimated: no interval, no bound
+            v, ci, tested, used_est = pre_filter.silent_fraction, None, None, "observed pre-filter"
         compared = v if (confidence is None or tested is None) else tested
         checks.append(Check(name=t.name, value=v, limit=t.limit, kind=t.kind,
                             passed=passes(compared, t.kind, t.limit), estimator=used_est,
                             value_ci=ci, tested=tested))
-    used = {c.estimator for c in checks}
-    warns = fit_warnings(corpus.n_prompts, int(corpus.n.max()), [G], intervals, tuple(used), level)
-    silent_est = ("observed pre-filter fraction (--groups-generated)" if use_pre
-                  else _silent_used(corpus, G, estimator))
-    return CheckResult(passed=all(c.passed for c in checks), G=int(G), estimator=silent_est,
-                       prompts=corpus.n_prompts, checks=tuple(checks), estimator_rule=estimator, level=level,
-                       replicates=int(replicates), confidence=confidence, G_source=G_source, warnings=tuple(warns),
-                       filtered=filtered, pre_filter=pre_filter if use_pre else None)
+    return checks, intervals
 
 
 def check_logs(loaded: LoadedCounts, G: int, thresholds: Sequence[Threshold], *, post_filter: bool = False,
