@@ -484,88 +484,112 @@ def _chosen_label(d: ReportData) -> str:
     return "recommended" if d.chosen_by == "recommended" else "--g-main"
 
 
-def _charts(d: ReportData) -> list[tuple[str, str, str, bool]]:
-    """(heading, svg, caption, wide) per chart, in page order."""
-    s, p = d.scan, d.plan
-    pr, ms = s.pass_rate, s.mass_share
+Chart = tuple[str, str, str, bool]
+"""(heading, svg, caption, wide) of one chart of the report page."""
+
+
+def _charts(d: ReportData) -> list[Chart]:
+    """(heading, svg, caption, wide) per chart, in page order: the scan's and the plan's four, then the
+    trend's and the backtest's when the log has steps."""
+    charts = [_pass_rate_chart(d), _silent_chart(d), _fidelity_chart(d), _mass_chart(d)]
+    if d.trend is not None and d.trend.rows:
+        charts.append(_trend_chart(d.trend))
+    if d.backtest is not None:
+        charts += _backtest_charts(d.backtest)
+    return charts
+
+
+def _pass_rate_chart(d: ReportData) -> Chart:
+    s = d.scan
+    pr = s.pass_rate
     never = round(pr.never_solved * s.prompts)
     always = round(pr.always_solved * s.prompts)
-    chosen_label = _chosen_label(d)
+    return ("Pass rates",
+            pass_rate_chart(pr.histogram, never, always, s.prompts),
+            f"Prompts by pass rate p̂ = k/n in bins of width 0.1 (last bin includes 1), {s.prompts:,} prompts, "
+            f"{_samples(s)}. <b>Never solved</b> (k = 0) and <b>always solved</b> (k = n) prompts give silent groups "
+            f"at every G; from few samples some of them are merely rare, not impossible. Mean p̂ {pr.mean:.3f}, "
+            f"median {pr.median:.3f}.", False)
+
+
+def _silent_chart(d: ReportData) -> Chart:
+    p = d.plan
     Gs = [r.G for r in p.sweep]
     est_note = (f"Model-based (bayes) estimate for every G: posterior expectations under a prior over p fitted to "
                 f"the corpus, mean over {p.prompts:,} prompts")
     target_note = (f"Targets: {p.targets.describe()}" if p.targets.given else "No target given (--max-silent, "
                    "--min-fidelity), so the marked G is --g-main")
-    charts = [
-        ("Pass rates",
-         pass_rate_chart(pr.histogram, never, always, s.prompts),
-         f"Prompts by pass rate p̂ = k/n in bins of width 0.1 (last bin includes 1), {s.prompts:,} prompts, "
-         f"{_samples(s)}. <b>Never solved</b> (k = 0) and <b>always solved</b> (k = n) prompts give silent groups at "
-         f"every G; from few samples some of them are merely rare, not impossible. Mean p̂ {pr.mean:.3f}, "
-         f"median {pr.median:.3f}.", False),
-        ("Silent groups versus G",
-         silent_chart(Gs, [r.all_wrong for r in p.sweep], [r.all_correct for r in p.sweep], d.chosen_G,
-                      chosen_label, p.unreachable_share, p.targets.max_silent, d.g_main),
-         f"Share of groups of G answers that all agree (σ = 0, no update), split into all wrong and all correct. "
-         f"{esc(est_note)}. The dotted floor is the posterior share of prompts with p = 0 or 1, which no G helps. "
-         f"{esc(target_note)}. At G = {d.chosen_G}: "
-         + esc(_at(p, d.chosen_G)), False),
-        ("Fidelity versus G",
-         fidelity_chart(d.fidelity_curves, Gs, [r.fidelity for r in p.sweep], d.eps, d.chosen_G, chosen_label,
-                        p.targets.min_fidelity),
-         f"Fidelity φ(p, G) = E[σ](p, G) / sqrt(p(1−p)): the share of the large-G update a group of G delivers, "
-         f"exact binomial sum at the quartiles of p̂ over the {s.group_size.in_between_prompts:,} prompts with "
-         f"0 < k < n ({s.group_size.unreachable_prompts:,} with p̂ ∈ {{0, 1}} are unreachable). Dots: the smallest "
-         f"G with φ ≥ 1 − ε, ε = {d.eps:g}. Dashed: the corpus mean φ weighted by GRPO gradient mass (bayes). "
-         f"G = {s.group_size.G} meets the need of {pct(s.group_size.met_share)} of all prompts.", False),
-        ("Gradient mass by difficulty",
-         mass_chart([c / s.prompts for c in pr.histogram], ms.grpo.bins, ms.grpo_finite.bins, ms.drgrpo.bins, ms.G,
-                    {"grpo": (ms.grpo.extreme, ms.grpo.middle),
-                     "grpo_finite": (ms.grpo_finite.extreme, ms.grpo_finite.middle),
-                     "drgrpo": (ms.drgrpo.extreme, ms.drgrpo.middle)}),
-         f"Share of each rule's total gradient mass falling in each p̂ bin, per-prompt mass at p = p̂ over "
-         f"{s.prompts:,} prompts: GRPO ∝ sqrt(p̂(1−p̂)) at large G or E[σ](p̂, G = {ms.G}); Dr. GRPO ∝ p̂(1−p̂) "
-         f"(same shares at every G). Extreme: {esc(EXTREME_LABEL)}; middle: {esc(MIDDLE_LABEL)}. Prompts with "
-         f"p̂ ∈ {{0, 1}} carry no mass. Dashed: each bin's share of the prompts.", False),
-    ]
-    if d.trend is not None and d.trend.rows:
-        t = d.trend
-        logged = f"G = {t.G_logged}" if t.G_logged else "logged sizes " + ", ".join(map(str, t.G_logged_sizes))
-        groups = sum(r.groups for r in t.rows)
-        charts.append((
-            "Over training",
-            trend_chart(t),
-            f"Per training step ({len(t.rows):,} {'steps' if t.every == 1 else 'buckets'}, {groups:,} logged groups, "
-            f"{logged}): the observed share of silent groups, split into all wrong and all correct; dashed, the "
-            f"forecast one step ahead: the share predicted for the step from earlier steps only (corpus prior and "
-            f"each prompt's earlier visits)"
-            + (f", mean absolute error {t.ahead_mae:.4f} over {t.mae_steps:,} steps against {t.naive_mae:.4f} "
-               f"for the previous step's share" if t.ahead_mae is not None and t.naive_mae is not None else "")
-            + "; green, the mean pass rate k/n."
-            + (f" {t.dropped_groups:,} groups without a step value left out." if t.dropped_groups else ""),
-            True,
-        ))
-    if d.backtest is not None:
-        bt = d.backtest
-        at = bt.avoided_at_max_lost
-        base = ", ".join(f"{b.name} {b.brier:.4f}" for b in bt.baselines)
-        charts.append((
-            "Forecast calibration",
-            calibration_chart(bt),
-            f"Every logged group after the first step ({bt.visits:,} groups of {bt.prompts:,} prompts) forecast "
-            f"from earlier steps only: corpus prior fitted on earlier steps, each prompt's earlier visits "
-            f"down-weighted with a half-life chosen online, recalibrated on earlier steps. Bins of width 0.1 of "
-            f"the forecast P(silent) against the observed silent share; weighted mean gap "
-            f"{bt.calibration_error:.3f}. Brier score {bt.brier:.4f} (baselines: {esc(base)}).", False))
-        charts.append((
-            "What a skip rule buys",
-            tradeoff_chart(bt),
-            f"Skipping prompts before rollout: share of the silent groups avoided against the share of informative "
-            f"groups lost, replayed on the log. sigmaudit: skip when the forecast P(silent) ≥ threshold; GRESO "
-            f"(Zheng et al. 2025): skip with chance 1 − max(p_e^z, 0.01) after z silent visits; silent last time. "
-            f"At most {bt.max_lost:.0%} lost: sigmaudit avoids {pct(at.get('sigmaudit'))}, GRESO (best over its "
-            f"two bases) {pct(at.get('greso'))}.", False))
-    return charts
+    return ("Silent groups versus G",
+            silent_chart(Gs, [r.all_wrong for r in p.sweep], [r.all_correct for r in p.sweep], d.chosen_G,
+                         _chosen_label(d), p.unreachable_share, p.targets.max_silent, d.g_main),
+            f"Share of groups of G answers that all agree (σ = 0, no update), split into all wrong and all correct. "
+            f"{esc(est_note)}. The dotted floor is the posterior share of prompts with p = 0 or 1, which no G helps. "
+            f"{esc(target_note)}. At G = {d.chosen_G}: "
+            + esc(_at(p, d.chosen_G)), False)
+
+
+def _fidelity_chart(d: ReportData) -> Chart:
+    s, p = d.scan, d.plan
+    return ("Fidelity versus G",
+            fidelity_chart(d.fidelity_curves, [r.G for r in p.sweep], [r.fidelity for r in p.sweep], d.eps,
+                           d.chosen_G, _chosen_label(d), p.targets.min_fidelity),
+            f"Fidelity φ(p, G) = E[σ](p, G) / sqrt(p(1−p)): the share of the large-G update a group of G delivers, "
+            f"exact binomial sum at the quartiles of p̂ over the {s.group_size.in_between_prompts:,} prompts with "
+            f"0 < k < n ({s.group_size.unreachable_prompts:,} with p̂ ∈ {{0, 1}} are unreachable). Dots: the smallest "
+            f"G with φ ≥ 1 − ε, ε = {d.eps:g}. Dashed: the corpus mean φ weighted by GRPO gradient mass (bayes). "
+            f"G = {s.group_size.G} meets the need of {pct(s.group_size.met_share)} of all prompts.", False)
+
+
+def _mass_chart(d: ReportData) -> Chart:
+    s = d.scan
+    pr, ms = s.pass_rate, s.mass_share
+    return ("Gradient mass by difficulty",
+            mass_chart([c / s.prompts for c in pr.histogram], ms.grpo.bins, ms.grpo_finite.bins, ms.drgrpo.bins, ms.G,
+                       {"grpo": (ms.grpo.extreme, ms.grpo.middle),
+                        "grpo_finite": (ms.grpo_finite.extreme, ms.grpo_finite.middle),
+                        "drgrpo": (ms.drgrpo.extreme, ms.drgrpo.middle)}),
+            f"Share of each rule's total gradient mass falling in each p̂ bin, per-prompt mass at p = p̂ over "
+            f"{s.prompts:,} prompts: GRPO ∝ sqrt(p̂(1−p̂)) at large G or E[σ](p̂, G = {ms.G}); Dr. GRPO ∝ p̂(1−p̂) "
+            f"(same shares at every G). Extreme: {esc(EXTREME_LABEL)}; middle: {esc(MIDDLE_LABEL)}. Prompts with "
+            f"p̂ ∈ {{0, 1}} carry no mass. Dashed: each bin's share of the prompts.", False)
+
+
+def _trend_chart(t: TrendResult) -> Chart:
+    logged = f"G = {t.G_logged}" if t.G_logged else "logged sizes " + ", ".join(map(str, t.G_logged_sizes))
+    groups = sum(r.groups for r in t.rows)
+    return (
+        "Over training",
+        trend_chart(t),
+        f"Per training step ({len(t.rows):,} {'steps' if t.every == 1 else 'buckets'}, {groups:,} logged groups, "
+        f"{logged}): the observed share of silent groups, split into all wrong and all correct; dashed, the "
+        f"forecast one step ahead: the share predicted for the step from earlier steps only (corpus prior and "
+        f"each prompt's earlier visits)"
+        + (f", mean absolute error {t.ahead_mae:.4f} over {t.mae_steps:,} steps against {t.naive_mae:.4f} "
+           f"for the previous step's share" if t.ahead_mae is not None and t.naive_mae is not None else "")
+        + "; green, the mean pass rate k/n."
+        + (f" {t.dropped_groups:,} groups without a step value left out." if t.dropped_groups else ""),
+        True,
+    )
+
+
+def _backtest_charts(bt: BacktestResult) -> list[Chart]:
+    at = bt.avoided_at_max_lost
+    base = ", ".join(f"{b.name} {b.brier:.4f}" for b in bt.baselines)
+    return [(
+        "Forecast calibration",
+        calibration_chart(bt),
+        f"Every logged group after the first step ({bt.visits:,} groups of {bt.prompts:,} prompts) forecast "
+        f"from earlier steps only: corpus prior fitted on earlier steps, each prompt's earlier visits "
+        f"down-weighted with a half-life chosen online, recalibrated on earlier steps. Bins of width 0.1 of "
+        f"the forecast P(silent) against the observed silent share; weighted mean gap "
+        f"{bt.calibration_error:.3f}. Brier score {bt.brier:.4f} (baselines: {esc(base)}).", False), (
+        "What a skip rule buys",
+        tradeoff_chart(bt),
+        f"Skipping prompts before rollout: share of the silent groups avoided against the share of informative "
+        f"groups lost, replayed on the log. sigmaudit: skip when the forecast P(silent) ≥ threshold; GRESO "
+        f"(Zheng et al. 2025): skip with chance 1 − max(p_e^z, 0.01) after z silent visits; silent last time. "
+        f"At most {bt.max_lost:.0%} lost: sigmaudit avoids {pct(at.get('sigmaudit'))}, GRESO (best over its "
+        f"two bases) {pct(at.get('greso'))}.", False)]
 
 
 def _at(p: Any, G: int) -> str:
