@@ -147,10 +147,32 @@ def load_inputs(
     ``progress`` shows a Rich progress indicator on stderr (the caller decides:
     only on a terminal and never for machine-readable output).
     """
-    from ..loaders import LoadOptions, load_by, load_counts
+    from ..loaders import LoadOptions
+
+    runner = _engine_runner(engine, spark_remote)
+    opts = LoadOptions(prompt_col=prompt_col, reward_col=reward_col, step_col=step_col, group_col=group_col,
+                       n_col=n_col, k_col=k_col, rate_col=rate_col, samples=samples, threshold=threshold,
+                       keep_duplicates=keep_duplicates)
+    if by is not None and runner is not None:
+        from ..errors import ConfigError
+
+        raise ConfigError("--by reads on --engine polars only", location="--by",
+                          remedy="drop --engine, or run `sigmaudit reduce` per value")
+    loaded = _load_paths(paths, opts, runner=runner, progress=progress, by=by)
+    if loaded.layout == "series" and not series_ok:
+        from ..errors import SchemaError
+
+        raise SchemaError("is a per-step series of shares (no per-prompt counts to audit)",
+                          location=loaded.files[0], remedy="use 'sigmaudit trend' for a series")
+    if not quiet:
+        _print_notes(loaded, runner)
+    return loaded
+
+
+def _engine_runner(engine: EngineName | str, spark_remote: str | None) -> Any:
+    """The SQL engine the reduction runs on (None: polars, here, file by file); ``--spark-remote``
+    needs ``--engine spark``."""
     from ..loaders.engines import get_engine
-    from ..writers import protect
-    from .output import note
 
     name = EngineName(engine).value
     if spark_remote and name != "spark":
@@ -158,25 +180,17 @@ def load_inputs(
 
         raise ConfigError("--spark-remote needs --engine spark", location="--spark-remote",
                           remedy="add --engine spark")
-    runner = get_engine(name, spark_remote)
+    return get_engine(name, spark_remote)
 
-    opts = LoadOptions(
-        prompt_col=prompt_col,
-        reward_col=reward_col,
-        step_col=step_col,
-        group_col=group_col,
-        n_col=n_col,
-        k_col=k_col,
-        rate_col=rate_col,
-        samples=samples,
-        threshold=threshold,
-        keep_duplicates=keep_duplicates,
-    )
-    if by is not None and runner is not None:
-        from ..errors import ConfigError
 
-        raise ConfigError("--by reads on --engine polars only", location="--by",
-                          remedy="drop --engine, or run `sigmaudit reduce` per value")
+def _load_paths(
+    paths: list[str] | list[Path], opts: Any, *, runner: Any, progress: bool, by: str | None
+) -> LoadedCounts:
+    """Load the paths (``-``: standard input, named :data:`STDIN_NAME` in errors, notes and files), pooled
+    or split ``by`` a column, with a progress indicator when asked for (polars engine only)."""
+    from ..loaders import load_by, load_counts
+    from ..writers import protect
+
     load = load_counts if by is None else functools.partial(load_by, column=by)
     with contextlib.ExitStack() as stack:
         paths, stdin_file = _stdin_to_file(paths, stack)
@@ -197,17 +211,17 @@ def load_inputs(
         if stdin_file is not None:
             loaded = replace(loaded, files=tuple(STDIN_NAME if f == stdin_file else f for f in loaded.files),
                              notes=tuple(n.replace(stdin_file, STDIN_NAME) for n in loaded.notes))
-    if loaded.layout == "series" and not series_ok:
-        from ..errors import SchemaError
-
-        raise SchemaError("is a per-step series of shares (no per-prompt counts to audit)",
-                          location=loaded.files[0], remedy="use 'sigmaudit trend' for a series")
-    if not quiet:
-        for line in loaded.notes:
-            note(line)
-        if runner is not None and loaded.layout != "series":
-            note(runner.describe())
     return loaded
+
+
+def _print_notes(loaded: LoadedCounts, runner: Any) -> None:
+    """The loader's notes on stderr, then which engine reduced the rows (when not polars)."""
+    from .output import note
+
+    for line in loaded.notes:
+        note(line)
+    if runner is not None and loaded.layout != "series":
+        note(runner.describe())
 
 
 STDIN_NAME = "<stdin>"
@@ -292,8 +306,36 @@ def reads_logs(
     if command is None:
         return functools.partial(reads_logs, validate=validate, series_ok=series_ok, formats=formats,
                                  by_ok=by_ok)
+    params = _command_params(command, by_ok)
+    wants_quiet = "quiet" in inspect.signature(command).parameters
+
+    @functools.wraps(command)
+    def wrapper(**kwargs: Any) -> Any:
+        from ..render import Format
+
+        paths = kwargs.pop("paths")
+        layout = {name: kwargs.pop(name) for name, _, _ in _LAYOUT_PARAMS}
+        quiet = kwargs.pop("quiet")
+        by = kwargs.pop("by", None)
+        if validate is not None:
+            validate(**kwargs)
+        _check_format(kwargs, formats)
+        progress = sys.stderr.isatty() and sys.stdout.isatty() and kwargs.get("fmt") in (None, Format.table)
+        loaded = load_inputs(paths, **layout, quiet=quiet, progress=progress, series_ok=series_ok, by=by)
+        if wants_quiet:
+            kwargs["quiet"] = quiet
+        return command(loaded=loaded, **kwargs)
+
+    wrapper.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
+    del wrapper.__wrapped__  # Typer must read the new signature, not the command's
+    return wrapper
+
+
+def _command_params(command: Callable[..., Any], by_ok: bool) -> list[inspect.Parameter]:
+    """The CLI's parameters of a command that reads logs, all keyword-only: the paths, the command's own
+    (without ``loaded`` and ``quiet``), ``--by`` (``by_ok``), ``--quiet``, then the layout overrides."""
     own = inspect.signature(command)  # annotations as strings: ``loaded``'s type is only imported for checkers
-    wants_quiet = "quiet" in own.parameters
     keyword = inspect.Parameter.KEYWORD_ONLY
 
     def resolved(p: inspect.Parameter) -> inspect.Parameter:
@@ -308,29 +350,15 @@ def reads_logs(
         params.append(inspect.Parameter("by", keyword, default=None, annotation=ByOpt))
     params.append(inspect.Parameter("quiet", keyword, default=False, annotation=QuietOpt))
     params += [inspect.Parameter(name, keyword, default=dflt, annotation=ann) for name, ann, dflt in _LAYOUT_PARAMS]
+    return params
 
-    @functools.wraps(command)
-    def wrapper(**kwargs: Any) -> Any:
-        from ..render import Format
 
-        paths = kwargs.pop("paths")
-        layout = {name: kwargs.pop(name) for name, _, _ in _LAYOUT_PARAMS}
-        quiet = kwargs.pop("quiet")
-        by = kwargs.pop("by", None)
-        if validate is not None:
-            validate(**kwargs)
-        if "fmt" in kwargs or "output" in kwargs:
-            from .output import resolve_format
+def _check_format(kwargs: dict[str, Any], formats: tuple[Any, ...] | None) -> None:
+    """Refuse a ``--format``/``-o`` the command does not offer (or that contradict), before any file is read."""
+    from ..render import Format
 
-            offered = formats or tuple(Format)
-            resolve_format(kwargs.get("fmt"), kwargs.get("output"), offered[0], offered)
-        progress = sys.stderr.isatty() and sys.stdout.isatty() and kwargs.get("fmt") in (None, Format.table)
-        loaded = load_inputs(paths, **layout, quiet=quiet, progress=progress, series_ok=series_ok, by=by)
-        if wants_quiet:
-            kwargs["quiet"] = quiet
-        return command(loaded=loaded, **kwargs)
+    if "fmt" in kwargs or "output" in kwargs:
+        from .output import resolve_format
 
-    wrapper.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
-    wrapper.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
-    del wrapper.__wrapped__  # Typer must read the new signature, not the command's
-    return wrapper
+        offered = formats or tuple(Format)
+        resolve_format(kwargs.get("fmt"), kwargs.get("output"), offered[0], offered)
