@@ -12,7 +12,7 @@ from ...core.bands import EXTREME
 from ..inputs import reads_logs
 
 if TYPE_CHECKING:
-    from ...audits.check import Threshold
+    from ...audits.check import CheckResult, Threshold
     from ...loaders import LoadedCounts
 
 from ..options import (
@@ -52,42 +52,51 @@ def _thresholds(
     return thresholds
 
 
+GroupSizeOpt = Annotated[int | None, typer.Option(
+    "-G", "--group-size", min=1, metavar="INT", show_default=False,
+    help="Group size the training run uses. Default: the log's most common group size (when the log has groups).")]
+MaxSilentOpt = Annotated[float | None, _rate("Fail when the silent rate exceeds X.", "--max-silent")]
+MaxAllWrongOpt = Annotated[float | None, _rate("Fail when the all-wrong rate exceeds X.", "--max-all-wrong")]
+MaxAllCorrectOpt = Annotated[float | None, _rate("Fail when the all-correct rate exceeds X.", "--max-all-correct")]
+MaxExtremeShareOpt = Annotated[float | None, _rate(
+    f"Fail when the share of GRPO gradient mass on {EXTREME.describe('p')} exceeds X.", "--max-extreme-share")]
+MinFidelityOpt = Annotated[float | None, _rate("Fail when the mean fidelity φ at G is below Y.", "--min-fidelity")]
+MaxNeverSolvedOpt = Annotated[float | None, _rate("Fail when the share of never-solved prompts (p = 0) exceeds X.",
+                                                  "--max-never-solved")]
+GroupsGeneratedOpt = Annotated[int | None, typer.Option(
+    "--groups-generated", min=1, show_default=False, metavar="INT",
+    help="Groups sampled before the zero-variance filter: on a post-filter log, --max-silent is then "
+         "checked against the pre-filter silent fraction (N - logged + silent logged) / N.")]
+AllowFilteredOpt = Annotated[bool, typer.Option(
+    "--allow-filtered", help="Check silent/all-wrong/all-correct thresholds on a post-filter log anyway "
+                             "(they read understated rates).")]
+ConfidenceOpt = Annotated[float | None, typer.Option(
+    "--confidence", callback=check_level, metavar="FLOAT", show_default=False,
+    help="Gate on the one-sided bound at this confidence instead of the point: a max-limit must hold for "
+         "the upper bound, a min-limit for the lower one.")]
+JunitOpt = Annotated[Path | None, typer.Option(
+    "--junit", metavar="PATH", dir_okay=False, show_default=False,
+    help="Also write a JUnit XML report here (one test case per threshold).")]
+
+
 @reads_logs(validate=_thresholds, by_ok=True)
 def check(
     loaded: LoadedCounts,
-    G: Annotated[int | None, typer.Option(
-        "-G", "--group-size", min=1, metavar="INT", show_default=False,
-        help="Group size the training run uses. Default: the log's most common group size (when the log "
-             "has groups).")] = None,
-    max_silent: Annotated[float | None, _rate("Fail when the silent rate exceeds X.", "--max-silent")] = None,
-    max_all_wrong: Annotated[float | None, _rate("Fail when the all-wrong rate exceeds X.", "--max-all-wrong")] = None,
-    max_all_correct: Annotated[float | None, _rate("Fail when the all-correct rate exceeds X.",
-                                                   "--max-all-correct")] = None,
-    max_extreme_share: Annotated[float | None, _rate(
-        f"Fail when the share of GRPO gradient mass on {EXTREME.describe('p')} exceeds X.",
-        "--max-extreme-share")] = None,
-    min_fidelity: Annotated[float | None, _rate("Fail when the mean fidelity φ at G is below Y.",
-                                                "--min-fidelity")] = None,
-    max_never_solved: Annotated[float | None, _rate("Fail when the share of never-solved prompts (p = 0) exceeds X.",
-                                                    "--max-never-solved")] = None,
+    G: GroupSizeOpt = None,
+    max_silent: MaxSilentOpt = None,
+    max_all_wrong: MaxAllWrongOpt = None,
+    max_all_correct: MaxAllCorrectOpt = None,
+    max_extreme_share: MaxExtremeShareOpt = None,
+    min_fidelity: MinFidelityOpt = None,
+    max_never_solved: MaxNeverSolvedOpt = None,
     post_filter: PostFilterOpt = False,
-    groups_generated: Annotated[int | None, typer.Option(
-        "--groups-generated", min=1, show_default=False, metavar="INT",
-        help="Groups sampled before the zero-variance filter: on a post-filter log, --max-silent is then "
-             "checked against the pre-filter silent fraction (N - logged + silent logged) / N.")] = None,
-    allow_filtered: Annotated[bool, typer.Option(
-        "--allow-filtered", help="Check silent/all-wrong/all-correct thresholds on a post-filter log anyway "
-                                 "(they read understated rates).")] = False,
+    groups_generated: GroupsGeneratedOpt = None,
+    allow_filtered: AllowFilteredOpt = False,
     estimator: EstimatorOpt = "auto",
     replicates: BootstrapOpt = 200,
     level: LevelOpt = 0.9,
-    confidence: Annotated[float | None, typer.Option(
-        "--confidence", callback=check_level, metavar="FLOAT", show_default=False,
-        help="Gate on the one-sided bound at this confidence instead of the point: a max-limit must hold for "
-             "the upper bound, a min-limit for the lower one.")] = None,
-    junit: Annotated[Path | None, typer.Option(
-        "--junit", metavar="PATH", dir_okay=False, show_default=False,
-        help="Also write a JUnit XML report here (one test case per threshold).")] = None,
+    confidence: ConfidenceOpt = None,
+    junit: JunitOpt = None,
     fmt: FormatOpt = None,
     output: OutputOpt = None,
 ) -> None:
@@ -105,12 +114,9 @@ def check(
 
     Example: sigmaudit check rollouts.parquet -G 16 --max-silent 0.4 --min-fidelity 0.85
     """
-    import os
-
-    from ...audits.check import check_logs, github_annotations
+    from ...audits.check import check_logs
     from ...errors import ConfigError
     from ...exitcodes import ExitCode
-    from ...writers import write_file
     from ..output import note
 
     thresholds = _thresholds(max_silent=max_silent, max_all_wrong=max_all_wrong, max_all_correct=max_all_correct,
@@ -119,40 +125,63 @@ def check(
     if confidence is not None and replicates == 0:
         raise ConfigError("needs bootstrap replicates", location="--confidence",
                           remedy="drop --bootstrap 0, or give --bootstrap 200")
-    G_source = "given"
-    if G is None:
-        groups = loaded.per_group
-        if groups is None or groups.height == 0:
-            raise ConfigError("this log has no groups, so there is no group size to default to",
-                              location="-G/--group-size", remedy="give the run's group size, e.g. -G 8")
-        from ...audits.scan import _mode
-
-        G, G_source = _mode(groups["n"].to_numpy()), "log"
+    G, G_source = (G, "given") if G is not None else (_logged_group_size(loaded), "log")
     result = check_logs(loaded, G, thresholds, post_filter=post_filter, groups_generated=groups_generated,
                         allow_filtered=allow_filtered, estimator=estimator, replicates=replicates, level=level,
                         confidence=confidence, G_source=G_source)
     emit_result(result, fmt, output)
     if junit is not None:
-        from ...render.junit import render_junit
-        from ...views import build_view
-
-        write_file(junit, render_junit(build_view(result)), "--junit")
+        _write_junit(result, junit)
     if result.failed_groups:
         note(f"check failed for {result.by.column} = {', '.join(result.failed_groups)}")  # type: ignore[union-attr]
     note(result.verdict())
-    if os.environ.get("GITHUB_ACTIONS"):
-        for line in github_annotations(result):
-            sys.stderr.write(line + "\n")
-        summary = os.environ.get("GITHUB_STEP_SUMMARY")
-        if summary:
-            from ...render import Format, render
-            from ...views import build_view
-
-            try:
-                with open(summary, "a", encoding="utf-8") as fh:
-                    fh.write(render(build_view(result), Format.markdown) + "\n")
-            except OSError as exc:
-                note(f"warning: could not append the step summary to {summary}: {exc.strerror or exc}")
-                sys.stderr.write(f"::warning title=sigmaudit check::could not write $GITHUB_STEP_SUMMARY "
-                                 f"({exc.strerror or exc})\n")
+    _github_actions(result)
     raise typer.Exit(int(ExitCode.OK if result.passed else ExitCode.FAILED))
+
+
+def _logged_group_size(loaded: LoadedCounts) -> int:
+    """The log's most common group size (the default -G); ConfigError when the log has no groups."""
+    from ...errors import ConfigError
+
+    groups = loaded.per_group
+    if groups is None or groups.height == 0:
+        raise ConfigError("this log has no groups, so there is no group size to default to",
+                          location="-G/--group-size", remedy="give the run's group size, e.g. -G 8")
+    from ...audits.scan import _mode
+
+    return _mode(groups["n"].to_numpy())
+
+
+def _write_junit(result: CheckResult, junit: Path) -> None:
+    """The JUnit XML report (one test case per threshold), written atomically (never over an input log)."""
+    from ...render.junit import render_junit
+    from ...views import build_view
+    from ...writers import write_file
+
+    write_file(junit, render_junit(build_view(result)), "--junit")
+
+
+def _github_actions(result: CheckResult) -> None:
+    """Under GitHub Actions (GITHUB_ACTIONS set): ::error:: annotations on stderr, and the markdown report
+    appended to $GITHUB_STEP_SUMMARY when it is set (a failure to write it is a warning, not an error)."""
+    import os
+
+    from ...audits.check import github_annotations
+    from ..output import note
+
+    if not os.environ.get("GITHUB_ACTIONS"):
+        return
+    for line in github_annotations(result):
+        sys.stderr.write(line + "\n")
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        from ...render import Format, render
+        from ...views import build_view
+
+        try:
+            with open(summary, "a", encoding="utf-8") as fh:
+                fh.write(render(build_view(result), Format.markdown) + "\n")
+        except OSError as exc:
+            note(f"warning: could not append the step summary to {summary}: {exc.strerror or exc}")
+            sys.stderr.write(f"::warning title=sigmaudit check::could not write $GITHUB_STEP_SUMMARY "
+                             f"({exc.strerror or exc})\n")
