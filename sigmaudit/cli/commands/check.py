@@ -141,15 +141,14 @@ def check(
 
 def _logged_group_size(loaded: LoadedCounts) -> int:
     """The log's most common group size (the default -G); ConfigError when the log has no groups."""
+    from ...audits import logged_group_size
     from ...errors import ConfigError
 
-    groups = loaded.per_group
-    if groups is None or groups.height == 0:
+    G = logged_group_size(loaded)
+    if G is None:
         raise ConfigError("this log has no groups, so there is no group size to default to",
                           location="-G/--group-size", remedy="give the run's group size, e.g. -G 8")
-    from ...audits.scan import _mode
-
-    return _mode(groups["n"].to_numpy())
+    return G
 
 
 def _write_junit(result: CheckResult, junit: Path) -> None:
