@@ -15,6 +15,7 @@ import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import ModuleType
 
 import polars as pl
 
@@ -23,14 +24,14 @@ from . import trainers
 from .columns import ColumnMap, key_note
 from .detect import detect
 from .engines import Engine
-from .options import LAYOUTS, LoadedCounts, LoadOptions
+from .options import LAYOUTS, FileCounts, LoadedCounts, LoadOptions
 from .paths import expand_paths
 from .readers import POLARS_ERRORS, Source, scan
 from .reduce import PARTIAL_SCHEMA, Partial, reduce_counts, reduce_lists, reduce_samples
 from .series import read_series, series_columns
 from .tempdirs import native_stderr_held, run_folder
 
-__all__ = ["LAYOUTS", "LoadOptions", "LoadedCounts", "load_by", "load_counts"]
+__all__ = ["LAYOUTS", "FileCounts", "LoadOptions", "LoadedCounts", "count_file", "load_by", "load_counts"]
 
 
 def _reduce(src, plan: ColumnMap, opts: LoadOptions, index: int,  # noqa: ANN001
@@ -56,7 +57,7 @@ def load_counts(paths: Sequence[str | Path], opts: LoadOptions | None = None,
     opts = opts or LoadOptions()
     files = expand_paths(paths)
     if engine is not None:
-        return _load_on(engine, files, opts)
+        return _load_on(engine, paths, files, opts)
     if any(isinstance(f, str) for f in files):
         return _load_remote(files, opts, progress)
     named = {Path(p).resolve() for p in ([paths] if isinstance(paths, str | Path) else paths)
@@ -119,11 +120,21 @@ def load_counts(paths: Sequence[str | Path], opts: LoadOptions | None = None,
                 extra.extend(item.norm.extra_notes)
             if progress is not None:
                 progress(read)
+    return _conclude([o.path for o in opened], plans, partials, duplicates, read, missing, null_keys,
+                     extra, [(o.norm.filtered, o.norm.reward_source) for o in opened if o.norm is not None],
+                     copies, skipped)
+
+
+def _conclude(files: list[Path], plans: list[ColumnMap], partials: list[pl.DataFrame],
+              duplicates: int, read: int, missing: int, null_keys: int, extra: list[str],
+              norms: list[tuple], copies: list[str], skipped: dict[Path, str]) -> LoadedCounts:
+    """The load from its files' partial counts: assembled, checked by the framework, with every note.
+    ``norms`` holds (filtered, reward_source) of each file a framework reader restructured."""
     if null_keys and read == 0:
         raise SchemaError(f"every row has a null prompt key ({key_note(plans[0].prompt)})",
-                          location=", ".join(str(o.path) for o in opened),
+                          location=", ".join(str(f) for f in files),
                           remedy="pick the key column with --prompt-col")
-    loaded = _assemble([o.path for o in opened], plans, partials, duplicates, read, missing)
+    loaded = _assemble(files, plans, partials, duplicates, read, missing)
     mine = []
     if null_keys:
         mine.append(f"{null_keys} rows with a null prompt key ({key_note(plans[0].prompt)}) dropped")
@@ -131,14 +142,13 @@ def load_counts(paths: Sequence[str | Path], opts: LoadOptions | None = None,
         mine.append(f"{len(copies)} file{'s' if len(copies) > 1 else ''} skipped as byte-for-byte copies of "
                     f"another input ({', '.join(copies[:3])}{', ...' if len(copies) > 3 else ''}); "
                     "--keep-duplicates reads them")
-    trainers.check(loaded.layout, plans, loaded.per_group, missing, str(opened[0].path))
-    norms = [o.norm for o in opened if o.norm is not None]
-    filtered = norms[0].filtered if norms and all(n.filtered for n in norms) else None
+    trainers.check(loaded.layout, plans, loaded.per_group, missing, str(files[0]))
+    filtered = norms[0][0] if norms and all(n[0] for n in norms) else None
     notes = [*loaded.notes, *mine, *extra[:3]]
     if len(extra) > 3:
         notes.append(f"... and {len(extra) - 3} more such notes")
     notes.extend(_skip_notes(skipped))
-    source = norms[0].reward_source if norms else loaded.reward_source
+    source = norms[0][1] if norms else loaded.reward_source
     return dataclasses.replace(loaded, notes=tuple(notes), filtered=filtered, reward_source=source,
                                n_null_keys=null_keys)
 
@@ -260,9 +270,10 @@ class _Opened:
 
 
 def _open(path: Path, tmp: Path, opts: LoadOptions, series_ok: bool,
-          like: Source | None = None) -> _Opened | LoadedCounts:
+          like: Source | None = None, peek: bool = False) -> _Opened | LoadedCounts | ModuleType:
     """One file's source and column map (a framework's restructured frame where it needs one);
-    ``like`` is a jsonl source whose schema :func:`~.readers.scan` may reuse."""
+    ``like`` is a jsonl source whose schema :func:`~.readers.scan` may reuse. With ``peek``, a file
+    that a framework reader restructures is not read: its framework module comes back."""
     module = trainers.reader(path, None) if trainers.needs_reader(path) else None
     if module is None:
         src = scan(path, tmp, like)
@@ -273,6 +284,8 @@ def _open(path: Path, tmp: Path, opts: LoadOptions, series_ok: bool,
         module = trainers.reader(path, src.schema)
         if module is None:
             return _Opened(path, src, detect(src.schema, opts, str(path)), None)
+    if peek:
+        return module
     norm = module.read(path, opts)
     src, plan = norm.source(path)
     return _Opened(path, src, plan, norm)
@@ -374,13 +387,13 @@ def _load_remote(files: list, opts: LoadOptions, progress: Callable[[int], None]
     return loaded
 
 
-def _load_on(engine: Engine, files: list, opts: LoadOptions) -> LoadedCounts:
+def _load_on(engine: Engine, paths, files: list, opts: LoadOptions) -> LoadedCounts:  # noqa: ANN001
     """The layout detected from the first file (as the local engine would: a sample), the reduction
     of all the files on ``engine``, the rest as usual. Files a trainer writes beside its rollouts are
-    skipped as usual; a layout whose framework reader restructures each file in Python (see
-    :mod:`.trainers`) cannot run on an engine and is refused in one line."""
+    skipped as usual. A dump whose framework reader restructures each file in Python (see
+    :mod:`.trainers`), or whose rows are filtered by a Polars expression (verl v1), is read file by
+    file with :func:`count_file` wherever the engine runs Python (:func:`_load_per_file`)."""
     from .engines import reduce_with
-    from .engines.sql import refuse
 
     if opts.subset is not None:
         from ..errors import ConfigError
@@ -388,31 +401,122 @@ def _load_on(engine: Engine, files: list, opts: LoadOptions) -> LoadedCounts:
         raise ConfigError("a subset of rows (--by) is read on the polars engine only", location="--engine")
     local = [f for f in files if isinstance(f, Path)]
     skipped = trainers.skip_reasons(local) if local else {}
-    files = [f for f in files if f not in skipped]
-    if not files:
+    kept = [f for f in files if f not in skipped]
+    if not kept:
         raise InputError("no files to read", location=", ".join(map(str, skipped)))
     with run_folder() as tmp:
-        first = files[0]
+        first = kept[0]
         if isinstance(first, Path):
-            item = _open(first, Path(tmp), opts, series_ok=len(files) == 1)
+            try:
+                item = _open(first, Path(tmp), opts, series_ok=len(kept) == 1, peek=True)
+            except SchemaError:
+                if len(kept) == 1:
+                    raise
+                # the sample fits no layout: the local engine's rules (skip it, or refuse) file by file
+                return _load_per_file(engine, paths, files, opts)
             if isinstance(item, LoadedCounts):  # a per-step series is a few hundred rows: read here
                 return item
-            if item.norm is not None:
-                raise refuse(item.plan, getattr(engine, "name", "?"),
-                             "its reader restructures each file in Python")
+            if isinstance(item, ModuleType) or item.plan.row_filter is not None:
+                return _load_per_file(engine, paths, files, opts)
             plan, schema = item.plan, item.src.schema
         else:
             src = scan(first, Path(tmp))
-            if len(files) == 1 and _is_plain(opts):
+            if len(kept) == 1 and _is_plain(opts):
                 found = series_columns(src.schema, opts.step_col)
                 if found is not None:
                     return _series(first, src, *found)
             plan, schema = _remote_plan(first, src, opts), src.schema
-    result = reduce_with(engine, plan, opts, files, schema)
-    loaded = _assemble(files, [plan], [result.frame], result.duplicates, result.rows, result.missing)
+    result = reduce_with(engine, plan, opts, kept, schema)
+    loaded = _assemble(kept, [plan], [result.frame], result.duplicates, result.rows, result.missing)
     trainers.check(loaded.layout, [plan], loaded.per_group, result.missing, str(first))
     notes = [*loaded.notes, *_skip_notes(skipped)]
     return dataclasses.replace(loaded, notes=tuple(notes))
+
+
+def count_file(path: Path, opts: LoadOptions, index: int = 0, digest: bool = False) -> FileCounts:
+    """One file read and reduced on its own, as :func:`load_counts` reads each file (framework reader,
+    column map, repeated-block check, reduction), with its errors kept rather than raised: the unit
+    of work an engine runs where the file lies (on a Spark executor: sigmaudit must be installed
+    there). ``index`` numbers the file within the load; ``digest`` asks for its sha256."""
+    sha = None
+    if digest:
+        import hashlib
+
+        h = hashlib.sha256()
+        with open(path, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+        sha = h.hexdigest()
+    with run_folder() as tmp:
+        try:
+            item = _open(path, tmp, opts, series_ok=False)
+        except SigmauditError as exc:
+            return FileCounts(path, digest=sha, error=exc, phase="open")
+        assert isinstance(item, _Opened)
+        bare = dataclasses.replace(item.plan, derived=(), row_filter=None)
+        plan = item.plan if item.norm is not None else _with_dedupe(item.src, item.plan, opts)
+        try:
+            part = _reduce(_subset(item.src, opts), plan, opts, index)
+        except SigmauditError as exc:
+            return FileCounts(path, bare, digest=sha, error=exc, phase="reduce")
+    norm = item.norm
+    return FileCounts(path, bare, part.frame, part.rows, part.missing,
+                      part.duplicates + (norm.duplicates if norm else 0), part.null_keys,
+                      framework=norm is not None, filtered=norm.filtered if norm else None,
+                      reward_source=norm.reward_source if norm else None,
+                      extra_notes=norm.extra_notes if norm else (), digest=sha)
+
+
+def _load_per_file(engine: Engine, paths, files: list[Path], opts: LoadOptions) -> LoadedCounts:  # noqa: ANN001
+    """:func:`load_counts`'s rules (named files, skipped files, copies, the main layout, errors in
+    file order) over :func:`count_file` results that ``engine`` computed file by file."""
+    remote = [f for f in files if not isinstance(f, Path)]
+    if remote:
+        raise InputError("a framework dump on an object store is read with --engine polars only",
+                         location=str(remote[0]), remedy="use --engine polars, or copy the files locally")
+    named = {Path(p).resolve() for p in ([paths] if isinstance(paths, str | Path) else paths)
+             if Path(p).is_file()}
+    skipped = {f: why for f, why in trainers.skip_reasons(files).items() if f.resolve() not in named}
+    files = [f for f in files if f not in skipped]
+    hashed: set[int] = set()
+    if not opts.keep_duplicates:
+        sizes = [f.stat().st_size for f in files]
+        hashed = {i for i, size in enumerate(sizes) if sizes.count(size) > 1}
+    results = engine.count_files(functools.partial(count_file, opts=opts), files, hashed)
+    copies: list[str] = []
+    seen: set[str] = set()
+    for r in results:
+        if r.digest is not None:
+            if r.digest in seen:
+                copies.append(str(r.path))
+            seen.add(r.digest)
+    results = [r for r in results if str(r.path) not in copies]
+    files = [r.path for r in results]
+    opened: list[FileCounts] = []
+    errors: list[SigmauditError] = []
+    for r in results:
+        if r.phase == "open":
+            if not isinstance(r.error, SchemaError) or r.path.resolve() in named or len(files) == 1:
+                raise r.error
+            errors.append(r.error)
+            skipped[r.path] = f"fits no layout ({r.error.message})"
+            continue
+        opened.append(r)
+    if not opened:
+        raise errors[0] if errors else InputError("no files to read", location=", ".join(map(str, paths)))
+    layout = _main_layout(opened, named, _origins(paths, files))
+    for r in opened:
+        if r.plan.layout != layout:
+            skipped[r.path] = f"{r.plan.layout} layout, not {layout}"
+    opened = [r for r in opened if r.plan.layout == layout]
+    for r in opened:
+        if r.error is not None:
+            raise r.error
+    extra = [note for r in opened for note in r.extra_notes]
+    return _conclude([r.path for r in opened], [r.plan for r in opened], [r.frame for r in opened],
+                     sum(r.duplicates for r in opened), sum(r.rows for r in opened),
+                     sum(r.missing for r in opened), sum(r.null_keys for r in opened), extra,
+                     [(r.filtered, r.reward_source) for r in opened if r.framework], copies, skipped)
 
 
 def _tick(progress: Callable[[int], None], before: int, rows: int) -> None:

@@ -99,3 +99,31 @@ class LoadedCounts:
     """Set when the dump itself shows it was written after zero-variance filtering (source
     ``structure``); None otherwise. Audits may add the ``statistics``/``flag`` sources."""
 
+
+
+@dataclass(frozen=True)
+class FileCounts:
+    """One input file read and reduced on its own (the unit an engine distributes for a dump whose
+    framework reader restructures each file in Python): its partial counts and what the load needs
+    to know of it. ``error`` is the error the file raised (``phase`` ``open``: detecting its layout or
+    reading it; ``reduce``: counting it), for the load to raise or skip exactly as it would locally."""
+
+    path: Any
+    """The file (a ``Path``)."""
+    plan: Any = None
+    """Its ``ColumnMap`` without Polars expressions (``derived``, ``row_filter``); None if it failed to open."""
+    frame: pl.DataFrame | None = None
+    """``reduce.PARTIAL_SCHEMA`` rows (None in transit)."""
+    rows: int = 0
+    missing: int = 0
+    duplicates: int = 0
+    null_keys: int = 0
+    framework: bool = False
+    """Read by a framework reader (a ``Normalised`` frame)."""
+    filtered: Filtered | None = None
+    reward_source: str | None = None
+    extra_notes: tuple[str, ...] = ()
+    digest: str | None = None
+    """sha256 of the file's bytes, when asked (to drop byte-for-byte copies)."""
+    error: Exception | None = None
+    phase: str = ""

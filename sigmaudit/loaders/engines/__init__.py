@@ -5,6 +5,12 @@
 the layout is detected as always, with Polars, from the first file (a sample), and only the
 small counts table comes back. Everything after the reduction runs locally, unchanged.
 
+A dump whose framework reader restructures each file in Python (TRL, open-instruct, prime-rl, NeMo-RL,
+AReaL, ROLL, SkyRL, inspect_ai) or filters rows with a Polars expression (verl v1) is read file by
+file instead: each file goes through the local engine's own reader and reduction
+(:func:`sigmaudit.loaders.count_file`), on Spark's executors (``mapInArrow`` over the file paths) or
+here for DuckDB, and only each file's counts come back to be assembled as the local engine does.
+
 >>> from sigmaudit.loaders.engines import ENGINES
 >>> ENGINES
 ('polars', 'duckdb', 'spark')
@@ -13,6 +19,7 @@ small counts table comes back. Everything after the reduction runs locally, unch
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -21,7 +28,7 @@ import polars as pl
 
 from ...errors import SchemaError
 from ..columns import ColumnMap
-from ..options import LoadOptions
+from ..options import FileCounts, LoadOptions
 from ..paths import file_kind
 from ..remote import is_remote, parse_url
 from ..rewards import non_binary_error
@@ -54,6 +61,10 @@ class Engine(Protocol):
 
     def duplicates(self, plan: ColumnMap, files: list[Path | str]) -> int:
         """Rows dropped as repeated step blocks (layouts with ``plan.dedupe``)."""
+
+    def count_files(self, count: Callable[..., FileCounts], files: list[Path], hashed: set[int]) -> list[FileCounts]:
+        """``count(file, index=i, digest=i in hashed)`` for every file (a dump whose framework reader
+        restructures each file in Python), in file order; the frames in ``reduce.PARTIAL_SCHEMA``."""
 
 
 def get_engine(name: str, spark_remote: str | None = None) -> Engine | None:

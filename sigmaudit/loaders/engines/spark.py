@@ -9,6 +9,8 @@ detected first from the first file on this machine, so that one must be readable
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 from pathlib import Path
 
@@ -76,11 +78,15 @@ class SparkEngine:
         self.remote = remote or os.environ.get("SPARK_REMOTE") or None
         self._session = None
         self._per_file = False
+        self.by_file = False
 
     def describe(self) -> str:
         import pyspark
 
         where = f"Spark Connect at {self.remote}" if self.remote else "a local Spark session"
+        if self.by_file:
+            return (f"read and reduced file by file by the framework's reader on Spark {pyspark.__version__}'s "
+                    f"executors ({where})")
         return f"reduced by Spark {pyspark.__version__} ({where})"
 
     @property
@@ -184,6 +190,39 @@ class SparkEngine:
             raise InputError(f"Spark cannot read the logs: {_first(exc)}", location=str(files[0])) from exc
         self._per_file = per_file
 
+    def count_files(self, count, files: list[Path], hashed: set[int]) -> list:  # noqa: ANN001
+        """``count`` (:func:`sigmaudit.loaders.count_file`) over the files on Spark's executors: a DataFrame
+        of the paths, one partition per file (up to ``MAX_FILE_PARTITIONS``), ``mapInArrow`` yielding each
+        file's partial counts and a pickled row of what else the load needs; only those come back.
+        The executors run Python: they need sigmaudit installed and the files at the same paths."""
+        import pickle
+
+        self.by_file = True
+        spark = self.session
+        rows = [(i, str(f), i in hashed) for i, f in enumerate(files)]
+        paths = spark.createDataFrame(rows, "i INT, path STRING, digest BOOLEAN")
+        paths = paths.repartition(_file_partitions(spark, files))
+        counted = paths.mapInArrow(functools.partial(_count_partition, count), COUNTS_DDL)
+        where = str(files[0]) if len(files) == 1 else f"{files[0]} (and {len(files) - 1} more)"
+        table = self._arrow(counted, where)
+        metas = table.filter(pl.col("pos") < 0).sort("i")
+        parts = table.filter(pl.col("pos") >= 0).sort("i", "pos").partition_by("i", as_dict=True)
+        out = []
+        for i, blob in zip(metas["i"], metas["meta"], strict=True):
+            part = parts.get((i,))
+            frame = (part.select(*PARTIAL_COLUMNS) if part is not None
+                     else pl.DataFrame(schema=dict(zip(PARTIAL_COLUMNS, PARTIAL_TYPES, strict=True))))
+            out.append(dataclasses.replace(pickle.loads(blob), frame=frame))
+        if len(out) != len(files):
+            raise InputError(f"Spark returned {len(out)} of {len(files)} files", location=where)
+        return out
+
+    def _arrow(self, df, where: str) -> pl.DataFrame:  # noqa: ANN001
+        try:
+            return pl.from_arrow(df.toArrow())
+        except Exception as exc:  # noqa: BLE001 - Spark raises many kinds; all become one line
+            raise InputError(f"Spark could not read the logs file by file: {_first(exc)}", location=where) from exc
+
     def duplicates(self, plan: ColumnMap, files: list[Path | str]) -> int:
         return int(self._collect(duplicates_sql(plan, SPARK, TABLE), str(files[0]))["dup"][0])
 
@@ -191,6 +230,51 @@ class SparkEngine:
                    schema: dict[str, pl.DataType]) -> list[float]:
         self._view(plan, files, schema, self._per_file)
         return self._collect(bad_values_sql(plan, opts, SPARK, TABLE), str(files[0]))["x"].to_list()
+
+
+MAX_FILE_PARTITIONS = 4096
+BYTES_PER_TASK = 64 << 20
+"""A dump read file by file is spread over at most this many tasks, of about this many bytes each."""
+PARTIAL_COLUMNS = ("step", "gid", "prompt", "n", "k")
+PARTIAL_TYPES = (pl.Int64, pl.Utf8, pl.Utf8, pl.Int64, pl.Int64)
+COUNTS_DDL = "i INT, pos BIGINT, step BIGINT, gid STRING, prompt STRING, n BIGINT, k BIGINT, meta BINARY"
+"""What :func:`_count_partition` yields: a file's counts (``pos`` >= 0, in order) and its meta row (``pos`` -1)."""
+BATCH_ROWS = 65_536
+
+
+def _file_partitions(spark, files: list[Path]) -> int:  # noqa: ANN001
+    """Tasks for reading ``files`` one by one: enough to spread them over the cluster
+    (``spark.sql.shuffle.partitions``) and to keep about ``BYTES_PER_TASK`` in each, at most one per file."""
+    try:
+        spread = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    except Exception:  # noqa: BLE001 - an unset or odd value: Spark's default
+        spread = 200
+    size = sum(f.stat().st_size for f in files)
+    return max(1, min(len(files), MAX_FILE_PARTITIONS, max(spread, -(-size // BYTES_PER_TASK))))
+
+
+def _count_partition(count, batches):  # noqa: ANN001, ANN201
+    """The ``mapInArrow`` function (runs on an executor): each file of the partition through ``count``."""
+    import pickle
+
+    import pyarrow as pa
+
+    schema = pa.schema([("i", pa.int32()), ("pos", pa.int64()), ("step", pa.int64()), ("gid", pa.string()),
+                        ("prompt", pa.string()), ("n", pa.int64()), ("k", pa.int64()), ("meta", pa.binary())])
+    for batch in batches:
+        cols = batch.to_pydict()
+        for i, path, digest in zip(cols["i"], cols["path"], cols["digest"], strict=True):
+            result = count(Path(path), index=i, digest=bool(digest))
+            frame = result.frame
+            meta = pickle.dumps(dataclasses.replace(result, frame=None))
+            yield pa.RecordBatch.from_pydict(
+                {"i": [i], "pos": [-1], "step": [None], "gid": [None], "prompt": [None], "n": [None], "k": [None],
+                 "meta": [meta]}, schema=schema)
+            if frame is None or frame.height == 0:
+                continue
+            rows = frame.select(pl.lit(i, pl.Int32).alias("i"), pl.int_range(pl.len(), dtype=pl.Int64).alias("pos"),
+                                *PARTIAL_COLUMNS, pl.lit(None, pl.Binary).alias("meta"))
+            yield from rows.to_arrow().cast(schema).to_batches(max_chunksize=BATCH_ROWS)
 
 
 def _first(exc: Exception) -> str:
