@@ -106,7 +106,8 @@ EngineOpt = Annotated[
     EngineName,
     typer.Option("--engine", help="Where rows are reduced to counts: polars (here, file by file), duckdb (here, "
                                   "one SQL query) or spark (a cluster via --spark-remote/SPARK_REMOTE, else a local "
-                                  "session). The rest always runs here.", rich_help_panel=_ENGINE),
+                                  "session). Trainer dumps that a Python reader restructures are read file by file "
+                                  "(on Spark's executors). The rest always runs here.", rich_help_panel=_ENGINE),
 ]
 SparkRemoteOpt = Annotated[
     str | None,
