@@ -147,3 +147,49 @@ def test_local_path_still_reads_after_copy(tmp_path):
     shutil.copy(SAMPLES / "counts.csv", tmp_path / "counts.csv")
     assert load_counts([tmp_path / "counts.csv"]).per_prompt.height == load_counts(
         [str(SAMPLES / "counts.csv")]).per_prompt.height
+
+
+@pytest.mark.parametrize("log", ["areal", "nemo-rl", "open-instruct", "prime-rl", "roll", "skyrl", "trl"])
+def test_s3_framework_dump_equals_local(s3, capsys, log):
+    """A dump whose framework reader restructures each file is copied here under the same keys and read
+    as the local copy: same JSON, same notes (with URLs for paths), side files skipped alike."""
+    import boto3
+
+    client = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1")
+    for f in sorted((SAMPLES / log).rglob("*")):
+        if f.is_file():
+            client.upload_file(str(f), "bucket", f"dumps/{log}/{f.relative_to(SAMPLES / log).as_posix()}")
+    code, out, err = run(capsys, "scan", f"s3://bucket/dumps/{log}/", "-G", "8", "-f", "json")
+    assert code == 0, err
+    want_code, want_out, want_err = run(capsys, "scan", str(SAMPLES / log), "-G", "8", "-f", "json")
+    assert want_code == 0
+    got, want = json.loads(out), json.loads(want_out)
+    assert got["notes"] == [n.replace(str(SAMPLES / log), f"s3://bucket/dumps/{log}") for n in want["notes"]]
+    assert {k: v for k, v in got.items() if k != "notes"} == {k: v for k, v in want.items() if k != "notes"}
+    assert got["layout"] == want["layout"] != "long"
+
+
+def test_s3_framework_dump_error_names_the_url(s3, capsys):
+    import boto3
+
+    client = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1")
+    good = (SAMPLES / "nemo-rl" / "logs" / "exp_001" / "train_data_step1.jsonl").read_bytes()
+    client.put_object(Bucket="bucket", Key="nemo/train_data_step1.jsonl", Body=good + b'{"content": [[\n')
+    code, out, err = run(capsys, "scan", "s3://bucket/nemo/", "-G", "8")
+    assert (code, out) == (2, "")
+    assert len(err.strip().splitlines()) == 1
+    assert "s3://bucket/nemo/train_data_step1.jsonl:" in err and "malformed JSON on line" in err
+    assert "/objects/" not in err
+
+
+@pytest.mark.parametrize("engine", ["duckdb"])
+def test_s3_framework_dump_on_an_engine_is_refused_in_one_line(s3, capsys, engine):
+    pytest.importorskip(engine)
+    import boto3
+
+    client = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1")
+    for f in sorted((SAMPLES / "areal").rglob("*.jsonl"))[:3]:
+        client.upload_file(str(f), "bucket", f"areal3/{f.relative_to(SAMPLES / 'areal').as_posix()}")
+    code, out, err = run(capsys, "scan", "s3://bucket/areal3/", "--engine", engine)
+    assert (code, out) == (2, "")
+    assert len(err.strip().splitlines()) == 1 and "read with --engine polars only" in err

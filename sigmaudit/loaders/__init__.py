@@ -59,7 +59,7 @@ def load_counts(paths: Sequence[str | Path], opts: LoadOptions | None = None,
     if engine is not None:
         return _load_on(engine, paths, files, opts)
     if any(isinstance(f, str) for f in files):
-        return _load_remote(files, opts, progress)
+        return _load_remote(paths, files, opts, progress)
     named = {Path(p).resolve() for p in ([paths] if isinstance(paths, str | Path) else paths)
              if Path(p).is_file()}
     skipped = {f: why for f, why in trainers.skip_reasons(files).items()
@@ -348,17 +348,24 @@ def _remote_plan(url: str, src: Source, opts: LoadOptions) -> ColumnMap:
 
     module = trainers.reader(Path(parse_url(url).key or "x"), src.schema)
     if module is not None:
-        raise InputError(f"{module.NAME} dumps are read from local disk only (their reader restructures "
-                         "the files)", location=url, remedy="copy the files locally first")
+        raise InputError(f"{module.NAME} dumps on an object store are read with --engine polars only (their "
+                         "reader restructures each file here)", location=url,
+                         remedy="use --engine polars (the default)")
     return detect(src.schema, opts, url)
 
 
-def _load_remote(files: list, opts: LoadOptions, progress: Callable[[int], None] | None) -> LoadedCounts:
-    """Object-store inputs: each file scanned where it lies and reduced like a local one."""
+def _load_remote(paths, files: list, opts: LoadOptions,  # noqa: ANN001
+                 progress: Callable[[int], None] | None) -> LoadedCounts:
+    """Object-store inputs: each file scanned where it lies and reduced like a local one; a dump
+    that a framework reader restructures is copied here first (:func:`.mirror.load_mirrored`)."""
     local = [f for f in files if not isinstance(f, str)]
     if local:
         raise InputError("inputs mix local files and URLs", location=str(local[0]),
                          remedy="load them in separate runs")
+    from .mirror import framework_dump, load_mirrored
+
+    if framework_dump(files, opts):
+        return load_mirrored(paths, files, lambda local_paths: load_counts(local_paths, opts, progress))
     partials: list[pl.DataFrame] = []
     plans: list[ColumnMap] = []
     duplicates = read = missing = 0
@@ -420,6 +427,12 @@ def _load_on(engine: Engine, paths, files: list, opts: LoadOptions) -> LoadedCou
                 return _load_per_file(engine, paths, files, opts)
             plan, schema = item.plan, item.src.schema
         else:
+            from .mirror import framework_dump
+
+            if framework_dump(kept, opts):
+                raise InputError("a framework dump on an object store is read with --engine polars only (its "
+                                 "reader restructures each file here)", location=str(first),
+                                 remedy="use --engine polars (the default)")
             src = scan(first, Path(tmp))
             if len(kept) == 1 and _is_plain(opts):
                 found = series_columns(src.schema, opts.step_col)
@@ -472,8 +485,9 @@ def _load_per_file(engine: Engine, paths, files: list[Path], opts: LoadOptions) 
     file order) over :func:`count_file` results that ``engine`` computed file by file."""
     remote = [f for f in files if not isinstance(f, Path)]
     if remote:
-        raise InputError("a framework dump on an object store is read with --engine polars only",
-                         location=str(remote[0]), remedy="use --engine polars, or copy the files locally")
+        raise InputError("a framework dump on an object store is read with --engine polars only (its "
+                         "reader restructures each file here)", location=str(remote[0]),
+                         remedy="use --engine polars (the default)")
     named = {Path(p).resolve() for p in ([paths] if isinstance(paths, str | Path) else paths)
              if Path(p).is_file()}
     skipped = {f: why for f, why in trainers.skip_reasons(files).items() if f.resolve() not in named}
