@@ -11,6 +11,7 @@ Prompt ids are long strings (like real dataset ids: ``"openr1-math/train/000123-
     python benchmarks/gen_logs.py --steps 250 --jsonl   # 2M rows, verl-style per-step dumps
     python benchmarks/gen_logs.py --verl --out /tmp/sigmaudit-bench   # 819,200 lines, 2.7 GB -> verl_200/
     python benchmarks/gen_logs.py --steps 1000 --out /tmp/sigmaudit-bench   # data anywhere (keep it out of git)
+    python benchmarks/gen_logs.py --steps 40 --trl      # 328k rows, TRL completions_{step}.parquet files
 
 ``--verl`` writes what verl's ``_dump_generations`` (``trainer.rollout_data_dir``) writes for a
 DAPO-style run: ``{step}.jsonl`` files whose lines hold ``input`` (the chat-templated prompt,
@@ -136,6 +137,26 @@ def write_verl(folder: Path, steps: int, prompts: int, group: int, pool: int, se
         tmp.rename(folder / f"{step}.jsonl")
 
 
+def write_trl(folder: Path, steps: int, prompts: int, group: int, pool: int, seed: int) -> None:
+    """TRL ``GRPOTrainer.log`` files: ``completions/completions_{step:05d}.parquet`` with ``step``,
+    ``prompt``, ``completion``, ``accuracy_reward`` and ``advantage``; a group is ``group`` consecutive
+    rows of one prompt (``RepeatSampler``), one generation batch per step (no re-logged batches)."""
+    rng = np.random.default_rng(seed)
+    ids, p = prompt_pool(pool, rng)
+    out = folder / "completions"
+    out.mkdir(parents=True, exist_ok=True)
+    for step in range(1, steps + 1):
+        chosen = rng.choice(ids.size, size=prompts, replace=False)
+        idx = np.repeat(chosen, group)
+        right = (rng.random(idx.size) < p[idx]).astype(np.float64)
+        mean = right.reshape(prompts, group).mean(axis=1).repeat(group)
+        table = pa.table({"step": pa.array(np.full(idx.size, step, dtype=np.int64)),
+                          "prompt": pa.array(ids[idx].tolist(), pa.string()),
+                          "completion": pa.array([f"answer {int(r)}" for r in right], pa.string()),
+                          "accuracy_reward": pa.array(right), "advantage": pa.array(right - mean)})
+        pq.write_table(table, out / f"completions_{step:05d}.parquet")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=1000)
@@ -146,6 +167,8 @@ def main() -> None:
     ap.add_argument("--jsonl", action="store_true", help="verl-style per-step jsonl dumps (short text)")
     ap.add_argument("--verl", action="store_true",
                     help="verl rollout_data_dir dump with full text: 200 steps x 256 prompts x 16 by default")
+    ap.add_argument("--trl", action="store_true",
+                    help="TRL completions_{step}.parquet files (a framework reader restructures each file)")
     ap.add_argument("--out", type=Path, default=DATA, help="output folder (default benchmarks/data)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -154,6 +177,9 @@ def main() -> None:
         prompts = 256 if args.prompts == 512 else args.prompts
         out = args.out / f"verl_{steps}"
         write_verl(out, steps, prompts, args.group, args.pool, args.seed)
+    elif args.trl:
+        out = args.out / f"trl_{args.steps}"
+        write_trl(out, args.steps, args.prompts, args.group, args.pool, args.seed)
     elif args.jsonl:
         out = args.out / f"verl_{args.steps}"
         write_jsonl(out, args.steps, args.prompts, args.group, args.pool, args.seed)

@@ -246,14 +246,15 @@ def test_repeated_blocks_dropped_as_polars_does(tmp_path, engine, request):
         want.sort("prompt"))
 
 
-@pytest.mark.parametrize("how", ["option", "env"])
+@pytest.mark.parametrize("how", ["option", "env", "framework"])
 def test_spark_connect_equals_polars(capsys, monkeypatch, spark_engine, how):
-    """--spark-remote sc://host:port (or SPARK_REMOTE) reduces through Spark Connect."""
+    """--spark-remote sc://host:port (or SPARK_REMOTE) reduces through Spark Connect; a framework
+    dump's files are read by mapInArrow there too."""
     pytest.importorskip("grpc")
-    log = SAMPLES / ("grouped.parquet" if how == "option" else "verl")
+    log = SAMPLES / {"option": "grouped.parquet", "env": "verl", "framework": "prime-rl"}[how]
     want = _polars_json(capsys, log)
     args = ["scan", str(log), "-G", "8", "-f", "json", "--engine", "spark"]
-    if how == "option":
+    if how != "env":
         args += ["--spark-remote", spark_engine.connect_url]
     else:
         monkeypatch.setenv("SPARK_REMOTE", spark_engine.connect_url)
@@ -261,3 +262,28 @@ def test_spark_connect_equals_polars(capsys, monkeypatch, spark_engine, how):
     assert code == 0, err
     assert json.loads(out) == want
     assert f"Spark Connect at {spark_engine.connect_url}" in err
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "spark"])
+def test_file_by_file_follows_polars_rules(tmp_path, capsys, engine, request):
+    """A framework dump read file by file keeps the Polars engine's rules: a file that fits no layout
+    (here the first one) skipped with a note, byte-for-byte copies skipped, validation files skipped;
+    a malformed line is the same one-line error, exit 2."""
+    pytest.importorskip(engine if engine == "duckdb" else "pyspark")
+    if engine == "spark":
+        request.getfixturevalue("spark_engine")
+    root = tmp_path / "n"
+    shutil.copytree(SAMPLES / "nemo-rl", root)
+    steps = root / "logs" / "exp_001"
+    shutil.copy(steps / "train_data_step1.jsonl", root / "logs" / "a_copy_of_step1.jsonl")  # fits no layout
+    shutil.copy(steps / "train_data_step2.jsonl", steps / "train_data_step9.jsonl")       # a byte copy
+    notes = _same_as_polars(capsys, engine, str(root))
+    assert "file by file" in notes
+    err = run(capsys, "scan", str(root), "-G", "8")[2]
+    assert "skipped as byte-for-byte copies" in err and "a_copy_of_step1.jsonl: fits no layout" in err
+    with open(steps / "train_data_step3.jsonl", "a") as fh:
+        fh.write('{"broken\n')
+    want = run(capsys, "scan", str(root), "-G", "8")
+    got = run(capsys, "scan", str(root), "-G", "8", "--engine", engine)
+    assert got == want and want[0] == 2 and len(want[2].strip().splitlines()) == 1
+    assert "train_data_step3.jsonl:129: malformed JSON on line 129" in want[2]

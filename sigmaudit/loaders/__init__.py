@@ -10,6 +10,7 @@ the math layer only ever sees the resulting counts. See :mod:`.detect` for the l
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import functools
@@ -495,7 +496,8 @@ def _load_per_file(engine: Engine, paths, files: list[Path], opts: LoadOptions) 
     hashed: set[int] = set()
     if not opts.keep_duplicates:
         sizes = [f.stat().st_size for f in files]
-        hashed = {i for i, size in enumerate(sizes) if sizes.count(size) > 1}
+        shared = {size for size, count in collections.Counter(sizes).items() if count > 1}
+        hashed = {i for i, size in enumerate(sizes) if size in shared}
     results = engine.count_files(functools.partial(count_file, opts=opts), files, hashed)
     copies: list[str] = []
     seen: set[str] = set()
