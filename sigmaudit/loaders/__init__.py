@@ -493,6 +493,8 @@ def _load_per_file(engine: Engine, paths, files: list[Path], opts: LoadOptions) 
              if Path(p).is_file()}
     skipped = {f: why for f, why in trainers.skip_reasons(files).items() if f.resolve() not in named}
     files = [f for f in files if f not in skipped]
+    if not files:
+        raise InputError("no files to read", location=", ".join(map(str, paths)))
     hashed: set[int] = set()
     if not opts.keep_duplicates:
         sizes = [f.stat().st_size for f in files]

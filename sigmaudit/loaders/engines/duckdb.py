@@ -86,6 +86,7 @@ class DuckDBEngine:
 
     def run(self, plan: ColumnMap, opts: LoadOptions, files: list[Path | str],
             schema: dict[str, pl.DataType]) -> pl.DataFrame:
+        self.by_file = False
         types = {c: kind_of(t) for c, t in schema.items()}
         sql = reduce_sql(plan, opts, DUCKDB, TABLE, types, engine=self.name)
         try:

@@ -169,6 +169,7 @@ class SparkEngine:
 
     def run(self, plan: ColumnMap, opts: LoadOptions, files: list[Path | str],
             schema: dict[str, pl.DataType]) -> pl.DataFrame:
+        self.by_file = False
         types = {c: kind_of(t) for c, t in schema.items()}
         sql = reduce_sql(plan, opts, SPARK, TABLE, types, engine=self.name)
         self._checked_view(plan, files, schema)
