@@ -222,7 +222,11 @@ class SparkEngine:
         try:
             return pl.from_arrow(df.toArrow())
         except Exception as exc:  # noqa: BLE001 - Spark raises many kinds; all become one line
-            raise InputError(f"Spark could not read the logs file by file: {_first(exc)}", location=where) from exc
+            text = _first(exc)
+            remedy = ("install sigmaudit (the same version) where the executors run Python"
+                      if "sigmaudit" in text and "module" in text.lower() else None)
+            raise InputError(f"Spark could not read the logs file by file: {text}", location=where,
+                             remedy=remedy) from exc
 
     def duplicates(self, plan: ColumnMap, files: list[Path | str]) -> int:
         return int(self._collect(duplicates_sql(plan, SPARK, TABLE), str(files[0]))["dup"][0])
