@@ -287,3 +287,20 @@ def test_file_by_file_follows_polars_rules(tmp_path, capsys, engine, request):
     got = run(capsys, "scan", str(root), "-G", "8", "--engine", engine)
     assert got == want and want[0] == 2 and len(want[2].strip().splitlines()) == 1
     assert "train_data_step3.jsonl:129: malformed JSON on line 129" in want[2]
+
+
+def test_spark_names_a_missing_sigmaudit_on_the_executors():
+    """Executors without sigmaudit fail the file-by-file read: one line that says what to install."""
+    pytest.importorskip("pyspark")
+    from sigmaudit.errors import InputError
+
+    class Failing:
+        def toArrow(self):  # noqa: N802 - PySpark's name
+            raise RuntimeError("An exception was thrown from the Python worker. Please see the stack trace "
+                               "below.\nTraceback (most recent call last):\n  File \"worker.py\", line 1, in main\n"
+                               "ModuleNotFoundError: No module named 'sigmaudit'\n")
+
+    with pytest.raises(InputError) as info:
+        get_engine("spark")._arrow(Failing(), "logs/")
+    line = info.value.one_line()
+    assert "No module named 'sigmaudit'" in line and "install sigmaudit" in line and "\n" not in line

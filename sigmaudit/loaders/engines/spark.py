@@ -222,7 +222,7 @@ class SparkEngine:
         try:
             return pl.from_arrow(df.toArrow())
         except Exception as exc:  # noqa: BLE001 - Spark raises many kinds; all become one line
-            text = _first(exc)
+            text = _worker_error(exc) or _first(exc)
             remedy = ("install sigmaudit (the same version) where the executors run Python"
                       if "sigmaudit" in text and "module" in text.lower() else None)
             raise InputError(f"Spark could not read the logs file by file: {text}", location=where,
@@ -280,6 +280,18 @@ def _count_partition(count, batches):  # noqa: ANN001, ANN201
             rows = frame.select(pl.lit(i, pl.Int32).alias("i"), pl.int_range(pl.len(), dtype=pl.Int64).alias("pos"),
                                 *PARTIAL_COLUMNS, pl.lit(None, pl.Binary).alias("meta"))
             yield from rows.to_arrow().cast(schema).to_batches(max_chunksize=BATCH_ROWS)
+
+
+def _worker_error(exc: Exception) -> str | None:
+    """The last ``SomeError: message`` line of a Python worker's traceback inside a Spark error, or None."""
+    import re
+
+    text = str(exc)
+    if "Traceback" not in text:
+        return None
+    found = [line.strip() for line in text.splitlines()
+             if re.match(r"\s*[A-Za-z_][\w.]*(?:Error|Exception): ", line)]
+    return found[-1][:300] if found else None
 
 
 def _first(exc: Exception) -> str:
