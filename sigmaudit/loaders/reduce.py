@@ -100,18 +100,24 @@ def reduce_samples(src: Source, plan: ColumnMap, threshold: float | None,
     lf = _prepared(src, plan)
     duplicates = 0
     deduped = False
+    keys = [plan.step, plan.group, *plan.prompt] if plan.has_groups else list(plan.prompt)
+    keys = list(dict.fromkeys(k for k in keys if k))
+    rows = lf  # what the group-by reads: the file, or its needed columns already in memory
     if plan.dedupe:
         # TRL writes a step's rows twice; any other log is checked for the whole file appended to itself
         trl = plan.layout == "trl"
-        table, duplicates = drop_repeated_blocks(_collect(src, lf.select(plan.dedupe)), plan.step if trl else None,
-                                                 distinct=not trl, steps_col=plan.step)
-        deduped = trl or duplicates > 0
-        if deduped:
-            lf = table.lazy()
+        may_repeat, held = _screen(src, lf, plan, list(dict.fromkeys([*keys, plan.reward])))
+        if held is not None:
+            rows = held.lazy()
+        if may_repeat:
+            table, duplicates = drop_repeated_blocks(_collect(src, lf.select(plan.dedupe)),
+                                                     plan.step if trl else None, distinct=not trl,
+                                                     steps_col=plan.step)
+            deduped = trl or duplicates > 0
+            if deduped:
+                lf = rows = table.lazy()
     x = pl.col(plan.reward).cast(pl.Float64)
     valid, correct, bad = reward_flags(x, threshold)
-    keys = [plan.step, plan.group, *plan.prompt] if plan.has_groups else list(plan.prompt)
-    keys = list(dict.fromkeys(k for k in keys if k))
     aggs = (valid.sum().alias("n"), correct.sum().alias("k"), (~valid).sum().alias("missing"),
             pl.len().alias("rows"), bad.sum().alias("bad"))
     gid = pl.col(plan.group) if plan.group and plan.has_groups else pl.lit(None)
@@ -123,9 +129,9 @@ def reduce_samples(src: Source, plan: ColumnMap, threshold: float | None,
             raise non_binary_error(sorted(sample), plan.reward, str(src.path))
         return Partial.of([_finish(src, plan, df, gid)], duplicates)
 
-    ranges = None if deduped else step_ranges(src, plan)
+    ranges = None if deduped or rows is not lf else step_ranges(src, plan)
     if ranges is None:
-        return reduced(lf)
+        return reduced(rows)
     # Groups never straddle steps, so each step range is reduced and sorted on its own; the
     # ranges come in step order (null steps last), so their concatenation is sorted too.
     parts = []
@@ -135,6 +141,32 @@ def reduce_samples(src: Source, plan: ColumnMap, threshold: float | None,
             tick(sum(p.rows for p in parts))
     return Partial(pl.concat([p.frame for p in parts]), duplicates, sum(p.rows for p in parts),
                    sum(p.missing for p in parts), sum(p.null_keys for p in parts))
+
+
+def _screen(src: Source, lf: pl.LazyFrame, plan: ColumnMap, needed: list[str]) -> tuple[bool, pl.DataFrame | None]:
+    """(could the repeated-block check drop rows?, the ``needed`` columns in memory or None).
+
+    :func:`drop_repeated_blocks` without ``step`` drops rows only when the table has an even,
+    non-zero height and its first half equals its second half row for row (on every column of
+    ``plan.dedupe``); each test below is implied by that, so when one fails the check is skipped and
+    its full read (every column of the file) is saved. A parquet file's height and two single rows
+    (row 0 and the first row of the second half) cost almost nothing; a text file (jsonl, csv) is
+    parsed once into the columns the reduction needs, which it then reads from memory instead of
+    parsing the file again. TRL's per-step check and plans with derived columns or a row filter
+    always take the full check."""
+    if (plan.layout == "trl" or plan.derived or plan.row_filter is not None
+            or not set(needed) <= set(plan.dedupe)):
+        return True, None
+    if src.fmt == "parquet":
+        height = int(_collect(src, lf.select(pl.len())).item())
+        if height % 2 or not height:
+            return False, None
+        table = lf.select(plan.dedupe)
+        first = _collect(src, table.slice(0, 1))
+        return first.equals(_collect(src, table.slice(height // 2, 1))), None
+    held = _collect(src, lf.select(needed))
+    half = held.height // 2
+    return bool(half) and held.height % 2 == 0 and held.head(half).equals(held.tail(half)), held
 
 
 CHUNK_ROWS = 10_000_000
