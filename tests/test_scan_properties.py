@@ -140,3 +140,17 @@ def test_cruxeval_end_to_end(capsys):
                   for p in p_hat) / N), abs=1e-12)
     assert d["observed_silent"] is None and d["filtered_warning"] is None
     assert d["wasted"]["G"] == 8 and d["estimator"] == "unbiased"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(min_value=-3, max_value=(1 << 20) + 3), min_size=1, max_size=60),
+       st.sampled_from([np.int64, np.uint32, np.int32]))
+def test_mode_is_the_most_common_value_smallest_among_ties(values, dtype):
+    """scan's _mode (a bincount for small non-negative integers) against a Counter."""
+    from sigmaudit.audits.scan import _mode
+
+    if dtype is np.uint32:
+        values = [abs(v) for v in values]
+    counts = Counter(values)
+    top = max(counts.values())
+    assert _mode(np.array(values, dtype=dtype)) == min(v for v, c in counts.items() if c == top)

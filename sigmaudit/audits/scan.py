@@ -278,8 +278,15 @@ class ScanReport:
 # --------------------------------------------------------------------------- helpers
 
 
+MODE_BINCOUNT_MAX = 1 << 20
+"""Non-negative integers up to this are counted with ``np.bincount`` in :func:`_mode`."""
+
+
 def _mode(values: NDArray[np.int64]) -> int:
     """Most common value; the smallest among ties."""
+    values = np.asarray(values)
+    if values.size and values.dtype.kind in "iu" and 0 <= values.min() and values.max() <= MODE_BINCOUNT_MAX:
+        return int(np.argmax(np.bincount(values)))  # group sizes: a count per value, no sort of every group
     uniq, counts = np.unique(values, return_counts=True)
     return int(uniq[np.argmax(counts)])
 
