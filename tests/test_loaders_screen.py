@@ -101,3 +101,15 @@ def test_screen_skips_the_full_read_when_the_halves_differ(tmp_path, monkeypatch
         load_counts([_write(pl.concat([log, log]), tmp_path / f"twice{suffix}")], LoadOptions())
         assert calls == [["step", "prompt_id", "reward", "sample"]]
         calls.clear()
+
+
+def test_a_value_that_does_not_parse_in_an_unused_column_is_still_refused(tmp_path):
+    """The text read behind the check parses every column, as the full check did: a value past the
+    schema-inference window that does not fit its column's type is refused, whichever columns the
+    layout uses (the reduction reads the rows from memory, not a narrower second pass)."""
+    lines = [json.dumps({"step": 1, "prompt_id": f"q{i % 50}", "reward": float(i % 7 == 0),
+                         "extra": 1 if i < 1100 else "text"}) for i in range(1200)]
+    path = tmp_path / "late.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(Exception, match="cannot parse 'text'"):
+        load_counts([path], LoadOptions())

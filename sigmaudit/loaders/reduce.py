@@ -102,16 +102,16 @@ def reduce_samples(src: Source, plan: ColumnMap, threshold: float | None,
     deduped = False
     keys = [plan.step, plan.group, *plan.prompt] if plan.has_groups else list(plan.prompt)
     keys = list(dict.fromkeys(k for k in keys if k))
-    rows = lf  # what the group-by reads: the file, or its needed columns already in memory
+    rows = lf  # what the group-by reads: the file, or the file's rows already read into memory
     if plan.dedupe:
         # TRL writes a step's rows twice; any other log is checked for the whole file appended to itself
         trl = plan.layout == "trl"
-        may_repeat, held = _screen(src, lf, plan, list(dict.fromkeys([*keys, plan.reward])))
+        may_repeat, held = _screen(src, lf, plan, [*keys, plan.reward])
         if held is not None:
             rows = held.lazy()
         if may_repeat:
-            table, duplicates = drop_repeated_blocks(_collect(src, lf.select(plan.dedupe)),
-                                                     plan.step if trl else None, distinct=not trl,
+            table = held if held is not None else _collect(src, lf.select(plan.dedupe))
+            table, duplicates = drop_repeated_blocks(table, plan.step if trl else None, distinct=not trl,
                                                      steps_col=plan.step)
             deduped = trl or duplicates > 0
             if deduped:
@@ -144,16 +144,16 @@ def reduce_samples(src: Source, plan: ColumnMap, threshold: float | None,
 
 
 def _screen(src: Source, lf: pl.LazyFrame, plan: ColumnMap, needed: list[str]) -> tuple[bool, pl.DataFrame | None]:
-    """(could the repeated-block check drop rows?, the ``needed`` columns in memory or None).
+    """(could the repeated-block check drop rows?, the file's ``plan.dedupe`` columns in memory or None).
 
     :func:`drop_repeated_blocks` without ``step`` drops rows only when the table has an even,
-    non-zero height and its first half equals its second half row for row (on every column of
-    ``plan.dedupe``); each test below is implied by that, so when one fails the check is skipped and
-    its full read (every column of the file) is saved. A parquet file's height and two single rows
-    (row 0 and the first row of the second half) cost almost nothing; a text file (jsonl, csv) is
-    parsed once into the columns the reduction needs, which it then reads from memory instead of
-    parsing the file again. TRL's per-step check and plans with derived columns or a row filter
-    always take the full check."""
+    non-zero height and its first half equals its second half row for row; each test below is
+    implied by that, so when one fails nothing can be dropped. A text file (jsonl, csv) is read
+    once, every column as before (so a value that does not parse fails as before), and reduced
+    from memory instead of being parsed a second time. A parquet file is not read for the check:
+    its height (from the footer) and two rows, row 0 and the first row of the second half, decide
+    whether the full check must run (step-range reduction and its memory bound are kept). TRL's
+    per-step check and plans with derived columns or a row filter take the full check."""
     if (plan.layout == "trl" or plan.derived or plan.row_filter is not None
             or not set(needed) <= set(plan.dedupe)):
         return True, None
@@ -164,7 +164,7 @@ def _screen(src: Source, lf: pl.LazyFrame, plan: ColumnMap, needed: list[str]) -
         table = lf.select(plan.dedupe)
         first = _collect(src, table.slice(0, 1))
         return first.equals(_collect(src, table.slice(height // 2, 1))), None
-    held = _collect(src, lf.select(needed))
+    held = _collect(src, lf.select(plan.dedupe))
     half = held.height // 2
     return bool(half) and held.height % 2 == 0 and held.head(half).equals(held.tail(half)), held
 
