@@ -10,6 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from sigmaudit.errors import InputError
 from sigmaudit.loaders import LoadOptions, load_counts
 from sigmaudit.loaders import reduce as reduce_mod
 
@@ -111,5 +112,5 @@ def test_a_value_that_does_not_parse_in_an_unused_column_is_still_refused(tmp_pa
                          "extra": 1 if i < 1100 else "text"}) for i in range(1200)]
     path = tmp_path / "late.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(Exception, match="cannot parse 'text'"):
+    with pytest.raises(InputError, match="cannot parse 'text'"):
         load_counts([path], LoadOptions())
