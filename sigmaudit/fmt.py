@@ -2,6 +2,10 @@
 or to open: control characters escaped (:func:`printable`), spreadsheet formulas defused
 (:func:`csv_cell`). Every layer uses it.
 
+- The number style (one for every command and format a person reads; see the block above
+  :data:`RATE`): counts with thousands separators, rates with :data:`RATE` decimals, expected
+  counts and ratios with :data:`AMOUNT` decimals, shares in sentences via :func:`pct`.
+
 - :func:`printable`: a file name, column name or prompt id from a hostile log can hold terminal
   escape sequences (``\x1b[2J`` clears the screen, OSC 8 makes a link, a forged line could say
   "all checks passed"). Every C0/C1 control character (and the bidirectional overrides that
@@ -14,35 +18,68 @@ or to open: control characters escaped (:func:`printable`), spreadsheet formulas
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from typing import Any
 
+# --------------------------------------------------------------------------- the number style
+# One style for every number a person reads (terminal tables, markdown, HTML, text lines), whatever
+# the command; JSON and CSV keep raw numbers (no separators, full precision) for machines.
+#
+# - counts, group sizes, steps, budgets (int): thousands separators, no decimals -- 240,000
+# - rates, probabilities, shares, pass rates, fidelity φ, E[σ], scores (Brier, log loss, R², an
+#   error): RATE decimals -- 0.5990; an interval bound has the decimals of its point
+# - expected counts and ratios of counts (expected silent groups, effective rollouts, signal
+#   prompts per batch, rollouts per signal prompt, groups drawn per kept group, Σ E[σ], a
+#   difficulty weight): AMOUNT decimals with thousands separators -- 2,395.80
+# - a share in a sentence: pct(), one decimal -- 59.9%
+# - a value the user typed (ε, a limit, p in calc) is echoed as typed (``:g``)
+# - a float of LARGE or more: scientific notation with the same decimals -- 1.2500e+293
+# A table says which quantity each column (or, for a quantity/value table, each row) holds by its
+# decimals (views.Table.digits / row_digits); renderers call format_value with them.
+
+RATE = 4
+"""Decimals of a rate, probability, share, fidelity, E[σ] or score (and of an interval bound of one)."""
+AMOUNT = 2
+"""Decimals of an expected count or a ratio of counts."""
 LARGE = 1e15
 """Floats at least this large are shown in scientific notation (beyond it every digit of a fixed
 notation would be noise: a double holds about 16 significant digits)."""
 
 
-def format_value(value: Any, digits: int = 4, none: str = "—") -> str:
-    """Format one table cell: floats to ``digits`` decimals, None/NaN as ``none``."""
+def format_value(value: Any, digits: int = RATE, none: str = "—") -> str:
+    """Format one number for a person: integers with thousands separators (``240,000``), floats to
+    ``digits`` decimals with separators (``2,395.80``), None/NaN as ``none``, booleans as yes/no.
+
+    0 or 1 is shown only when exactly true (a rate of 3e-11 is ``<0.0001``, not ``0.0000``).
+    """
     if value is None:
         return none
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(value, float):
+    if isinstance(value, numbers.Integral):
+        return f"{int(value):,}"
+    if isinstance(value, numbers.Real):
+        value = float(value)
         if math.isnan(value):
             return none
         if math.isinf(value):
             return "∞" if value > 0 else "-∞"
         if abs(value) >= LARGE:  # 1.2500e+293, not 294 digits
             return f"{value:.{digits}e}"
-        text = f"{value:.{digits}f}"
-        # Show 0 or 1 only when exactly true (a rate of 3e-11 is not 0).
-        if value != 0.0 and float(text) == 0.0:
+        text = f"{value:,.{digits}f}"
+        shown = float(text.replace(",", ""))
+        if value != 0.0 and shown == 0.0:
             return f"<{10.0**-digits:.{digits}f}" if value > 0 else f">-{10.0**-digits:.{digits}f}"
-        if value != 1.0 and float(text) == 1.0 and value < 1.0:
+        if value != 1.0 and shown == 1.0 and value < 1.0:
             return f">{1 - 10.0**-digits:.{digits}f}"
         return text
     return str(value)
+
+
+def format_count(x: float) -> str:
+    """A count-like number (a median of counts): an integer when whole, else AMOUNT decimals."""
+    return format_value(int(x)) if float(x).is_integer() else format_value(float(x), AMOUNT)
 
 
 def pct(x: float | None, digits: int = 1) -> str:
@@ -106,7 +143,9 @@ def csv_cell(value: object) -> object:
     if isinstance(value, str) and value.startswith(FORMULA_START):
         return "'" + value
     return value
-def display_pair(value: float, limit: float, digits: int = 4) -> tuple[str, str]:
+
+
+def display_pair(value: float, limit: float, digits: int = RATE) -> tuple[str, str]:
     """``value`` and ``limit`` with ``digits`` decimals, or more until two different numbers print
     differently (a failing 0.50004 never shows as ``0.5000 > 0.5000``)."""
     for d in range(digits, 17):

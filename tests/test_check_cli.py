@@ -42,7 +42,7 @@ def test_exit_code_each_side_of_each_threshold(capsys, counts, name, side):
         limit = value / 2  # value > 0 here (p̂ = 1/20 and 11/12 are extreme)
     code, out, err = run(capsys, "check", counts, "-G", "4", flag, repr(limit), "-f", "json", "-q",
                          "--bootstrap", "0")
-    verdict = "check passed (1 of 1 hold)" if side == "holds" else "check FAILED (1 of 1)"
+    verdict = "check passed (1 of 1 holds)" if side == "holds" else "check FAILED (1 of 1)"
     assert err.startswith(f"sigmaudit: {verdict}") and len(err.splitlines()) == 1  # the one-line verdict
     d = json.loads(out)
     assert code == (0 if side == "holds" else 1)
@@ -99,13 +99,13 @@ def test_github_annotations_on_stderr_and_step_summary(capsys, counts, tmp_path,
 def test_github_pass_prints_no_annotation(capsys, counts, tmp_path, monkeypatch):
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     code, out, err = run(capsys, "check", counts, "-G", "4", "--max-silent", "1", "-q")
-    assert code == 0 and "PASSED" in out and err == "sigmaudit: check passed (1 of 1 hold) at G = 4\n"
+    assert code == 0 and "PASSED" in out and err == "sigmaudit: check passed (1 of 1 holds) at G = 4\n"
 
 
 def test_report_to_file(capsys, counts, tmp_path):
     dest = tmp_path / "gate.json"
     code, out, err = run(capsys, "check", counts, "-G", "4", "--max-silent", "1", "-o", str(dest), "-q")
-    assert code == 0 and out == "" and err == "sigmaudit: check passed (1 of 1 hold) at G = 4\n"
+    assert code == 0 and out == "" and err == "sigmaudit: check passed (1 of 1 holds) at G = 4\n"
     assert json.loads(dest.read_text())["passed"] is True
 
 

@@ -131,5 +131,5 @@ def test_every_format_with_allocation(capsys, counts, fmt):
 @pytest.mark.parametrize("fmt", ["table", "json", "markdown", "csv"])
 def test_check_every_format(capsys, counts, fmt):
     code, out, err = run(capsys, "check", counts, "-G", "4", "--max-silent", "1", "-f", fmt, "-q")
-    assert code == 0 and err == "sigmaudit: check passed (1 of 1 hold) at G = 4\n"
+    assert code == 0 and err == "sigmaudit: check passed (1 of 1 holds) at G = 4\n"
     assert ("silent_rate" in out) and (json.loads(out)["passed"] if fmt == "json" else True)

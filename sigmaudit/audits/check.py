@@ -202,7 +202,7 @@ class CheckResult:
         """One line: ``check FAILED (1 of 2): silent_rate 0.599 > limit 0.5 at G = 8``."""
         n = len(self.checks)
         if self.passed:
-            return f"check passed ({n} of {n} hold) at G = {self.G}"
+            return f"check passed ({n} of {n} {'holds' if n == 1 else 'hold'}) at G = {self.G}"
         first = "; ".join(c.sentence() for c in self.failed)
         return f"check FAILED ({len(self.failed)} of {n}): {first} at G = {self.G}"
 

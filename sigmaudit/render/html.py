@@ -134,8 +134,9 @@ def table_html(t: Table, caption: bool = True) -> str:
     head = "".join(f'<th{" class=num" if num else ""} scope="col">{esc(c)}</th>'
                    for c, num in zip(t.columns, numeric, strict=True))
     body = []
-    for row in t.rows:
-        cells = "".join(f'<td{" class=num" if _is_num(v) else ""}>{esc(format_value(v, t.digits))}</td>' for v in row)
+    for row, texts in zip(t.rows, t.cells(), strict=True):
+        cells = "".join(f'<td{" class=num" if _is_num(v) else ""}>{esc(text)}</td>'
+                        for v, text in zip(row, texts, strict=True))
         body.append(f"<tr>{cells}</tr>")
     cap = f"<caption>{esc(t.title)}</caption>" if t.title and caption else ""
     out = [f"<div><table>{cap}<thead><tr>{head}</tr></thead>",
@@ -283,7 +284,7 @@ def mass_chart(prompt_share: Sequence[float], grpo: Sequence[float], grpo_finite
         w = 1.0 / bins / 4.0
         series = (
             (f"GRPO, large G (extreme {pct(bands['grpo'][0], 0)}, middle {pct(bands['grpo'][1], 0)})", grpo, GRPO),
-            (f"GRPO at G = {G} (extreme {pct(bands['grpo_finite'][0], 0)}, middle "
+            (f"GRPO at G = {G:,} (extreme {pct(bands['grpo_finite'][0], 0)}, middle "
              f"{pct(bands['grpo_finite'][1], 0)})", grpo_finite, GRPO_LIGHT),
             (f"Dr. GRPO (extreme {pct(bands['drgrpo'][0], 0)}, middle {pct(bands['drgrpo'][1], 0)})", drgrpo, DRGRPO),
         )
@@ -338,8 +339,8 @@ def fidelity_chart(curves: Sequence[FidelityCurve], sweep_G: Sequence[int], corp
         xs = list(sweep_G)
         for c, color in zip(curves, QUARTILE_COLORS, strict=False):
             name = QUANTILE_NAMES.get(c.quantile, f"q = {c.quantile:g}")
-            need = "unreachable" if c.exact_G is None else f"needs G ≥ {c.exact_G}"
-            ax.plot(c.G, c.fidelity, color=color, linewidth=1.6, label=f"{name} p̂ = {c.p_hat:.3f} ({need})")
+            need = "unreachable" if c.exact_G is None else f"needs G ≥ {c.exact_G:,}"
+            ax.plot(c.G, c.fidelity, color=color, linewidth=1.6, label=f"{name} p̂ = {format_value(c.p_hat)} ({need})")
             xs += list(c.G)
             if c.exact_G is not None and c.G[0] <= c.exact_G <= c.G[-1]:
                 ax.plot([c.exact_G], [1.0 - eps], marker="o", color=color, markersize=5, zorder=5)
@@ -431,7 +432,7 @@ def tradeoff_chart(bt: BacktestResult) -> str:
                 continue
             ax.plot([0.0, *(a for a, _ in pts)], [0.0, *(b for _, b in pts)], color=color, marker=marker,
                     linestyle=line or "none", markersize=4, linewidth=1.4, label=rule)
-        ax.axvline(bt.max_lost, color=CORPUS, linewidth=0.9, linestyle=":", label=f"{bt.max_lost:.0%} lost")
+        ax.axvline(bt.max_lost, color=CORPUS, linewidth=0.9, linestyle=":", label=f"{pct(bt.max_lost, 0)} lost")
         from matplotlib.ticker import PercentFormatter
 
         worst = max((t.informative_lost for t in bt.tradeoff if t.informative_lost == t.informative_lost), default=1.0)
@@ -457,11 +458,11 @@ def _cards(d: ReportData) -> str:
     w = s.wasted
     cards = [
         (f"{s.prompts:,}", f"prompts · {s.rollouts:,} rollouts"),
-        (pct(w.silent_rollout_share), f"silent groups at G = {w.G} ({w.estimator}): all wrong "
+        (pct(w.silent_rollout_share), f"silent groups at G = {w.G:,} ({w.estimator}): all wrong "
                                       f"{pct(w.all_wrong_share)}, all correct {pct(w.all_correct_share)}"),
         (f"{pct(s.pass_rate.never_solved)} / {pct(s.pass_rate.always_solved)}",
          "of prompts never / always solved in the log"),
-        ("—" if d.plan.recommended_G is None else f"G = {d.plan.recommended_G}",
+        ("—" if d.plan.recommended_G is None else f"G = {d.plan.recommended_G:,}",
          f"recommended ({d.plan.targets.describe()})"),
         (f"{pct(s.mass_share.grpo.extreme)} vs {pct(s.mass_share.drgrpo.extreme)}"
          if not math.isnan(s.mass_share.grpo.extreme) else "no mass",
@@ -469,7 +470,7 @@ def _cards(d: ReportData) -> str:
     ]
     if s.observed_silent is not None:
         o = s.observed_silent
-        cards.insert(2, (pct(o.fraction), f"of the {o.groups:,} logged groups were silent (size {o.G})"))
+        cards.insert(2, (pct(o.fraction), f"of the {o.groups:,} logged groups were silent (size {o.G:,})"))
     items = "".join(f'<div class="card"><div class="v">{esc(v)}</div><div class="k">{esc(k)}</div></div>'
                     for v, k in cards)
     return f'<div class="cards">{items}</div>'
@@ -508,8 +509,8 @@ def _pass_rate_chart(d: ReportData) -> Chart:
             pass_rate_chart(pr.histogram, never, always, s.prompts),
             f"Prompts by pass rate p̂ = k/n in bins of width 0.1 (last bin includes 1), {s.prompts:,} prompts, "
             f"{_samples(s)}. <b>Never solved</b> (k = 0) and <b>always solved</b> (k = n) prompts give silent groups "
-            f"at every G; from few samples some of them are merely rare, not impossible. Mean p̂ {pr.mean:.3f}, "
-            f"median {pr.median:.3f}.", False)
+            f"at every G; from few samples some of them are merely rare, not impossible. "
+            f"Mean p̂ {format_value(pr.mean)}, median {format_value(pr.median)}.", False)
 
 
 def _silent_chart(d: ReportData) -> Chart:
@@ -524,7 +525,7 @@ def _silent_chart(d: ReportData) -> Chart:
                          _chosen_label(d), p.unreachable_share, p.targets.max_silent, d.g_main),
             f"Share of groups of G answers that all agree (σ = 0, no update), split into all wrong and all correct. "
             f"{esc(est_note)}. The dotted floor is the posterior share of prompts with p = 0 or 1, which no G helps. "
-            f"{esc(target_note)}. At G = {d.chosen_G}: "
+            f"{esc(target_note)}. At G = {d.chosen_G:,}: "
             + esc(_at(p, d.chosen_G)), False)
 
 
@@ -537,7 +538,7 @@ def _fidelity_chart(d: ReportData) -> Chart:
             f"exact binomial sum at the quartiles of p̂ over the {s.group_size.in_between_prompts:,} prompts with "
             f"0 < k < n ({s.group_size.unreachable_prompts:,} with p̂ ∈ {{0, 1}} are unreachable). Dots: the smallest "
             f"G with φ ≥ 1 − ε, ε = {d.eps:g}. Dashed: the corpus mean φ weighted by GRPO gradient mass (bayes). "
-            f"G = {s.group_size.G} meets the need of {pct(s.group_size.met_share)} of all prompts.", False)
+            f"G = {s.group_size.G:,} meets the need of {pct(s.group_size.met_share)} of all prompts.", False)
 
 
 def _mass_chart(d: ReportData) -> Chart:
@@ -549,7 +550,7 @@ def _mass_chart(d: ReportData) -> Chart:
                         "grpo_finite": (ms.grpo_finite.extreme, ms.grpo_finite.middle),
                         "drgrpo": (ms.drgrpo.extreme, ms.drgrpo.middle)}),
             f"Share of each rule's total gradient mass falling in each p̂ bin, per-prompt mass at p = p̂ over "
-            f"{s.prompts:,} prompts: GRPO ∝ sqrt(p̂(1−p̂)) at large G or E[σ](p̂, G = {ms.G}); Dr. GRPO ∝ p̂(1−p̂) "
+            f"{s.prompts:,} prompts: GRPO ∝ sqrt(p̂(1−p̂)) at large G or E[σ](p̂, G = {ms.G:,}); Dr. GRPO ∝ p̂(1−p̂) "
             f"(same shares at every G). Extreme: {esc(EXTREME_LABEL)}; middle: {esc(MIDDLE_LABEL)}. Prompts with "
             f"p̂ ∈ {{0, 1}} carry no mass. Dashed: each bin's share of the prompts.", False)
 
@@ -564,7 +565,8 @@ def _trend_chart(t: TrendResult) -> Chart:
         f"{logged}): the observed share of silent groups, split into all wrong and all correct; dashed, the "
         f"forecast one step ahead: the share predicted for the step from earlier steps only (corpus prior and "
         f"each prompt's earlier visits)"
-        + (f", mean absolute error {t.ahead_mae:.4f} over {t.mae_steps:,} steps against {t.naive_mae:.4f} "
+        + (f", mean absolute error {format_value(t.ahead_mae)} over {t.mae_steps:,} steps against "
+           f"{format_value(t.naive_mae)} "
            f"for the previous step's share" if t.ahead_mae is not None and t.naive_mae is not None else "")
         + "; green, the mean pass rate k/n."
         + (f" {t.dropped_groups:,} groups without a step value left out." if t.dropped_groups else ""),
@@ -574,7 +576,7 @@ def _trend_chart(t: TrendResult) -> Chart:
 
 def _backtest_charts(bt: BacktestResult) -> list[Chart]:
     at = bt.avoided_at_max_lost
-    base = ", ".join(f"{b.name} {b.brier:.4f}" for b in bt.baselines)
+    base = ", ".join(f"{b.name} {format_value(b.brier)}" for b in bt.baselines)
     return [(
         "Forecast calibration",
         calibration_chart(bt),
@@ -582,13 +584,14 @@ def _backtest_charts(bt: BacktestResult) -> list[Chart]:
         f"from earlier steps only: corpus prior fitted on earlier steps, each prompt's earlier visits "
         f"down-weighted with a half-life chosen online, recalibrated on earlier steps. Bins of width 0.1 of "
         f"the forecast P(silent) against the observed silent share; weighted mean gap "
-        f"{bt.calibration_error:.3f}. Brier score {bt.brier:.4f} (baselines: {esc(base)}).", False), (
+        f"{format_value(bt.calibration_error)}. Brier score {format_value(bt.brier)} "
+        f"(baselines: {esc(base)}).", False), (
         "What a skip rule buys",
         tradeoff_chart(bt),
         f"Skipping prompts before rollout: share of the silent groups avoided against the share of informative "
         f"groups lost, replayed on the log. sigmaudit: skip when the forecast P(silent) ≥ threshold; GRESO "
         f"(Zheng et al. 2025): skip with chance 1 − max(p_e^z, 0.01) after z silent visits; silent last time. "
-        f"At most {bt.max_lost:.0%} lost: sigmaudit avoids {pct(at.get('sigmaudit'))}, GRESO (best over its "
+        f"At most {pct(bt.max_lost, 0)} lost: sigmaudit avoids {pct(at.get('sigmaudit'))}, GRESO (best over its "
         f"two bases) {pct(at.get('greso'))}.", False)]
 
 
@@ -596,7 +599,7 @@ def _at(p: Any, G: int) -> str:
     row = next((r for r in p.sweep if r.G == G), None)
     if row is None:
         return "not on the swept grid."
-    fid = "—" if row.fidelity is None else f"{row.fidelity:.3f}"
+    fid = format_value(row.fidelity)
     return (f"silent {pct(row.silent)} (all wrong {pct(row.all_wrong)}, all correct {pct(row.all_correct)}), "
             f"corpus fidelity {fid}.")
 
@@ -619,7 +622,7 @@ def render_html(view: View) -> str:
         parts.append(f'<p class="warn"><b>Warning:</b> {esc(filtered_line(d.filtered).removeprefix("WARNING: "))}</p>')
     parts += ["<h2>Summary</h2>", _cards(d)]
     if p.recommended_G is not None:
-        rec = f"Recommended G = <b>{p.recommended_G}</b>: {esc(p.reason)}."
+        rec = f"Recommended G = <b>{p.recommended_G:,}</b>: {esc(p.reason)}."
     elif p.targets.given:
         rec = f"<b>No G recommended</b>: {esc(p.reason)}. The charts mark G = {d.g_main} (--g-main)."
     else:

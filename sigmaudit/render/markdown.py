@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..fmt import format_value, printable
+from ..fmt import printable
 from ..views import Table, View
 
 
@@ -10,8 +10,8 @@ def _table(t: Table) -> list[str]:
     out = [f"**{t.title}**", ""] if t.title else []
     out.append("| " + " | ".join(t.columns) + " |")
     out.append("|" + "|".join("---" for _ in t.columns) + "|")
-    for row in t.rows:
-        cells = [printable(format_value(v, t.digits)).replace("|", "\\|") for v in row]
+    for row in t.cells():
+        cells = [printable(c).replace("|", "\\|") for c in row]
         out.append("| " + " | ".join(cells) + " |")
     if t.note:
         out += ["", f"_{t.note}_"]

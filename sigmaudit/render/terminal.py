@@ -14,7 +14,7 @@ import io
 import os
 from typing import Any
 
-from ..fmt import format_value, printable
+from ..fmt import printable
 from ..views import Table, View
 
 _PANEL = 4
@@ -59,16 +59,18 @@ def _rich_tables(t: Table, room: int, color: bool) -> list[Any]:
     from rich.table import Table as RichTable
     from rich.text import Text
 
-    cells = [[printable(format_value(v, t.digits)) for v in row] for row in t.rows]
+    cells = [[printable(c) for c in row] for row in t.cells()]
     parts = _chunks(t, cells, room)
     out = []
     for n, idx in enumerate(parts):
         title = t.title if n == 0 else f"{t.title} (continued, {n + 1} of {len(parts)})"
         if len(parts) > 1 and n == 0:
             title = f"{t.title} (1 of {len(parts)})"
-        rt = RichTable(title=printable(title) if title else None,
-                       caption=printable(t.note) if t.note and n == len(parts) - 1 else None, title_justify="left",
-                       caption_justify="left")
+        # title and note as lines of the panel, not Rich's title/caption: those wrap at the table's
+        # width, and a narrow table (a stacked part of two columns) would break them after a word or two
+        if title:
+            out.append(Text(printable(title), style="italic"))
+        rt = RichTable()
         for i in idx:
             col_cells = [r[i] for r in cells]
             need = _needs(t.columns[i], col_cells)
@@ -78,11 +80,13 @@ def _rich_tables(t: Table, room: int, color: bool) -> list[Any]:
         for r in cells:
             rt.add_row(*(Text(r[i], style=_RESULT_STYLES.get(r[i], "")) if color else r[i] for i in idx))
         out.append(rt)
+        if t.note and n == len(parts) - 1:
+            out.append(Text(printable(t.note), style="dim italic"))
     return out
 
 
 def _table_width(t: Table) -> int:
-    cells = [[format_value(v, t.digits) for v in row] for row in t.rows]
+    cells = t.cells()
     return sum(_natural(c, [r[i] for r in cells]) + _CELL for i, c in enumerate(t.columns)) + 1
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..fmt import AMOUNT, RATE
 from .model import Section, Table, View
 
 if TYPE_CHECKING:
@@ -32,7 +33,8 @@ def calc_view(result: CalcResult) -> View:
             (f"group size, exact (ε={eps:g})", r.group_size_exact),
             ("DAPO groups drawn per kept group", r.dapo_groups_per_kept_group),
         )
-        table = Table(f"p = {r.p:g}, G = {r.G}", ("quantity", "value"), rows, note=note)
+        table = Table(f"p = {r.p:g}, G = {r.G:,}", ("quantity", "value"), rows, note=note,
+                      row_digits=(None,) * 7 + (AMOUNT, None, None, AMOUNT))
         return View("sigmaudit calc", (Section("closed forms", tables=(table,)),))
     cols = ("p", "G", "silent", "all_correct", "all_wrong", "E[σ]", "fidelity",
             "G closed", "G exact", "DAPO draws/kept")
@@ -41,6 +43,6 @@ def calc_view(result: CalcResult) -> View:
          r.fidelity, r.group_size_closed_form, r.group_size_exact, r.dapo_groups_per_kept_group)
         for r in result.rows
     )
-    table = Table("closed forms", cols, rows, note=note)
+    table = Table("closed forms", cols, rows, note=note, digits=(RATE,) * (len(cols) - 1) + (AMOUNT,))
     return View("sigmaudit calc", (Section("closed forms", tables=(table,)),))
 

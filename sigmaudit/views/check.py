@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..fmt import display_pair
+from ..fmt import RATE, display_pair, format_value
 from ..fmt import pct as pct_
 from .labels import filtered_line
 from .model import Section, Table, View
@@ -20,7 +20,7 @@ def check_view(result: CheckResult) -> View:
     rows = []
     for c in result.checks:
         v = c.compared
-        a, b = ("—", f"{c.limit:.4f}") if v is None else display_pair(v, c.limit)
+        a, b = ("—", format_value(float(c.limit), RATE)) if v is None else display_pair(v, c.limit)
         point = "—" if c.value is None else display_pair(c.value, c.limit)[0]
         ci = "—" if c.value_ci is None else "[{}, {}]".format(*(display_pair(x, c.limit)[0] for x in c.value_ci))
         rows.append((c.name, point, ci, a if c.tested is not None else "", c.op, b, "pass" if c.passed else "FAIL",
@@ -34,21 +34,22 @@ def check_view(result: CheckResult) -> View:
              else f"the one-sided {100 * result.confidence:g}% bound (upper for max-limits, lower for min-limits)")
     note = (f"estimator rule: {result.estimator_rule} (silent rates {result.estimator}; fidelity, extreme share and "
             f"never solved: {'p̂ = k/n in the log' if result.estimator_rule == 'plugin' else 'posterior'}); "
-            f"interval: bootstrap over prompts, {result.replicates} replicates; gate tests {gated}")
+            f"interval: bootstrap over prompts, {result.replicates:,} replicates; gate tests {gated}")
     table = Table("checks", cols, tuple(rows), note=note)
     n_fail = len(result.failed)
-    verdict = (f"PASSED: {len(result.checks)} of {len(result.checks)} checks hold" if result.passed
+    n = len(result.checks)
+    verdict = (("PASSED: the 1 check holds" if n == 1 else f"PASSED: {n} of {n} checks hold") if result.passed
                else f"FAILED: {n_fail} of {len(result.checks)} checks")
     g_from = "" if result.G_source == "given" else " (the log's most common group size; -G to change)"
-    lines = [f"G = {result.G}{g_from}, {result.prompts} prompts — {verdict}",
+    lines = [f"G = {result.G:,}{g_from}, {result.prompts:,} prompts — {verdict}",
              *(f"warning: {w}" for w in result.warnings)]
     if result.filtered is not None:
         lines.append(filtered_line(result.filtered, "silent rates read from it are understated (see "
                                                     "--groups-generated, --allow-filtered)"))
     if result.pre_filter is not None:
         pf = result.pre_filter
-        lines.append(f"silent_rate = observed pre-filter fraction (N - L + s) / N = ({pf.groups_generated} - "
-                     f"{pf.groups_logged} + {pf.silent_logged}) / {pf.groups_generated} at G = {pf.G} "
+        lines.append(f"silent_rate = observed pre-filter fraction (N - L + s) / N = ({pf.groups_generated:,} - "
+                     f"{pf.groups_logged:,} + {pf.silent_logged:,}) / {pf.groups_generated:,} at G = {pf.G:,} "
                      "(--groups-generated)")
     sections = [Section("gate", lines=tuple(lines), tables=(table,))]
     if result.by is not None:

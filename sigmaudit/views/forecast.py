@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from ..fmt import format_value, pct
+from ..fmt import AMOUNT, RATE, format_value, pct
 from .labels import filtered_line
 from .model import Section, Table, View
 
@@ -29,15 +29,15 @@ def forecast_view(result: ForecastResult) -> View:
 
     r = result
     head = [
-        f"{r.prompts:,} prompts, next visit at step {r.next_step} with G = {r.G}: "
-        f"{r.expected_silent:,.1f} silent groups expected ({pct(r.expected_silent / r.prompts)})",
+        f"{r.prompts:,} prompts, next visit at step {r.next_step:,} with G = {r.G:,}: "
+        f"{format_value(r.expected_silent, AMOUNT)} silent groups expected ({pct(r.expected_silent / r.prompts)})",
         f"model: corpus prior ({r.prior_kind}) + each prompt's visits, half-life {half_life_text(r.half_life)} "
         f"(chosen by the backtest; its Brier score {format_value(r.backtest_brier)}); "
         + ("recalibrated as in the backtest" if r.recalibrated else
            "not recalibrated (the backtest's map was fitted at the logged group size)"),
     ]
     if r.threshold is not None:
-        head.append(f"skip list ({r.rule}): {r.skipped:,} prompts with P(silent) > {r.threshold:.4g}; "
+        head.append(f"skip list ({r.rule}): {r.skipped:,} prompts with P(silent) > {format_value(r.threshold, RATE)}; "
                     f"saves {pct(r.rollouts_saved)} of rollouts, avoids {pct(r.silent_avoided)} of expected "
                     f"silent groups, loses {pct(r.informative_lost)} of expected informative groups")
     if r.filtered is not None:
@@ -47,19 +47,20 @@ def forecast_view(result: ForecastResult) -> View:
     shown = (f"the {VIEW_ROWS} most likely silent of {r.prompts:,} prompts (--skip-out writes all); "
              if r.prompts > VIEW_ROWS else "")
     table = Table("per prompt", TABLE_COLUMNS, rows,
-                  note=f"{shown}P(...) of a group of G = {r.G} at the next visit", digits=4)
+                  note=f"{shown}P(...) of a group of G = {r.G:,} at the next visit",
+                  digits=tuple(AMOUNT if c == "expected_useful_rollouts" else RATE for c in TABLE_COLUMNS))
     return View("sigmaudit forecast", (Section("next visit", lines=tuple(head), tables=(table,)),))
 
 
 def backtest_view(result: BacktestResult) -> View:
     """Scores against the baselines, the calibration table and the skip rules' trade-off."""
     r = result
-    at = "each group's logged size" if r.G is None else f"G = {r.G}"
+    at = "each group's logged size" if r.G is None else f"G = {r.G:,}"
     gap = f"{r.half_life_gap:g} step{'s' if r.half_life_gap != 1 else ''}"
     head = (
-        f"{r.visits:,} groups of {r.prompts:,} prompts over {r.steps} steps, each forecast from earlier steps "
+        f"{r.visits:,} groups of {r.prompts:,} prompts over {r.steps:,} steps, each forecast from earlier steps "
         f"only ({r.revisited:,} revisits); silent at {at}: {pct(r.observed_silent)} observed",
-        f"forecast: corpus prior refitted {r.prior_fits}× on earlier steps + each prompt's earlier visits, "
+        f"forecast: corpus prior refitted {r.prior_fits:,}× on earlier steps + each prompt's earlier visits, "
         f"half-life chosen online by held-out log loss (whole run: {half_life_text(r.half_life)}; typical "
         f"revisit gap {gap}), recalibrated on earlier steps",
     )
@@ -70,11 +71,11 @@ def backtest_view(result: BacktestResult) -> View:
     calib = Table("calibration", ("bin", "predicted", "observed", "groups"),
                   tuple((f"{c.bin / 10:.1f}–{(c.bin + 1) / 10:.1f}", c.predicted, c.observed, c.n)
                         for c in r.calibration),
-                  note=f"weighted mean |predicted − observed| = {format_value(r.calibration_error)}", digits=3)
+                  note=f"weighted mean |predicted − observed| = {format_value(r.calibration_error)}")
     trade = Table("skip rules", ("rule", "threshold", "silent avoided", "informative lost"),
                   tuple((t.rule, t.threshold, t.silent_avoided, t.informative_lost) for t in r.tradeoff),
                   note="sigmaudit: skip when P(silent) >= threshold; greso: skip with chance 1 − max(p_e^z, 0.01) "
-                       "after z silent visits (Zheng et al. 2025), threshold = p_e", digits=3)
+                       "after z silent visits (Zheng et al. 2025), threshold = p_e")
     at_lost = tuple(f"{rule}: {pct(v)} of silent groups avoided" if v is not None else
                     f"{rule}: no setting stays within the budget" for rule, v in r.avoided_at_max_lost.items())
     if r.filtered is not None:

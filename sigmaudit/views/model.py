@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..fmt import RATE, format_value
+
 
 @dataclass(frozen=True)
 class Table:
@@ -21,8 +23,21 @@ class Table:
     rows: tuple[tuple[Any, ...], ...]
     note: str | None = None
     """A line shown under the table (estimator, ε, G, ...)."""
-    digits: int = 4
-    """Decimals for floats."""
+    digits: int | tuple[int, ...] = RATE
+    """Decimals for floats (:mod:`sigmaudit.fmt`'s number style: ``RATE`` for rates, ``AMOUNT`` for
+    expected counts and ratios): one for the table or one per column."""
+    row_digits: tuple[int | None, ...] = ()
+    """Decimals per row, overriding ``digits`` (a quantity/value table mixes rates and amounts)."""
+
+    def decimals(self, row: int, col: int) -> int:
+        """Decimals of the float in cell (``row``, ``col``)."""
+        if row < len(self.row_digits) and self.row_digits[row] is not None:
+            return int(self.row_digits[row])  # type: ignore[arg-type]
+        return self.digits if isinstance(self.digits, int) else self.digits[col]
+
+    def cells(self) -> list[list[str]]:
+        """Every cell as text in the number style (renderers escape and lay them out)."""
+        return [[format_value(v, self.decimals(i, j)) for j, v in enumerate(row)] for i, row in enumerate(self.rows)]
 
 
 @dataclass(frozen=True)

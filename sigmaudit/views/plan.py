@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..fmt import AMOUNT, RATE
 from ..fmt import pct as pct_
 from .labels import filtered_line
 from .model import Section, Table, View
@@ -34,13 +35,14 @@ def plan_view(result: PlanResult) -> View:
             "rollouts / signal prompt", "DAPO groups / kept", "estimator")
     note = (f"estimator rule: {result.estimator} (auto: unbiased where every prompt has n ≥ G, else bayes = "
             "posterior under the corpus prior); fidelity: posterior, weighted by GRPO mass"
-            + (f"; lo–hi: {pct} bootstrap interval over prompts, {result.replicates} replicates" if with_ci else ""))
-    sweep = Table("G sweep", cols, rows, note=note)
-    rec = "none" if result.recommended_G is None else str(result.recommended_G)
+            + (f"; lo–hi: {pct} bootstrap interval over prompts, {result.replicates:,} replicates" if with_ci else ""))
+    digits = tuple(AMOUNT if c.startswith(("signal prompts", "rollouts /", "DAPO")) else RATE for c in cols)
+    sweep = Table("G sweep", cols, rows, note=note, digits=digits)
+    rec = "none" if result.recommended_G is None else f"{result.recommended_G:,}"
     if result.recommended_G_range is not None and result.targets.given:
         lo, hi = result.recommended_G_range
-        rec += (f" ({pct} intervals allow G from {'—' if lo is None else lo} to "
-                f"{'beyond ' + str(max(r.G for r in result.sweep)) if hi is None else hi})")
+        rec += (f" ({pct} intervals allow G from {'—' if lo is None else f'{lo:,}'} to "
+                f"{f'beyond {max(r.G for r in result.sweep):,}' if hi is None else f'{hi:,}'})")
     lines = (
         f"{result.prompts:,} prompts; targets: {result.targets.describe()}",
         f"recommended G: {rec} — {result.reason}",
@@ -67,15 +69,15 @@ def plan_view(result: PlanResult) -> View:
 
 def allocation_section(result: AllocationResult) -> Section:
     """The allocation block of the plan view."""
-    head = (f"budget {result.budget} rollouts per pass" if result.mode == "budget" else f"ε = {result.eps:g}")
+    head = (f"budget {result.budget:,} rollouts per pass" if result.mode == "budget" else f"ε = {result.eps:g}")
     lines = (
-        f"{head}; G_i in [{result.min_g}, {result.max_g}]; {result.prompts_kept} prompts kept, "
-        f"{result.prompts_dropped} dropped ({result.drop_rule})",
+        f"{head}; G_i in [{result.min_g:,}, {result.max_g:,}]; {result.prompts_kept:,} prompts kept, "
+        f"{result.prompts_dropped:,} dropped ({result.drop_rule})",
         f"objective: {result.objective}",
         f"method: {result.method}",
     )
     a, u = result.allocated, result.uniform
-    uG = "—" if u is None else f"uniform G = {u.G}"
+    uG = "—" if u is None else f"uniform G = {u.G:,}"
 
     def col(s: AllocationStats | None, name: str) -> Any:
         return None if s is None else getattr(s, name)
@@ -93,6 +95,7 @@ def allocation_section(result: AllocationResult) -> Section:
     uniform_rule = ("the best uniform G for the budget: every prompt (none dropped) at G = min(budget // prompts, "
                     "max-g); the allocation never delivers less Σ E[σ]" if result.mode == "budget" else
                     "every prompt (none dropped) at G = rollouts used // prompts: the same rollouts")
-    table = Table("allocation vs uniform G", ("", "per-prompt G_i", uG), rows, note=f"uniform: {uniform_rule}")
+    table = Table("allocation vs uniform G", ("", "per-prompt G_i", uG), rows, note=f"uniform: {uniform_rule}",
+                  row_digits=tuple(AMOUNT if name == "expected_signal" else None for _, name in measures))
     return Section("per-prompt allocation", lines=lines, tables=(table,))
 

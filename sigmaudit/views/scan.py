@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.weighting import EXTREME, MIDDLE
-from ..fmt import pct
+from ..fmt import AMOUNT, RATE, format_count, format_value, pct
 from .labels import QUANTILE_NAMES, filtered_line
 from .model import Section, Table, View
 
@@ -19,11 +19,6 @@ if TYPE_CHECKING:
 
 SILENT_TABLE = "silent-group rate of a future group of G"
 """Title of the table ``--format csv`` writes."""
-
-
-def _num(x: float) -> str:
-    """A count-like float: an integer when whole, else two decimals."""
-    return f"{x:,.0f}" if float(x).is_integer() else f"{x:,.2f}"
 
 
 def _bin_labels(bins: int) -> list[str]:
@@ -36,7 +31,7 @@ def _corpus(r: ScanReport) -> Section:
     lines = [
         f"{r.prompts:,} prompts · {r.rollouts:,} rollouts · {r.files:,} file{'s' if r.files != 1 else ''} · "
         f"steps: {steps} · layout {r.layout}" + (f" (reward from {r.reward_source})" if r.reward_source else ""),
-        f"samples per prompt: min {s.min:,} · median {_num(s.median)} · max {s.max:,}",
+        f"samples per prompt: min {s.min:,} · median {format_count(s.median)} · max {s.max:,}",
     ]
     if r.missing_rewards:
         lines.append(f"{r.missing_rewards:,} missing (null/NaN) rewards excluded, not counted as wrong")
@@ -63,7 +58,6 @@ def _corpus(r: ScanReport) -> Section:
         ("p̂ bin", "prompts", "share"),
         tuple((label, c, c / r.prompts) for label, c in zip(_bin_labels(len(pr.histogram)), pr.histogram,
                                                              strict=True)),
-        digits=3,
     )
     return Section("corpus", tuple(lines), (rate, hist))
 
@@ -88,16 +82,17 @@ def _silent(r: ScanReport) -> Section:
         lines.append("Logged groups: group membership unknown (no group or step column), so no observed fraction.")
     else:
         tables.append(Table(
-            f"logged groups ({o.groups:,}; most common size G = {o.G})",
+            f"logged groups ({o.groups:,}; most common size G = {o.G:,})",
             ("quantity", "value"),
             (
                 ("silent groups (k = 0 or k = n)", o.fraction),
                 ("  all-wrong", o.all_wrong),
                 ("  all-correct", o.all_correct),
                 ("rollouts in silent groups", o.rollout_share),
-                (f"expected silent rate at G = {o.G} ({o.expected_estimator})", o.expected),
-                ("expected silent groups", f"{o.expected_groups:,.1f}"),
+                (f"expected silent rate at G = {o.G:,} ({o.expected_estimator})", o.expected),
+                ("expected silent groups", o.expected_groups),
             ),
+            row_digits=(None, None, None, None, None, AMOUNT),
         ))
     if r.filtered_warning and (r.filtered is None or r.filtered.source != "statistics"):
         lines.append(f"WARNING: {r.filtered_warning}")
@@ -109,11 +104,11 @@ def _silent(r: ScanReport) -> Section:
 def _wasted(r: ScanReport) -> Section:
     w = r.wasted
     lines = (
-        f"{pct(w.silent_rollout_share)} of a budget sampled in groups of G = {w.G} would land in silent groups "
+        f"{pct(w.silent_rollout_share)} of a budget sampled in groups of G = {w.G:,} would land in silent groups "
         f"(no update; {w.estimator} estimate, mean over {r.prompts:,} prompts).",
     )
     table = Table(
-        f"wasted compute at G = {w.G} ({w.estimator})",
+        f"wasted compute at G = {w.G:,} ({w.estimator})",
         ("quantity", "value"),
         (
             ("rollouts in silent groups (share)", w.silent_rollout_share),
@@ -121,10 +116,11 @@ def _wasted(r: ScanReport) -> Section:
             ("  in all-correct groups", w.all_correct_share),
             (f"effective rollouts of {w.rollouts:,} logged "
              f"({'in the log' if w.effective_from == 'log' else w.effective_from})",
-             f"{w.effective_rollouts:,.0f}"),
-            (f"effective rollouts per group of {w.G}", w.effective_rollouts_per_group),
+             int(w.effective_rollouts) if w.effective_from == "log" and float(w.effective_rollouts).is_integer()
+             else w.effective_rollouts),  # a count of logged rollouts, or an expected one
+            (f"effective rollouts per group of {w.G:,}", w.effective_rollouts_per_group),
         ),
-        digits=4,
+        row_digits=(None, None, None, AMOUNT, AMOUNT),
     )
     return Section("wasted compute", lines, (table,))
 
@@ -132,7 +128,7 @@ def _wasted(r: ScanReport) -> Section:
 def _mass(r: ScanReport) -> Section:
     m = r.mass_share
     rules: tuple[MassBands, ...] = (m.grpo, m.drgrpo, m.grpo_finite, m.drgrpo_finite)
-    cols = ("GRPO", "Dr. GRPO", f"GRPO G={m.G}", f"Dr. GRPO G={m.G}")
+    cols = ("GRPO", "Dr. GRPO", f"GRPO G={m.G:,}", f"Dr. GRPO G={m.G:,}")
     post = m.basis == "posterior"
     v = "p" if post else "p̂"
     basis = (f"Per-prompt mass as a posterior expectation under the corpus prior over {r.prompts:,} prompts "
@@ -156,7 +152,6 @@ def _mass(r: ScanReport) -> Section:
         ("p̂ bin", "prompt share", *cols),
         tuple((label, hist[i] / r.prompts, *(b.bins[i] for b in rules))
               for i, label in enumerate(_bin_labels(len(hist)))),
-        digits=3,
     )
     return Section("gradient mass", (), (bands, bins))
 
@@ -171,20 +166,20 @@ def _group_size(r: ScanReport) -> Section:
 
     floor = group_size_exact(0.5, g.eps)  # the least any prompt needs: φ is largest at p = 1/2
     if g.met_prompts == 0 and floor is not None and g.G < floor:
-        lines.append(f"G = {g.G} cannot meet φ ≥ {1 - g.eps:g} for any prompt (even p = 1/2 needs G ≥ {floor}).")
+        lines.append(f"G = {g.G:,} cannot meet φ ≥ {1 - g.eps:g} for any prompt (even p = 1/2 needs G ≥ {floor:,}).")
     else:
-        lines.append(f"G = {g.G} meets the exact need of {g.met_prompts:,} of {r.prompts:,} prompts "
+        lines.append(f"G = {g.G:,} meets the exact need of {g.met_prompts:,} of {r.prompts:,} prompts "
                      f"({pct(g.met_share)}; unreachable prompts count as unmet).")
     if g.dapo_groups_per_kept_group is not None:
         lines.append(
-            f"DAPO at G = {g.G} draws {g.dapo_groups_per_kept_group:.3f} groups per kept group "
+            f"DAPO at G = {g.G:,} draws {format_value(g.dapo_groups_per_kept_group, AMOUNT)} groups per kept group "
             "(mean of 1/(1 − silent(p̂, G)) over the in-between prompts)."
         )
     tables: tuple[Table, ...] = ()
     if g.quantiles:
         tables = (Table(
             f"group size needed at quantiles of p̂ (ε = {g.eps:g})",
-            ("p̂ quantile", "p̂", "G closed form", "G exact", f"met by G = {g.G}"),
+            ("p̂ quantile", "p̂", "G closed form", "G exact", f"met by G = {g.G:,}"),
             tuple((QUANTILE_NAMES.get(q.quantile, f"q = {q.quantile:g}"), q.p_hat, q.closed_form, q.exact, q.met)
                   for q in g.quantiles),
         ),)
@@ -236,23 +231,23 @@ def scan_summary(r: ScanReport) -> list[str]:
     """The ten lines a person needs from a scan (``sigmaudit scan --summary``)."""
     pr, w, m, g = r.pass_rate, r.wasted, r.mass_share, r.group_size
     est = {s.G: s for s in r.silent}
-    rates = ", ".join(f"G={s.G} {pct(s.estimate)}" for s in est.values())
+    rates = ", ".join(f"G={s.G:,} {pct(s.estimate)}" for s in est.values())
     post = ("" if pr.never_solved_posterior is None else
             f"; posterior P(p = 0) {pct(pr.never_solved_posterior)}, P(p = 1) {pct(pr.always_solved_posterior)}")
     lines = [
         f"corpus: {r.prompts:,} prompts, {r.rollouts:,} rollouts, {r.files:,} file(s), layout {r.layout}",
-        f"samples per prompt: min {r.samples_per_prompt.min:,}, median {r.samples_per_prompt.median:g}, "
+        f"samples per prompt: min {r.samples_per_prompt.min:,}, median {format_count(r.samples_per_prompt.median)}, "
         f"max {r.samples_per_prompt.max:,}",
-        f"pass rate p̂: mean {pr.mean:.3f}, median {pr.median:.3f}",
+        f"pass rate p̂: mean {format_value(pr.mean, RATE)}, median {format_value(pr.median, RATE)}",
         f"never solved in the log {pct(pr.never_solved)}, always solved in the log {pct(pr.always_solved)}{post}",
         f"silent-group rate ({r.estimator}): {rates}",
         ("observed silent groups: none logged by group" if r.observed_silent is None else
          f"observed silent groups: {pct(r.observed_silent.fraction)} of {r.observed_silent.groups:,} logged groups "
-         f"(G = {r.observed_silent.G}; expected {pct(r.observed_silent.expected)})"),
-        f"wasted at G = {w.G}: {pct(w.silent_rollout_share)} of rollouts in silent groups ({w.estimator})",
+         f"(G = {r.observed_silent.G:,}; expected {pct(r.observed_silent.expected)})"),
+        f"wasted at G = {w.G:,}: {pct(w.silent_rollout_share)} of rollouts in silent groups ({w.estimator})",
         f"extreme-band share of gradient mass ({EXTREME.describe('p')}, {m.basis}): GRPO {pct(m.grpo.extreme)}, "
         f"Dr. GRPO {pct(m.drgrpo.extreme)}",
-        f"group size for φ ≥ {1 - g.eps:g}: G = {g.G} meets {g.met_prompts:,} of {r.prompts:,} prompts"
+        f"group size for φ ≥ {1 - g.eps:g}: G = {g.G:,} meets {g.met_prompts:,} of {r.prompts:,} prompts"
         + (f"; median prompt needs G = {g.quantiles[1].exact}" if len(g.quantiles) > 1 and g.quantiles[1].exact
            else ""),
         ("no filtering detected in the log" if r.filtered is None

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.weighting import EXTREME
-from ..fmt import mean_or_none
+from ..fmt import AMOUNT, RATE, format_value, mean_or_none
 from .model import Section, Table, View
 from .sparkline import sparkline
 
@@ -18,10 +18,11 @@ def simulate_view(result: SimulateResult) -> View:
     """Summary table per rule and sparklines of the silent fraction and the hard quarter's pass rate."""
     c = result.config
     head = (
-        f"{c.prompts} prompts, G = {c.G}, {c.steps} steps, lr = {c.lr:g}, seed = {c.seed}, "
+        f"{c.prompts:,} prompts, G = {c.G:,}, {c.steps:,} steps, lr = {c.lr:g}, seed = {c.seed:,}, "
         f"DAPO max tries = {c.dapo_max_tries}",
-        f"initial difficulty: {c.init.description} (mean p = {c.init.mean_p:.3f}); "
-        f"hardest quarter: {result.hard_quartile_size} prompts, mean p = {result.hard_quartile_initial:.3f}",
+        f"initial difficulty: {c.init.description} (mean p = {format_value(c.init.mean_p, RATE)}); "
+        f"hardest quarter: {result.hard_quartile_size:,} prompts, "
+        f"mean p = {format_value(result.hard_quartile_initial, RATE)}",
     )
     rows = tuple(
         (r.rule, r.r2_silent, r.silent_measured[-1], r.hard_quartile[-1], r.mean_p[-1],
@@ -36,16 +37,16 @@ def simulate_view(result: SimulateResult) -> View:
         note="R²: forecast mean silent(p, G) vs measured silent fraction over steps. extreme: "
              f"share of the update on {EXTREME.describe()}, mean over steps (realised vs expected gain). "
              "draws: groups drawn per prompt per step (DAPO's oversampling; at most the retry cap).",
-        digits=3,
+        digits=(RATE,) * 8 + (AMOUNT,),
     )
-    width = 40
+    width = 36  # the two sparklines and their headers fit an 80-column panel
     name_w = max(len(r.rule) for r in result.runs)
     lines = [f"{'':{name_w}}  {'silent fraction (0–1)':{width}}  hard-quarter pass rate (0–1)"]
     for r in result.runs:
         s = sparkline(r.silent_measured, lo=0.0, hi=1.0, width=width)
         h = sparkline(r.hard_quartile, lo=0.0, hi=1.0, width=width)
         lines.append(f"{r.rule:{name_w}}  {s:{width}}  {h}")
-    lines.append(f"{'':{name_w}}  step 1 → {c.steps}, left to right")
+    lines.append(f"{'':{name_w}}  step 1 → {c.steps:,}, left to right")
     return View(
         "sigmaudit simulate",
         (

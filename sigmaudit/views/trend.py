@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..fmt import format_value
+from ..fmt import RATE, format_value
 from .labels import filtered_line
 from .model import Section, Table, View
 from .sparkline import sparkline
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 def trend_view(result: TrendResult) -> View:
     """Per-step table and sparklines of the observed silent fraction, its branches and the forecast."""
     sizes = ", ".join(map(str, result.G_logged_sizes))
-    logged = f"G = {result.G_logged}" if result.G_logged else f"logged sizes {sizes}"
+    logged = f"G = {result.G_logged:,}" if result.G_logged else f"logged sizes {sizes}"
     cols = ["step"] + (["to"] if result.every > 1 else []) + [
         "groups", "pass rate", "silent", "all wrong", "all correct", "forecast", "naive", "implied"]
     cols += [f"implied G={g}" for g in result.G]
@@ -54,9 +54,9 @@ def trend_view(result: TrendResult) -> View:
     series = [(name, vals) for name, vals in series if any(v is not None for v in vals)]
     name_w = max(len(n) for n, _ in series)
     lines = [f"{name:{name_w}}  {sparkline(vals, lo=0.0, hi=1.0, width=width)}  "
-             f"{format_value(vals[0], 3)} → {format_value(vals[-1], 3)}" for name, vals in series]
+             f"{format_value(vals[0], RATE)} → {format_value(vals[-1], RATE)}" for name, vals in series]
     lines.append(f"{'':{name_w}}  scale 0–1, step {result.rows[0].step} → {result.rows[-1].step_last}")
-    extra: tuple[str, ...] = (f"{result.dropped_groups} groups without a step value left out",) \
+    extra: tuple[str, ...] = (f"{result.dropped_groups:,} groups without a step value left out",) \
         if result.dropped_groups else ()
     if result.filtered is not None:
         extra = (filtered_line(result.filtered, "the observed silent shares per step are the dump's, not the "
@@ -64,7 +64,7 @@ def trend_view(result: TrendResult) -> View:
     if result.ahead_note and result.source == "groups":
         extra += (result.ahead_note,)
     if result.ahead_mae is not None and result.naive_mae is not None:
-        extra += (f"forecast error over {result.mae_steps} steps (mean |observed − predicted| silent share): "
+        extra += (f"forecast error over {result.mae_steps:,} steps (mean |observed − predicted| silent share): "
                   f"one step ahead {format_value(result.ahead_mae)}, naive (previous step's share) "
                   f"{format_value(result.naive_mae)}",)
     sections = [Section("silent groups over training", lines=extra, tables=(table,)),

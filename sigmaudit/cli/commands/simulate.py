@@ -113,5 +113,5 @@ def simulate(
     init = result.config.init
     if init_from and init.corpus_excluded:
         note(f"--init-from: {init.corpus_excluded:,} prompts with k/n ∈ {{0, 1}} left out (no gradient to follow), "
-             f"{init.corpus_prompts} used")
+             f"{init.corpus_prompts:,} used")
     emit_result(SeriesReport(result) if resolve_format(fmt, output) is Format.csv else result, fmt, output)
