@@ -13,8 +13,10 @@ import typer
 
 from ..errors import SigmauditError
 from ..exitcodes import ExitCode
+from .help import Command, Group
 
 app = typer.Typer(
+    cls=Group,
     name="sigmaudit",
     help=(
         "Audit RL-with-verifiable-rewards rollout logs: how much compute sits in silent groups "
@@ -53,7 +55,7 @@ from .commands import backtest, calc, check, forecast, plan, reduce, report, sca
 
 for _command in (scan.scan, plan.plan, check.check, calc.calc, trend.trend, forecast.forecast, backtest.backtest,
                  simulate.simulate, report.report, reduce.reduce):
-    app.command()(_command)
+    app.command(cls=Command)(_command)
 
 
 PARAM_FLAGS = {"budget": "--budget", "eps": "--eps", "min_g": "--min-g", "max_g": "--max-g", "G": "-G",
@@ -150,20 +152,16 @@ def _kind(param: object) -> str | None:
 
 
 def _tidy_metavars(command: object) -> None:
-    """Plain metavars in --help (``PATH…``, ``INT``, ``FLOAT``) instead of Typer's ``<list[Path]>``,
-    ``<int range>`` and ``{paths}...``: set on every parameter that does not name its own."""
-    import click
-
+    """Plain metavars in --help (``PATH``, ``INT``, ``FLOAT``) instead of Typer's ``<list[Path]>`` and
+    ``<int range>``: set on every parameter that does not name its own (an argument's ``...`` and its
+    usage without braces come from :class:`~sigmaudit.cli.help.Command`)."""
     for sub in (getattr(command, "commands", {}) or {}).values():
         for param in sub.params:
             if param.metavar is not None:
                 continue
             kind = _kind(param)
-            if kind is None:
-                continue
-            many = param.nargs == -1 or getattr(param, "multiple", False)
-            # (Typer 0.29 still draws an argument's usage as "{PATH}..." with its own type label)
-            param.metavar = f"{kind}…" if isinstance(param, click.Argument) and many else kind
+            if kind is not None:
+                param.metavar = kind
 
 
 def main(argv: list[str] | None = None) -> int:

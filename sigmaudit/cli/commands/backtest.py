@@ -57,7 +57,9 @@ def backtest(
     forecast, GRESO's streak rule (Zheng et al. 2025) and "skip if silent last time". Needs a
     training-step column. Logs dumped after zero-variance filtering hold no silent groups to score.
 
-    Example: sigmaudit backtest rollouts.parquet --format json
+    \b
+    Example:
+      sigmaudit backtest rollouts.parquet --format json
     """
     from ...audits.backtest import backtest as run_backtest
     from ...audits.forecast import NO_STEPS, STEPS_REMEDY

@@ -24,7 +24,10 @@ def calc(
     large-G attenuation, GRPO's difficulty weight, the group size needed for
     φ ≥ 1 − ε (closed form and exact), and DAPO's groups drawn per kept group.
 
-    Example: sigmaudit calc -p 0.05 -G 8
+    \b
+    Examples:
+      sigmaudit calc -p 0.05 -G 8
+      sigmaudit calc -p 0.05 -p 0.3 -G 8 -G 64 -f json
     """
     from ...audits.calc import calc as run_calc
 

@@ -112,7 +112,10 @@ def check(
     stderr. Under GitHub Actions (GITHUB_ACTIONS set) failures and errors are also printed as
     ::error:: annotations and a markdown summary is appended to $GITHUB_STEP_SUMMARY.
 
-    Example: sigmaudit check rollouts.parquet -G 16 --max-silent 0.4 --min-fidelity 0.85
+    \b
+    Example:
+      sigmaudit check rollouts.parquet -G 16 \\
+          --max-silent 0.4 --min-fidelity 0.85
     """
     from ...audits.check import check_logs
     from ...errors import ConfigError

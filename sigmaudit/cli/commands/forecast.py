@@ -71,7 +71,10 @@ def forecast(
     (or -o skip.csv) is the per-prompt table of every prompt; the terminal table shows the 25 most
     likely silent. Needs a training-step column.
 
-    Example: sigmaudit forecast rollouts.parquet -G 8 --max-p-silent 0.9 --skip-out skip.parquet
+    \b
+    Example:
+      sigmaudit forecast rollouts.parquet -G 8 \\
+          --max-p-silent 0.9 --skip-out skip.parquet
     """
     from ...audits.forecast import NO_STEPS, STEPS_REMEDY
     from ...audits.forecast import forecast as run_forecast

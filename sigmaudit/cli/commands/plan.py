@@ -85,7 +85,10 @@ def plan(
     allow (exit 1 when none does). With --budget or --eps, also gives each prompt its own G_i
     (--alloc-out writes them); hopeless prompts are dropped.
 
-    Example: sigmaudit plan rollouts.parquet --max-silent 0.3 --budget 20000 --alloc-out alloc.csv
+    \b
+    Example:
+      sigmaudit plan rollouts.parquet --max-silent 0.3 \\
+          --budget 20000 --alloc-out alloc.csv
     """
     from ...audits.plan import Targets, plan_logs
     from ...exitcodes import ExitCode

@@ -36,7 +36,10 @@ def reduce(
     `sigmaudit scan counts.parquet` (and plan, check, trend, report) then give the
     same audit as the logs themselves, without reading a row of them again.
 
-    Example: sigmaudit reduce s3://bucket/run/ --engine spark -o counts.parquet
+    \b
+    Example:
+      sigmaudit reduce s3://bucket/run/ --engine spark \\
+          -o counts.parquet
     """
     import io
 

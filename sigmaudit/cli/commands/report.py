@@ -62,7 +62,10 @@ def report(
     Writes sigmaudit-report.html in the current folder unless -o says otherwise; the path is printed on
     stderr.
 
-    Example: sigmaudit report rollouts.parquet --max-silent 0.5 -o report.html
+    \b
+    Example:
+      sigmaudit report rollouts.parquet --max-silent 0.5 \\
+          -o report.html
     """
     from ...audits.plan import Targets
     from ...audits.report import build_report

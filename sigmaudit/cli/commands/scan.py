@@ -51,7 +51,9 @@ def scan(
 
     --format html writes the report page of this scan (charts and tables).
 
-    Example: sigmaudit scan rollouts.parquet -G 8 -G 16 --format json
+    \b
+    Example:
+      sigmaudit scan rollouts.parquet -G 8 -G 16 -f json
     """
     from ...audits.scan import DEFAULT_G, audit
     from ...render import Format

@@ -87,7 +87,10 @@ def simulate(
     measured silent fraction against the forecast mean silent(p, G), the gradient share on extreme
     prompts, the pass rate of the initially hardest quarter, and samples used.
 
-    Example: sigmaudit simulate --prompts 2000 --steps 60 --rules grpo,drgrpo,dapo,sign
+    \b
+    Example:
+      sigmaudit simulate --prompts 2000 --steps 60 \\
+          --rules grpo,drgrpo,dapo,sign
     """
     from ...audits.simulate import SeriesReport, rollout_log
     from ...audits.simulate import simulate as run_simulate

@@ -65,7 +65,9 @@ def trend(
     outcomes read through an estimator of p^G + (1 − p)^G (at the logged size and at each -G): it
     follows the step's noise and is not a forecast. With --by, also each value's steps on their own.
 
-    Example: sigmaudit trend rollouts.parquet -G 16 --every 5
+    \b
+    Example:
+      sigmaudit trend rollouts.parquet -G 16 --every 5
     """
     from ...audits.trend import trend_logs
 

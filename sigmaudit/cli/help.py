@@ -1,0 +1,113 @@
+"""``--help`` for people: plain usage lines and metavars, ranges in words, no word or option cut at a hyphen.
+
+Typer (0.29) draws a required argument as ``{PATH}...`` in the usage line, adds its type
+(``PATH <list[str]>``) in the Arguments list and a range as ``[x>=1]``; click's text wrapper breaks
+``--min-fidelity`` after ``--min-``. :class:`Command` and :class:`Group` (given to Typer with
+``cls=``, its supported hook) draw ``PATH...``, ``[at least 1]`` and wrap only at spaces, so an
+option and a ``\\b`` example block (shown verbatim) can be copied as printed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from typer.core import TyperCommand, TyperGroup
+
+# Typer 0.29 runs on its own copy of click (typer._click): derive from the classes its commands use,
+# found through the public TyperCommand, rather than from the click package.
+_Context: Any = TyperCommand.context_class
+_Formatter: Any = _Context.formatter_class
+
+_NB_HYPHEN = "\u2011"
+"""A non-breaking hyphen: stands in for '-' while text is wrapped, so a line never breaks at one."""
+
+_RANGE = re.compile(r"(?<![\w.])(?:(-?[\d.]+)<=x<=(-?[\d.]+)|x>=(-?[\d.]+)|x<=(-?[\d.]+)|x>(-?[\d.]+)|x<(-?[\d.]+))")
+
+
+def _num(text: str) -> str:
+    return f"{int(text):,}" if re.fullmatch(r"-?\d+", text) else text
+
+
+def _range_words(match: re.Match[str]) -> str:
+    lo, hi, at_least, at_most, above, below = match.groups()
+    if lo is not None:
+        return f"{_num(lo)} to {_num(hi)}"
+    if at_least is not None:
+        return f"at least {_num(at_least)}"
+    if at_most is not None:
+        return f"at most {_num(at_most)}"
+    return f"more than {_num(above)}" if above is not None else f"less than {_num(below)}"
+
+
+def plain_ranges(text: str) -> str:
+    """``[default: 200; x>=0]`` -> ``[default: 200; at least 0]`` (click's range notation in words)."""
+    return _RANGE.sub(_range_words, text)
+
+
+def argument_metavar(param: Any) -> str:
+    """``PATH...`` for a required variadic argument, ``[PATH]...`` for an optional one (click's style)."""
+    name = param.metavar or (param.name or "").upper()
+    if not param.required:
+        name = f"[{name}]"
+    return f"{name}..." if param.nargs != 1 else name
+
+
+class HelpFormatter(_Formatter):  # type: ignore[misc]
+    """click's formatter, wrapping only at spaces (never after a hyphen inside ``--min-fidelity``)."""
+
+    def write_text(self, text: str) -> None:
+        super().write_text(text.replace("-", _NB_HYPHEN))
+
+    def write_dl(self, rows: Sequence[tuple[str, str]], col_max: int = 30, col_spacing: int = 2) -> None:
+        super().write_dl([(a, b.replace("-", _NB_HYPHEN)) for a, b in rows], col_max, col_spacing)
+
+    def getvalue(self) -> str:
+        return super().getvalue().replace(_NB_HYPHEN, "-")
+
+
+class HelpContext(_Context):  # type: ignore[misc]
+    """A context whose help uses :class:`HelpFormatter`."""
+
+    formatter_class = HelpFormatter
+
+
+class Command(TyperCommand):
+    """A Typer command whose help shows ``PATH...`` (not ``{PATH}...`` / ``PATH <list[str]>``) and ranges in words."""
+
+    context_class = HelpContext
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                pieces.append(argument_metavar(param))
+            else:
+                pieces.extend(param.get_usage_pieces(ctx))
+        return pieces
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        args: list[tuple[str, str]] = []
+        opts: list[tuple[str, str]] = []
+        for param in self.get_params(ctx):
+            record: Any = param.get_help_record(ctx)
+            if record is None:
+                continue
+            name, text = record
+            if param.param_type_name == "argument":
+                args.append((argument_metavar(param), plain_ranges(text)))
+            else:
+                opts.append((name, plain_ranges(text)))
+        if args:
+            with formatter.section("Arguments"):
+                formatter.write_dl(args)
+        if opts:
+            with formatter.section("Options"):
+                formatter.write_dl(opts)
+
+
+class Group(TyperGroup):
+    """The ``sigmaudit`` group: its help wraps like the commands' (only at spaces)."""
+
+    context_class = HelpContext
