@@ -106,6 +106,13 @@ def _humanize(message: str) -> str:
     return f"{flags}: {text}"
 
 
+def _flag_first(message: str) -> str:
+    """A library ``ValueError`` that starts with a parameter's name, named by its flag instead
+    (``G must be a whole number >= 1, got 1e+20`` -> ``-G: must be ...``)."""
+    name, sep, rest = message.partition(" must ")
+    return f"{PARAM_FLAGS[name]}: must {rest}" if sep and name in PARAM_FLAGS else message
+
+
 MAX_MESSAGE = 400
 """An error line longer than this is cut (a hostile value must not flood the terminal)."""
 
@@ -221,7 +228,7 @@ def _main(argv: list[str] | None) -> int:
     except RecursionError:
         return _fail("input nested too deeply to process")
     except ValueError as exc:
-        return _fail(str(exc))
+        return _fail(_flag_first(str(exc)))
     except KeyboardInterrupt:
         return _fail("interrupted")
     except Terminated:

@@ -22,6 +22,8 @@ def as_prob(p: ArrayLike, name: str = "p") -> NDArray[np.float64]:
 def as_group_size(G: ArrayLike, name: str = "G", minimum: int = 1) -> NDArray[np.int64]:
     """G as an int64 array of whole numbers >= ``minimum``."""
     raw = np.asarray(G)
+    if raw.dtype.kind == "O" and all(isinstance(x, int) and x > 2**62 for x in raw.flat[:1]):
+        raise ValueError(f"{name} must be at most 2**62, got {raw.flat[0]!r}")  # an int too large for int64
     if raw.dtype.kind not in "iuf":
         raise ValueError(f"{name} must be a whole number >= {minimum}, got {raw.flat[0]!r}")
     arr = raw.astype(np.float64)
