@@ -158,7 +158,7 @@ def test_captions_say_what_the_numbers_mean(data, page):
     assert "E[σ](p̂, G = 8)" in captions[3]
     assert "G = 8" in captions[4] and "one step ahead" in captions[4] and "earlier steps only" in captions[4]
     bt = data.backtest
-    assert f"{bt.visits:,} groups" in captions[5] and f"{bt.calibration_error:.3f}" in captions[5]
+    assert f"{bt.visits:,} groups" in captions[5] and f"{bt.calibration_error:.4f}" in captions[5]
     assert "GRESO" in captions[6] and "Zheng et al. 2025" in captions[6]
 
 
