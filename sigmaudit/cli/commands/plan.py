@@ -78,12 +78,10 @@ def plan(
 ) -> None:
     """Predict, for each group size G, the silent rate, signal per batch, DAPO cost and fidelity.
 
-    Every column uses the estimator rule shared with scan and check (--estimator; default auto:
-    unbiased where every prompt has n ≥ G, else bayes) and carries a bootstrap interval. With
-    --max-silent/--min-fidelity, recommends the smallest whole G up to the largest swept G meeting
-    every target, i.e. the smallest G 'sigmaudit check' passes, with the range of G the intervals
-    allow (exit 1 when none does). With --budget or --eps, also gives each prompt its own G_i
-    (--alloc-out writes them); hopeless prompts are dropped.
+    Every column uses the estimator rule of scan and check (--estimator; default auto: unbiased where every prompt
+    has n ≥ G, else bayes) with a bootstrap interval. --max-silent/--min-fidelity: recommends the smallest whole G
+    meeting every target (the smallest G 'sigmaudit check' passes; at most the largest swept G) and the range the
+    intervals allow; exit 1 if none. --budget/--eps: also a G_i per prompt (--alloc-out writes them).
 
     \b
     Example:

@@ -53,14 +53,13 @@ def report(
 ) -> None:
     """Write one self-contained HTML report: charts and tables for people who would rather look than read.
 
-    Pass-rate histogram (never/always-solved marked), silent rate versus G split into all-wrong and
-    all-correct, fidelity versus G at the quartiles of p̂, GRPO vs Dr. GRPO gradient mass by difficulty,
-    silent groups per training step (when the logs have steps), then the scan and plan tables (with --by,
-    a table of each value's scan). A post-filter log is flagged at the top (and on stderr). The page
-    has inline SVG and CSS only: it opens offline and makes no network request. Targets only choose the
-    G marked as recommended: the report exits 0 even when none is met (use 'plan' or 'check' as a gate).
-    Writes sigmaudit-report.html in the current folder unless -o says otherwise; the path is printed on
-    stderr.
+    Pass-rate histogram (never/always-solved marked), silent rate versus G split into all-wrong and all-correct,
+    fidelity versus G at the quartiles of p̂, GRPO vs Dr. GRPO gradient mass by difficulty, silent groups per
+    training step (when the logs have steps), then the scan and plan tables (with --by, a table of each value's
+    scan). A post-filter log is flagged at the top (and on stderr). The page has inline SVG and CSS only: it opens
+    offline and makes no network request. Targets only choose the G marked as recommended: the report exits 0 even
+    when none is met (use 'plan' or 'check' as a gate). Writes sigmaudit-report.html in the current folder unless -o
+    says otherwise; the path is printed on stderr.
 
     \b
     Example:

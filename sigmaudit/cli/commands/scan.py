@@ -44,9 +44,8 @@ def scan(
 ) -> None:
     """Audit rollout logs: silent groups, wasted compute, gradient mass and group size.
 
-    Silent-group rate for each G (plug-in, unbiased, model-based; the default
-    estimate says which), the silent fraction of the logged groups, compute
-    wasted at --g-main, where GRPO and Dr. GRPO spend their gradient, and the
+    Silent-group rate for each G (plug-in, unbiased, model-based; the default estimate says which), the silent
+    fraction of the logged groups, compute wasted at --g-main, where GRPO and Dr. GRPO spend their gradient, and the
     group size each prompt needs for fidelity φ ≥ 1 − ε.
 
     --format html writes the report page of this scan (charts and tables).

@@ -66,9 +66,8 @@ def simulate(
     seed: Annotated[int, typer.Option("--seed", help="Seed of every random draw.")] = 0,
     dapo_max_tries: Annotated[int, typer.Option("--dapo-max-tries", min=1, max=1_000,
                                                 help="DAPO draws at most this many groups per prompt and step.")] = 4,
-    rules: Annotated[str, typer.Option("--rules", callback=_rules,
-                                       help="Comma-separated rules: grpo, drgrpo, dapo, rloo, sign.")
-                     ] = "grpo,drgrpo,dapo",
+    rules: Annotated[str, typer.Option("--rules", callback=_rules, help="Comma-separated rules: grpo, drgrpo, dapo, "
+                                                                        "rloo, sign.")] = "grpo,drgrpo,dapo",
     init_from: Annotated[list[Path] | None, typer.Option("--init-from", show_default=False,
                                                          help="Logs whose pass rates k/n (0 < k < n, clipped to "
                                                               "[0.02, 0.98]) give the initial difficulty "
@@ -82,15 +81,14 @@ def simulate(
 ) -> None:
     """Controlled training run on Bernoulli-logit prompts p = sigmoid(θ): GRPO vs Dr. GRPO vs DAPO.
 
-    Every step each prompt draws k ~ Binomial(G, p) and moves θ by lr · gain (σ, σ², DAPO's σ after
-    redrawing silent groups, RLOO σ²·G/(G−1), or the sign rule p + (k/G)(1 − 2p)). Reports the
-    measured silent fraction against the forecast mean silent(p, G), the gradient share on extreme
-    prompts, the pass rate of the initially hardest quarter, and samples used.
+    Every step each prompt draws k ~ Binomial(G, p) and moves θ by lr · gain (σ, σ², DAPO's σ after redrawing silent
+    groups, RLOO σ²·G/(G−1), or the sign rule p + (k/G)(1 − 2p)). Reports the measured silent fraction against the
+    forecast mean silent(p, G), the gradient share on extreme prompts, the pass rate of the initially hardest
+    quarter, and samples used.
 
     \b
     Example:
-      sigmaudit simulate --prompts 2000 --steps 60 \\
-          --rules grpo,drgrpo,dapo,sign
+      sigmaudit simulate --steps 60 --rules grpo,dapo,sign
     """
     from ...audits.simulate import SeriesReport, rollout_log
     from ...audits.simulate import simulate as run_simulate
