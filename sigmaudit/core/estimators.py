@@ -26,6 +26,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._validate import as_counts, as_group_size
 from .prior import BetaPrior, GridPrior
+from .special import gammaln
 
 Estimator = Literal["plugin", "unbiased", "bayes"]
 ESTIMATORS: tuple[Estimator, ...] = ("plugin", "unbiased", "bayes")
@@ -63,8 +64,6 @@ def silent_plugin(n: ArrayLike, k: ArrayLike, G: ArrayLike) -> SilentEstimate:
 
 def _comb_ratio(m: NDArray[np.int64], n: NDArray[np.int64], g: int) -> NDArray[np.float64]:
     """C(m, g) / C(n, g) for 0 <= m <= n, n >= g (0 when m < g)."""
-    from scipy.special import gammaln
-
     ok = m >= g
     mf, nf = m.astype(np.float64), n.astype(np.float64)
     safe_m = np.where(ok, mf, float(g))

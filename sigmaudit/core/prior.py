@@ -23,6 +23,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._validate import as_counts, as_group_size
+from .optimize import BoxFit, damped_cholesky, fd_hessian, minimize_box
+from .special import beta_cell_masses as _cell_masses
+from .special import betaln, digamma, gammaln
 
 GRID_SIZE = 401
 """Interior-and-end grid points of the default prior (uniform in arcsin sqrt p)."""
@@ -229,14 +232,11 @@ def _grid_log_likelihood(
 
 def beta_cell_masses(a: float, b: float, grid: NDArray[np.float64]) -> NDArray[np.float64]:
     """Beta(a, b) mass of the cell around each interior grid point (cells split at midpoints); 0 at the ends."""
-    from scipy.special import betainc
-
     inner = grid[1:-1]
     edges = np.concatenate([[0.0], 0.5 * (inner[1:] + inner[:-1]), [1.0]])
-    masses = np.diff(betainc(a, b, edges))
     out = np.zeros(grid.size)
-    out[1:-1] = np.maximum(masses, 0.0)
-    return out / out.sum()
+    out[1:-1] = _cell_masses(a, b, edges)
+    return out
 
 
 def fit_atoms_beta_prior(
@@ -260,6 +260,108 @@ def fit_atoms_beta_prior(
     return _fit_atoms_beta(n_u, k_u, c_u, g, components, None)
 
 
+_RISING_MAX = 100_000
+"""Largest n for which the beta-binomial terms are cumulative sums of logarithms (above: log-gammas)."""
+
+
+@dataclass(frozen=True)
+class AtomsBetaObjective:
+    """The negative log-likelihood of point masses at 0 and 1 plus ``components`` Betas, on the
+    optimiser's scale θ = (log-odds of each weight against the last Beta's, log a_j, log b_j, ...),
+    with its default start and box (what :func:`_fit_atoms_beta` minimises)."""
+
+    n: NDArray[np.int64]
+    k: NDArray[np.int64]
+    c: NDArray[np.float64]
+    components: int
+
+    @property
+    def n_weights(self) -> int:
+        """Mixture weights: atom 0, atom 1, then each Beta (the last one is the reference)."""
+        return 2 + self.components
+
+    def log_weights(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        z = np.append(theta[: self.n_weights - 1], 0.0)
+        return z - np.logaddexp.reduce(z)
+
+    def shapes(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.exp(theta[self.n_weights - 1 :]).reshape(self.components, 2)
+
+    def _rising(self, x: float, derivative: bool) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]:
+        """log Γ(x + j) − log Γ(x) = Σ_{i<j} log(x + i) for j = 0..max n (and ψ(x + j) − ψ(x) = Σ_{i<j} 1/(x + i)):
+        the beta-binomial's gamma ratios at whole-number offsets, as sums of logarithms (no log-gamma
+        of large arguments is subtracted from another). Above ``_RISING_MAX`` samples: log-gammas."""
+        m = int(self.n.max())
+        if m > _RISING_MAX:
+            j = np.arange(m + 1, dtype=np.float64)
+            return (gammaln(x + j) - gammaln(x),
+                    digamma(x + j) - digamma(x) if derivative else None)
+        t = x + np.arange(m, dtype=np.float64)
+        log_r = np.zeros(m + 1)
+        np.cumsum(np.log(t), out=log_r[1:])
+        if not derivative:
+            return log_r, None
+        d = np.zeros(m + 1)
+        np.cumsum(1.0 / t, out=d[1:])
+        return log_r, d
+
+    def _terms(self, theta: NDArray[np.float64], derivative: bool = False):
+        """Per pair: log weight + log P(k | n, component) for each component (C(n, k) dropped, as in
+        the grid likelihood); with ``derivative`` also d/d(log a), d/d(log b) of each Beta's term."""
+        lw = self.log_weights(theta)
+        terms = [lw[0] + np.where(self.k == 0, 0.0, -np.inf), lw[1] + np.where(self.k == self.n, 0.0, -np.inf)]
+        d_shape = []
+        f = self.n - self.k
+        for j, (a, b) in enumerate(self.shapes(theta)):
+            la, da = self._rising(float(a), derivative)
+            lb, db = self._rising(float(b), derivative)
+            lab, dab = self._rising(float(a + b), derivative)
+            # log B(a + k, b + n − k) − log B(a, b)
+            terms.append(lw[2 + j] + la[self.k] + lb[f] - lab[self.n])
+            if derivative:
+                d_shape.append((a * (da[self.k] - dab[self.n]), b * (db[f] - dab[self.n])))  # type: ignore[index]
+        return terms, d_shape
+
+    def nll(self, theta: NDArray[np.float64]) -> float:
+        terms, _ = self._terms(np.asarray(theta, dtype=np.float64))
+        mix = np.logaddexp.reduce(np.stack(terms, axis=1), axis=1)
+        return -float(self.c @ mix)
+
+    def nll_grad(self, theta: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+        """``nll`` and its exact gradient (responsibilities; digamma differences for the Beta shapes)."""
+        theta = np.asarray(theta, dtype=np.float64)
+        n_w, c_u = self.n_weights, self.c
+        lw = self.log_weights(theta)
+        terms, d_shape = self._terms(theta, derivative=True)
+        T = np.stack(terms, axis=1)
+        mix = np.logaddexp.reduce(T, axis=1)
+        with np.errstate(invalid="ignore"):
+            r = np.where(np.isfinite(T), np.exp(T - mix[:, None]), 0.0)  # responsibilities
+        cr = c_u @ r
+        grad = np.empty(theta.size)
+        grad[: n_w - 1] = -(cr[: n_w - 1] - c_u.sum() * np.exp(lw[: n_w - 1]))
+        for j, (da, db) in enumerate(d_shape):
+            grad[n_w - 1 + 2 * j] = -float(c_u @ (r[:, 2 + j] * da))
+            grad[n_w + 2 * j] = -float(c_u @ (r[:, 2 + j] * db))
+        return -float(c_u @ mix), grad
+
+    def start(self) -> NDArray[np.float64]:
+        """The observed never/always-solved shares and flat (or low/high) Betas."""
+        c_u, k_u, n_u, components = self.c, self.k, self.n, self.components
+        share0 = float(c_u[k_u == 0].sum() / c_u.sum())
+        share1 = float(c_u[k_u == n_u].sum() / c_u.sum())
+        rest = max(1.0 - share0 - share1, 0.05) / components
+        start = [np.log(max(share0, 1e-3) / rest), np.log(max(share1, 1e-3) / rest)]
+        start += [0.0] * (components - 1)
+        start += [0.0, 0.0] if components == 1 else [0.0, np.log(4.0), np.log(4.0), 0.0]
+        return np.array(start)
+
+    def bounds(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(lower, upper): log-odds in [−30, 30], log shapes in [−7, 7]."""
+        lo = np.array([-30.0] * (self.n_weights - 1) + [-7.0] * (2 * self.components))
+        return lo, -lo
+
+
 def _fit_atoms_beta(
     n_u: NDArray[np.int64],
     k_u: NDArray[np.int64],
@@ -275,88 +377,67 @@ def _fit_atoms_beta(
     when the caller already has it (it costs as much as the optimisation on many pairs).
     ``x0`` starts the optimiser (a refit); ``log_likelihood=False`` skips the grid likelihood
     (NaN in the result), which a bootstrap replicate does not need."""
-    from scipy.optimize import minimize
-    from scipy.special import betaln
-
-    nf, kf = n_u.astype(np.float64), k_u.astype(np.float64)
-    log_zero = np.where(k_u == 0, 0.0, -np.inf)
-    log_one = np.where(k_u == n_u, 0.0, -np.inf)
-    n_w = 2 + components  # mixture weights: atom 0, atom 1, then each Beta (last one is the reference)
-
-    def log_weights(theta: NDArray[np.float64]) -> NDArray[np.float64]:
-        z = np.append(theta[: n_w - 1], 0.0)
-        return z - np.logaddexp.reduce(z)
-
-    def shapes(theta: NDArray[np.float64]) -> NDArray[np.float64]:
-        return np.exp(theta[n_w - 1 :]).reshape(components, 2)
-
-    def nll(theta: NDArray[np.float64]) -> float:
-        lw = log_weights(theta)
-        mix = np.logaddexp(lw[0] + log_zero, lw[1] + log_one)
-        for j, (a, b) in enumerate(shapes(theta)):
-            # C(n, k) dropped, as in the grid likelihood
-            mix = np.logaddexp(mix, lw[2 + j] + betaln(a + kf, b + nf - kf) - betaln(a, b))
-        return -float(c_u @ mix)
-
-    def nll_grad(theta: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
-        """``nll`` and its exact gradient (responsibilities; digamma for the Beta shapes)."""
-        from scipy.special import digamma
-
-        lw = log_weights(theta)
-        terms = [lw[0] + log_zero, lw[1] + log_one]
-        d_shape = []
-        for j, (a, b) in enumerate(shapes(theta)):
-            terms.append(lw[2 + j] + betaln(a + kf, b + nf - kf) - betaln(a, b))
-            common = digamma(a + b) - digamma(a + b + nf)
-            d_shape.append((a * (digamma(a + kf) - digamma(a) + common),
-                            b * (digamma(b + nf - kf) - digamma(b) + common)))
-        T = np.stack(terms, axis=1)
-        mix = np.logaddexp.reduce(T, axis=1)
-        with np.errstate(invalid="ignore"):
-            r = np.where(np.isfinite(T), np.exp(T - mix[:, None]), 0.0)  # responsibilities
-        cr = c_u @ r
-        grad = np.empty(theta.size)
-        grad[: n_w - 1] = -(cr[: n_w - 1] - c_u.sum() * np.exp(lw[: n_w - 1]))
-        for j, (da, db) in enumerate(d_shape):
-            grad[n_w - 1 + 2 * j] = -float(c_u @ (r[:, 2 + j] * da))
-            grad[n_w + 2 * j] = -float(c_u @ (r[:, 2 + j] * db))
-        return -float(c_u @ mix), grad
-
-    # Start from the observed never/always-solved shares and flat (or low/high) Betas.
-    start: list[float] | NDArray[np.float64]
-    share0 = float(c_u[k_u == 0].sum() / c_u.sum())
-    share1 = float(c_u[k_u == n_u].sum() / c_u.sum())
-    rest = max(1.0 - share0 - share1, 0.05) / components
-    start = [np.log(max(share0, 1e-3) / rest), np.log(max(share1, 1e-3) / rest)]
-    start += [0.0] * (components - 1)
-    start += [0.0, 0.0] if components == 1 else [0.0, np.log(4.0), np.log(4.0), 0.0]
+    objective = AtomsBetaObjective(n_u, k_u, c_u, components)
+    lo_b, hi_b = objective.bounds()
+    best: _Fit | BoxFit
     if x0 is not None:
         start = np.asarray(x0, dtype=np.float64)
-    bounds = [(-30.0, 30.0)] * (n_w - 1) + [(-7.0, 7.0)] * (2 * components)
-    lo_b, hi_b = np.array(bounds).T
-    if x0 is not None:
         # a refit starts at the optimum of similar data: a few Newton steps on the exact gradient
         # (L-BFGS-B from there took ~10x longer on a loaded machine: OpenBLAS threads per call)
         if metric is not None and metric.size == 0:  # asked for the curvature at x0, not a fit
             return GridPrior(grid=g, weights=np.zeros(0), iterations=0, log_likelihood=float("nan")), {
-                "hessian": fd_hessian(nll_grad, np.clip(start, lo_b, hi_b))}  # type: ignore[dict-item]
-        best = _newton(nll_grad, start, lo_b, hi_b, metric=metric)
+                "hessian": fd_hessian(objective.nll_grad, np.clip(start, lo_b, hi_b))}  # type: ignore[dict-item]
+        best = _newton(objective.nll_grad, start, lo_b, hi_b, metric=metric)
     else:
-        best = minimize(nll, np.array(start), method="L-BFGS-B", bounds=bounds)
-    wts = np.exp(log_weights(best.x))
+        best = _minimize_from_starts(objective)
+    return atoms_beta_prior(objective, best.x, int(best.nit), g, scaled, log_likelihood)
+
+
+MAX_STEP = 0.3
+"""Longest Newton step (in any coordinate of θ) of a fit from the default starts: short steps follow
+the descent from each start into its own basin instead of jumping across the likelihood's ridges."""
+
+
+def _minimize_from_starts(objective: AtomsBetaObjective) -> BoxFit:
+    """The best of :func:`minimize_box` runs from the default start and, with two Betas (whose
+    likelihood has several local optima), from the one-Beta optimum with a second Beta added low,
+    high and in the middle (weight 0.2 of the Betas)."""
+    lo, hi = objective.bounds()
+    starts = [objective.start()]
+    if objective.components == 2:
+        one = AtomsBetaObjective(objective.n, objective.k, objective.c, 1)
+        lo1, hi1 = one.bounds()
+        x1 = minimize_box(one.nll_grad, one.start(), lo1, hi1, max_step=MAX_STEP).x
+        low, high, middle = [0.0, np.log(4.0)], [np.log(4.0), 0.0], [np.log(4.0), np.log(4.0)]
+        starts += [np.array([x1[0] + np.log(0.2), x1[1] + np.log(0.2), np.log(4.0), x1[2], x1[3], *second])
+                   for second in (low, high, middle)]
+    fits = [minimize_box(objective.nll_grad, x, lo, hi, max_step=MAX_STEP) for x in starts]
+    return min(fits, key=lambda fit: fit.fun)
+
+
+def atoms_beta_prior(
+    objective: AtomsBetaObjective,
+    theta: NDArray[np.float64],
+    iterations: int,
+    g: NDArray[np.float64],
+    scaled: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
+    log_likelihood: bool = True,
+) -> tuple[GridPrior, dict[str, float]]:
+    """The ``beta+atoms`` prior at parameters ``theta``, discretised on the grid ``g``, and its parameters."""
+    wts = np.exp(objective.log_weights(theta))
     w = np.zeros(g.size)
     params = {"w0": float(wts[0]), "w1": float(wts[1])}
-    for j, (a, b) in enumerate(shapes(best.x)):
+    for j, (a, b) in enumerate(objective.shapes(theta)):
         w += wts[2 + j] * beta_cell_masses(float(a), float(b), g)
         params |= {f"v{j + 1}": float(wts[2 + j]), f"a{j + 1}": float(a), f"b{j + 1}": float(b)}
     w[0] += wts[0]
     w[-1] += wts[1]
     ll = float("nan")
     if log_likelihood:
-        lik, shift = _scaled_lik(n_u, k_u, g) if scaled is None else scaled
-        ll = _grid_log_likelihood(lik, shift, c_u, w)
-    prior = GridPrior(grid=g, weights=w, iterations=int(best.nit), kind=f"beta+atoms/{components}",
-                      log_likelihood=ll, theta=tuple(float(x) for x in best.x))
+        lik, shift = _scaled_lik(objective.n, objective.k, g) if scaled is None else scaled
+        ll = _grid_log_likelihood(lik, shift, objective.c, w)
+    prior = GridPrior(grid=g, weights=w, iterations=iterations, kind=f"beta+atoms/{objective.components}",
+                      log_likelihood=ll, theta=tuple(float(x) for x in theta))
     return prior, params
 
 
@@ -380,8 +461,6 @@ def thin_pairs(
     big = n > cap
     if not np.any(big):
         return n, k, c
-    from scipy.special import gammaln
-
     nb, kb, cb = (x[big].astype(np.float64)[:, None] for x in (n, k, c))
     j = np.arange(cap + 1, dtype=np.float64)[None, :]
     possible = (j <= kb) & (cap - j <= nb - kb)
@@ -436,35 +515,6 @@ def fit_corpus_prior(n: ArrayLike, k: ArrayLike, weights: ArrayLike | None = Non
     return grid_prior
 
 
-def fd_hessian(
-    fun_grad: Callable[[NDArray[np.float64]], tuple[float, NDArray[np.float64]]],
-    x: NDArray[np.float64],
-    g: NDArray[np.float64] | None = None,
-) -> NDArray[np.float64]:
-    """Symmetrised forward-difference Hessian of an exact gradient at x."""
-    dim = x.size
-    g = fun_grad(x)[1] if g is None else g
-    h = 1e-5 * np.maximum(1.0, np.abs(x))
-    H = np.empty((dim, dim))
-    for i in range(dim):
-        e = np.zeros(dim)
-        e[i] = h[i]
-        H[:, i] = (fun_grad(x + e)[1] - g) / h[i]
-    return 0.5 * (H + H.T)
-
-
-def _damped_cholesky(H: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Cholesky factor of H + λI with the smallest λ (0 or doubling from 1e-6 · max|H_ii|) that works."""
-    dim = H.shape[0]
-    lam = 0.0
-    for _ in range(40):
-        try:
-            return np.linalg.cholesky(H + lam * np.eye(dim))
-        except np.linalg.LinAlgError:
-            lam = max(2.0 * lam, 1e-6 * (1.0 + float(np.abs(np.diag(H)).max())))
-    return np.eye(dim)  # pragma: no cover - hopeless curvature: gradient steps
-
-
 class _Fit:
     """The two fields of scipy's OptimizeResult that the fits read."""
 
@@ -488,7 +538,7 @@ def _newton(
     x = np.clip(np.asarray(x0, dtype=np.float64), lo, hi)
     f, g = fun_grad(x)
     H0 = fd_hessian(fun_grad, x, g) if metric is None else metric
-    L = _damped_cholesky(H0)
+    L = damped_cholesky(H0)
     Linv = np.linalg.inv(L)
     Hinv = Linv.T @ Linv
     it = 0
@@ -573,8 +623,6 @@ class BetaPrior:
 
     def branch_rates(self, n: ArrayLike, k: ArrayLike, G: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Posterior (E[p^G], E[(1 − p)^G]) given (n, k)."""
-        from scipy.special import betaln
-
         n_arr, k_arr = as_counts(n, k)
         G_arr = as_group_size(G).astype(np.float64)
         a = self.a + k_arr
@@ -586,7 +634,6 @@ class BetaPrior:
 def fit_beta_prior(n: ArrayLike, k: ArrayLike) -> BetaPrior:
     """Fit Beta(a, b) by maximum beta-binomial likelihood over the distinct (n, k) pairs."""
     from scipy.optimize import minimize
-    from scipy.special import betaln
 
     n_u, k_u, c_u, _ = distinct_pairs(n, k)
 

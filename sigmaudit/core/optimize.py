@@ -1,0 +1,124 @@
+"""A bounded Newton minimiser for the prior fits (numpy only: scipy.optimize costs ~0.5 s of start-up).
+
+The parametric priors of :mod:`sigmaudit.core.prior` have 4 or 7 parameters, an exact gradient and a
+box. :func:`minimize_box` is a projected Newton method (Bertsekas 1982, "Projected Newton methods for
+optimization problems with simple constraints"): at each iteration the variables at a bound whose
+gradient pushes outwards are held there, the others take a Newton step on a forward-difference
+Hessian of the exact gradient (damped to be positive definite where the likelihood is not convex),
+and an Armijo search along the projection arc keeps every iterate in the box and every step downhill.
+It stops when the projected gradient vanishes (relative to the objective's size), when a full Newton
+step would gain less than ``ftol`` · max(1, |f|), or when no step along the arc lowers f.
+
+Against scipy's L-BFGS-B (default tolerances, the optimiser used before) it converges further: its
+default stop, a relative gain below 2.2e-9 per step, leaves the parameters up to ~1e-4 from the
+optimum in flat directions; tests/test_core_optimize.py checks that the objective found here is never
+above L-BFGS-B's (up to 1e-9 · |f|) on random and real corpora.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+FunGrad = Callable[[NDArray[np.float64]], tuple[float, NDArray[np.float64]]]
+
+
+@dataclass(frozen=True)
+class BoxFit:
+    """Where :func:`minimize_box` stopped."""
+
+    x: NDArray[np.float64]
+    """The minimiser found (inside the box)."""
+    fun: float
+    """The objective there."""
+    nit: int
+    """Newton iterations run."""
+
+
+def fd_hessian(fun_grad: FunGrad, x: NDArray[np.float64], g: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+    """Symmetrised forward-difference Hessian of an exact gradient at x."""
+    dim = x.size
+    g = fun_grad(x)[1] if g is None else g
+    h = 1e-5 * np.maximum(1.0, np.abs(x))
+    H = np.empty((dim, dim))
+    for i in range(dim):
+        e = np.zeros(dim)
+        e[i] = h[i]
+        H[:, i] = (fun_grad(x + e)[1] - g) / h[i]
+    return 0.5 * (H + H.T)
+
+
+def damped_cholesky(H: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Cholesky factor of H + λI with the smallest λ (0 or doubling from 1e-6 · max|H_ii|) that works."""
+    dim = H.shape[0]
+    lam = 0.0
+    for _ in range(60):
+        try:
+            return np.linalg.cholesky(H + lam * np.eye(dim))
+        except np.linalg.LinAlgError:
+            lam = max(2.0 * lam, 1e-6 * (1.0 + float(np.abs(np.diag(H)).max(initial=0.0))))
+    return np.eye(dim)  # pragma: no cover - hopeless curvature: gradient steps
+
+
+def minimize_box(
+    fun_grad: FunGrad,
+    x0: ArrayLike,
+    lo: ArrayLike,
+    hi: ArrayLike,
+    *,
+    max_iter: int = 200,
+    ftol: float = 1e-13,
+    gtol: float = 1e-9,
+    max_step: float = np.inf,
+) -> BoxFit:
+    """Minimise ``fun_grad`` (returning f and its gradient) over the box [lo, hi] from ``x0``.
+
+    ``gtol`` bounds the projected gradient's largest entry relative to max(1, |f|); ``ftol`` the
+    predicted gain of a Newton step, relative to max(1, |f|); ``max_step`` caps a step's largest
+    coordinate (the direction is kept).
+    """
+    lo_a, hi_a = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+    x = np.clip(np.asarray(x0, dtype=np.float64), lo_a, hi_a)
+    f, g = fun_grad(x)
+    it = 0
+    for it in range(1, max_iter + 1):  # noqa: B007 - the count is reported
+        scale = max(1.0, abs(f))
+        pg = x - np.clip(x - g, lo_a, hi_a)  # projected gradient
+        if np.max(np.abs(pg), initial=0.0) <= gtol * scale:
+            break
+        # near a bound and pushed outwards: held at the bound this iteration
+        eps = min(float(np.max(np.abs(pg))), 1e-3)
+        held = ((x <= lo_a + eps) & (g > 0)) | ((x >= hi_a - eps) & (g < 0))
+        free = ~held
+        step = np.zeros_like(x)
+        if np.any(free):
+            L = damped_cholesky(fd_hessian(fun_grad, x, g)[np.ix_(free, free)])
+            step[free] = -np.linalg.solve(L.T, np.linalg.solve(L, g[free]))
+        decrement = -float(g[free] @ step[free]) if np.any(free) else 0.0
+        if decrement <= 2.0 * ftol * scale and not np.any(held & (np.abs(pg) > gtol * scale)):
+            break
+        # held variables move by their projected gradient (towards the bound they sit at)
+        step[held] = -g[held]
+        longest = float(np.max(np.abs(step[free]), initial=0.0))
+        if longest > max_step:  # a step no longer than max_step in any free coordinate
+            step[free] *= max_step / longest
+        t, moved = 1.0, False
+        while t > 1e-12:
+            x_new = np.clip(x + t * step, lo_a, hi_a)
+            dx = x_new - x
+            slope = float(g @ dx)
+            if slope >= 0.0 or not np.any(dx):
+                t *= 0.5
+                continue
+            f_new, g_new = fun_grad(x_new)
+            if np.isfinite(f_new) and f_new <= f + 1e-4 * slope:
+                moved = True
+                break
+            t *= 0.5
+        if not moved:
+            break
+        x, f, g = x_new, f_new, g_new
+    return BoxFit(x=x, fun=float(f), nit=it)
