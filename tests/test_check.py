@@ -136,17 +136,22 @@ def test_plugin_shares_are_those_in_the_log():
 
 def test_small_n_extreme_share_is_not_stuck_at_zero():
     """With n = 5 no p̂ = k/5 lies strictly inside (0, 0.1): the log-based share is 0 whatever the
-    truth; the posterior one sees the hard prompts."""
-    rng = np.random.default_rng(3)
-    p = rng.beta(0.4, 1.5, 400)
-    n = np.full(400, 5)
-    k = rng.binomial(n, p)
-    corpus = Corpus(n, k)
+    truth; the posterior one sees the hard prompts. Over 12 corpora: never near 0, within 0.06 of the
+    truth on average (one corpus can miss by 0.15: n = 5 barely tells an atom at p = 1 from a Beta's
+    tail, and the maximum-likelihood prior takes the one the counts favour)."""
     t = [Threshold("extreme_share", 1.0)]
-    assert check(corpus, 4, t, estimator="plugin").checks[0].value == 0.0
-    truth = float(np.sum(np.sqrt(p * (1 - p)) * ((p < 0.1) | (p > 0.9))) / np.sum(np.sqrt(p * (1 - p))))
-    value = check(corpus, 4, t).checks[0].value
-    assert value > 0.05 and value == pytest.approx(truth, abs=0.06)
+    errors = []
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        p = rng.beta(0.4, 1.5, 400)
+        n = np.full(400, 5)
+        corpus = Corpus(n, rng.binomial(n, p))
+        assert check(corpus, 4, t, estimator="plugin").checks[0].value == 0.0
+        truth = float(np.sum(np.sqrt(p * (1 - p)) * ((p < 0.1) | (p > 0.9))) / np.sum(np.sqrt(p * (1 - p))))
+        value = check(corpus, 4, t).checks[0].value
+        assert value > 0.05
+        errors.append(value - truth)
+    assert np.mean(np.abs(errors)) < 0.06
 
 
 def test_confidence_gates_on_the_bound():
