@@ -401,7 +401,7 @@ the descent from each start into its own basin instead of jumping across the lik
 def _minimize_from_starts(objective: AtomsBetaObjective) -> BoxFit:
     """The best of :func:`minimize_box` runs from the default start and, with two Betas (whose
     likelihood has several local optima), from the one-Beta optimum with a second Beta added low,
-    high and in the middle (weight 0.2 of the Betas)."""
+    high and in the middle (weight 0.2 of the Betas), and with a sharper Beta of the same mean added."""
     lo, hi = objective.bounds()
     starts = [objective.start()]
     if objective.components == 2:
@@ -411,6 +411,9 @@ def _minimize_from_starts(objective: AtomsBetaObjective) -> BoxFit:
         low, high, middle = [0.0, np.log(4.0)], [np.log(4.0), 0.0], [np.log(4.0), np.log(4.0)]
         starts += [np.array([x1[0] + np.log(0.2), x1[1] + np.log(0.2), np.log(4.0), x1[2], x1[3], *second])
                    for second in (low, high, middle)]
+        # the one-Beta optimum plus a sharper Beta of the same mean (two equal Betas are a saddle point
+        # that Newton steps from a symmetric start do not leave)
+        starts.append(np.array([x1[0], x1[1], 0.0, x1[2], x1[3], x1[2] + 1.0, x1[3] + 1.0]))
     fits = [minimize_box(objective.nll_grad, x, lo, hi, max_step=MAX_STEP) for x in starts]
     return min(fits, key=lambda fit: fit.fun)
 
