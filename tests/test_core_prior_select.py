@@ -84,3 +84,25 @@ def test_thinned_fit_keeps_estimates():
     for G in (32, 256):
         estimate = silent_bayes(nu, ku, G, prior).silent[inv].mean()
         assert abs(estimate - np.mean(p**G + (1 - p) ** G)) < 0.005
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 2048])
+def test_thinning_in_blocks_matches_hypergeometric(monkeypatch, chunk):
+    """Blocks of any size (and a prompt too large for the log-factorial table) give the summed
+    hypergeometric weights of every thinned prompt."""
+    from scipy.stats import hypergeom
+
+    import sigmaudit.core.prior as prior_mod
+
+    monkeypatch.setattr(prior_mod, "THIN_CHUNK", chunk)
+    rng = np.random.default_rng(11)
+    n = np.concatenate([rng.integers(13, 400, 40), [5_000_000]])
+    k = np.array([rng.integers(0, m + 1) for m in n])
+    c = rng.integers(1, 4, n.size).astype(np.float64)
+    cap = 12
+    nt, kt, ct = prior_mod.thin_pairs(n, k, c, cap=cap)
+    got = dict(zip(zip(nt.tolist(), kt.tolist(), strict=True), ct.tolist(), strict=True))
+    expected = sum(ci * hypergeom.pmf(np.arange(cap + 1), ni, ki, cap) for ni, ki, ci in zip(n, k, c, strict=True))
+    for j in range(cap + 1):
+        assert got.get((cap, j), 0.0) == pytest.approx(expected[j], rel=1e-9, abs=1e-12)
+    assert ct.sum() == pytest.approx(c.sum())

@@ -449,6 +449,10 @@ THIN_N = 256
 any G the estimators are usually asked about, so the fit keeps its power to reject a prior)."""
 
 
+THIN_CHUNK = 2048
+"""Prompts thinned per block in :func:`thin_pairs` (a block's arrays are THIN_CHUNK × (THIN_N + 1))."""
+
+
 def thin_pairs(
     n: NDArray[np.int64], k: NDArray[np.int64], c: NDArray[np.float64], cap: int = THIN_N
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
@@ -464,16 +468,28 @@ def thin_pairs(
     big = n > cap
     if not np.any(big):
         return n, k, c
-    nb, kb, cb = (x[big].astype(np.float64)[:, None] for x in (n, k, c))
-    j = np.arange(cap + 1, dtype=np.float64)[None, :]
-    possible = (j <= kb) & (cap - j <= nb - kb)
-    jj, rest = np.where(possible, j, 0.0), np.where(possible, cap - j, 0.0)
-    log_pmf = (gammaln(kb + 1) - gammaln(jj + 1) - gammaln(kb - jj + 1)
-               + gammaln(nb - kb + 1) - gammaln(rest + 1) - gammaln(nb - kb - rest + 1)
-               - gammaln(nb + 1) + gammaln(cap + 1.0) + gammaln(nb - cap + 1))
-    w = np.where(possible, np.exp(log_pmf), 0.0) * cb
-    thinned_k = np.bincount(np.broadcast_to(j, w.shape).astype(np.int64).ravel(), weights=w.ravel(),
-                            minlength=cap + 1)
+    n_big, k_big, c_big = n[big].astype(np.int64), k[big].astype(np.int64), c[big].astype(np.float64)
+    top = int(n_big.max())
+    if top <= 1 << 22:  # log m! = gammaln(m + 1), tabled once (the same values the function gives)
+        table = gammaln(np.arange(top + 1, dtype=np.float64) + 1.0)
+
+        def log_fact(m: NDArray[np.int64]) -> NDArray[np.float64]:
+            return table[m]
+    else:  # a prompt with millions of samples: no table that large
+
+        def log_fact(m: NDArray[np.int64]) -> NDArray[np.float64]:
+            return gammaln(np.asarray(m, dtype=np.float64) + 1.0)
+    j = np.arange(cap + 1, dtype=np.int64)[None, :]
+    thinned_k = np.zeros(cap + 1)
+    for start in range(0, n_big.size, THIN_CHUNK):  # rows by blocks: (rows, cap + 1) arrays stay small
+        nb, kb = n_big[start:start + THIN_CHUNK, None], k_big[start:start + THIN_CHUNK, None]
+        possible = (j <= kb) & (cap - j <= nb - kb)
+        jj, rest = np.where(possible, j, 0), np.where(possible, cap - j, 0)
+        log_pmf = (log_fact(kb) - log_fact(jj) - log_fact(kb - jj)
+                   + log_fact(nb - kb) - log_fact(rest) - log_fact(nb - kb - rest)
+                   - log_fact(nb) + log_fact(np.int64(cap)) + log_fact(nb - cap))
+        w = np.where(possible, np.exp(log_pmf), 0.0) * c_big[start:start + THIN_CHUNK, None]
+        thinned_k += np.bincount(np.broadcast_to(j, w.shape).ravel(), weights=w.ravel(), minlength=cap + 1)
     keep = thinned_k > 0
     n_out = np.concatenate([n[~big], np.full(int(keep.sum()), cap, dtype=np.int64)])
     k_out = np.concatenate([k[~big], np.flatnonzero(keep).astype(np.int64)])
