@@ -162,3 +162,13 @@ def test_a_cut_off_last_line_is_named_with_its_remedy(capsys, tmp_path, sample):
     last.write_bytes(data[: len(data) - 40] + b"\n" + data.splitlines()[0] + b"\n")
     code, out, err = run(capsys, "scan", str(folder), "-q")
     assert code == 2 and f"{last}:{lines}: " in err and "cut off" not in err
+
+
+@pytest.mark.parametrize("path", ["", "  "])
+def test_an_empty_path_is_refused_not_read_as_the_current_folder(capsys, path):
+    from cli_runner import run
+
+    code, out, err = run(capsys, "scan", path)
+    assert code == 2 and out == ""
+    assert err.startswith("sigmaudit: error: '") and err.endswith(
+        "': an input path is empty; name a file or directory ('.' for the current one)\n") and err.count("\n") == 1

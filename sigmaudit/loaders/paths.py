@@ -45,6 +45,9 @@ def expand_paths(paths: Sequence[str | Path]) -> list[Path | str]:
         raise InputError("no input paths given", remedy="pass at least one file or directory")
     out: list[Path | str] = []
     for raw in paths:
+        if isinstance(raw, str) and not raw.strip():
+            raise InputError("an input path is empty", location=repr(raw),
+                             remedy="name a file or directory ('.' for the current one)")
         if is_remote(raw):
             out.extend(expand_remote(str(raw)))
             continue
