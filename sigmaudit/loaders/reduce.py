@@ -125,7 +125,7 @@ def reduce_samples(src: Source, plan: ColumnMap, threshold: float | None,
     def reduced(part: pl.LazyFrame) -> Partial:
         df = _collect(src, part.group_by(keys).agg(*aggs))
         if df["bad"].sum():
-            sample = _collect(src, lf.select(x).filter(bad).unique().head(5)).to_series().to_list()
+            sample = _collect(src, lf.select(x).filter(bad).unique(maintain_order=True).head(5)).to_series().to_list()
             raise non_binary_error(sorted(sample), plan.reward, str(src.path))
         return Partial.of([_finish(src, plan, df, gid)], duplicates)
 
@@ -281,7 +281,7 @@ def reduce_lists(src: Source, plan: ColumnMap, threshold: float | None, file_ind
     df = _collect(src, rows)
     if df["bad"].sum():
         flat = lf.select(col.explode().cast(pl.Float64).alias("x"))
-        sample = _collect(src, flat.filter(reward_flags(pl.col("x"), threshold)[2]).unique()
+        sample = _collect(src, flat.filter(reward_flags(pl.col("x"), threshold)[2]).unique(maintain_order=True)
                           .head(5)).to_series().to_list()
         raise non_binary_error(sorted(sample), plan.reward, str(src.path))
     gid = pl.format(f"{file_index}:{{}}", pl.col("__row"))
