@@ -17,6 +17,7 @@ import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import polars as pl
 
@@ -90,11 +91,7 @@ def load_counts(paths: Sequence[str | Path], opts: LoadOptions | None = None,
             opened.append(item)
         if not opened:
             raise errors[0] if errors else InputError("no files to read", location=", ".join(map(str, paths)))
-        layout = _main_layout(opened, named, _origins(paths, files))
-        for item in opened:
-            if item.plan.layout != layout:
-                skipped[item.path] = f"{item.plan.layout} layout, not {layout}"
-        opened = [o for o in opened if o.plan.layout == layout]
+        opened = _of_main_layout(opened, named, paths, files, skipped)
         partials: list[pl.DataFrame] = []
         plans: list[ColumnMap] = []
         duplicates = read = missing = null_keys = 0
@@ -522,11 +519,7 @@ def _load_per_file(engine: Engine, paths, files: list[Path], opts: LoadOptions) 
         opened.append(r)
     if not opened:
         raise errors[0] if errors else InputError("no files to read", location=", ".join(map(str, paths)))
-    layout = _main_layout(opened, named, _origins(paths, files))
-    for r in opened:
-        if r.plan.layout != layout:
-            skipped[r.path] = f"{r.plan.layout} layout, not {layout}"
-    opened = [r for r in opened if r.plan.layout == layout]
+    opened = _of_main_layout(opened, named, paths, files, skipped)
     for r in opened:
         if r.error is not None:
             raise r.error
@@ -555,6 +548,17 @@ def _series(path: Path, src, step: str, mapping: dict[str, str]) -> LoadedCounts
         notes=(f"detected a per-step series ({frame.height} steps, step from {step}; {cols}): shares only, "
                "no groups or prompts",),
         reward_source=", ".join(mapping.values()), has_steps=True, series=frame)
+
+
+def _of_main_layout(opened: list[Any], named: set[Path], paths: Sequence[str | Path], files: list[Any],
+                    skipped: dict[Any, str]) -> list[Any]:
+    """The opened files of the inputs' main layout; the others go to ``skipped`` with the reason
+    (the local load and the engines' file-by-file replay share this rule)."""
+    layout = _main_layout(opened, named, _origins(paths, files))
+    for item in opened:
+        if item.plan.layout != layout:
+            skipped[item.path] = f"{item.plan.layout} layout, not {layout}"
+    return [item for item in opened if item.plan.layout == layout]
 
 
 def _may_overlap(partials: list[pl.DataFrame], plans: list[ColumnMap]) -> bool:
