@@ -130,6 +130,7 @@ def _digest(paths: list[Path]) -> list[str]:
 @pytest.mark.parametrize("block", range(6))
 def test_fuzz_cli_contract(tmp_path, capfd, block):
     """CASES seeded cases in 6 blocks (so a failure names a smaller range); each case runs in its own folder."""
+    codes = set()
     for index in range(block, CASES, 6):
         case_dir = tmp_path / f"case{index}"
         case_dir.mkdir()
@@ -139,6 +140,7 @@ def test_fuzz_cli_contract(tmp_path, capfd, block):
         out, err = capfd.readouterr()
         where = f"case {index}: sigmaudit {' '.join(map(repr, args))} -> {code}\n{err[:2000]}"
         assert code in (0, 1, 2), where
+        codes.add(code)
         if code == 1:
             assert args[0] in ("check", "plan"), where
             assert "error" not in err, where
@@ -154,3 +156,4 @@ def test_fuzz_cli_contract(tmp_path, capfd, block):
             json.loads(output.read_text())
         assert _digest(inputs) == before, where
         shutil.rmtree(case_dir, ignore_errors=True)
+    assert 2 in codes and 0 in codes, f"block {block}: every case exited {sorted(codes)} (the error checks never ran)"
