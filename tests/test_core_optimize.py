@@ -169,3 +169,58 @@ def test_minimize_box_rosenbrock_interior():
 
     fit = minimize_box(fg, np.array([-1.2, 1.0]), np.full(2, -5.0), np.full(2, 5.0))
     np.testing.assert_allclose(fit.x, [1.0, 1.0], atol=1e-7)
+
+
+def _central(fun, x: np.ndarray, h: float = 1e-5) -> np.ndarray:
+    """Central differences of a (vector-valued) function, column i = d/dx_i."""
+    cols = []
+    for i in range(x.size):
+        e = np.zeros(x.size)
+        e[i] = h * max(1.0, abs(x[i]))
+        cols.append((np.asarray(fun(x + e)) - np.asarray(fun(x - e))) / (2.0 * e[i]))
+    return np.stack(cols, axis=-1)
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**31), prompts=st.integers(5, 800), n_max=st.sampled_from([1, 2, 8, 64, 300]),
+       components=st.sampled_from([1, 2]), jitter=st.floats(0.0, 2.0))
+def test_exact_hessian_and_gradient_against_central_differences(seed, prompts, n_max, components, jitter):
+    """nll_grad against central differences of nll, nll_hessian against central differences of
+    nll_grad, at random parameters (inside the box) of random mixture corpora."""
+    rng = np.random.default_rng(seed)
+    n, k = _mixture_corpus(seed, prompts, n_max, 0.2, 0.1, 0.7, 1.5, 4.0, 0.5, 0.3)
+    objective = AtomsBetaObjective(*_thinned(n, k, None), components)
+    theta = objective.start() + rng.normal(0.0, jitter, objective.start().size)
+    f, g = objective.nll_grad(theta)
+    H = objective.nll_hessian(theta)
+    assert H is not None and np.array_equal(H, H.T)
+    scale = max(1.0, abs(f))
+    np.testing.assert_allclose(g, _central(objective.nll, theta), rtol=1e-6, atol=1e-7 * scale)
+    numeric = _central(lambda x: objective.nll_grad(x)[1], theta)
+    np.testing.assert_allclose(H, 0.5 * (numeric + numeric.T), rtol=1e-5, atol=1e-6 * np.abs(H).max())
+
+
+def test_exact_hessian_is_none_past_the_rising_sums_and_the_fit_falls_back():
+    """Above _RISING_MAX samples a prompt's beta-binomial terms are log-gammas: no exact Hessian, and
+    minimize_box takes forward differences instead (same optimum as with L-BFGS-B)."""
+    from sigmaudit.core.prior import _RISING_MAX
+
+    n = np.array([_RISING_MAX + 10, 40, 40, 40, 12])
+    k = np.array([(_RISING_MAX + 10) // 3, 0, 40, 17, 5])
+    objective = AtomsBetaObjective(n, k, np.ones(5), 1)
+    assert objective.nll_hessian(objective.start()) is None
+    _assert_not_worse(n, k, np.ones(5))
+
+
+def test_minimize_box_with_an_exact_hessian_rosenbrock():
+    def fg(x):
+        f = (1 - x[0]) ** 2 + 100 * (x[1] - x[0] ** 2) ** 2
+        g = np.array([-2 * (1 - x[0]) - 400 * x[0] * (x[1] - x[0] ** 2), 200 * (x[1] - x[0] ** 2)])
+        return float(f), g
+
+    def hess(x):
+        return np.array([[2 - 400 * (x[1] - 3 * x[0] ** 2), -400 * x[0]], [-400 * x[0], 200.0]])
+
+    fit = minimize_box(fg, np.array([-1.2, 1.0]), np.full(2, -5.0), np.full(2, 5.0), hessian=hess)
+    np.testing.assert_allclose(fit.x, [1.0, 1.0], atol=1e-7)
+    assert fit.nit < 40

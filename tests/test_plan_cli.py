@@ -31,7 +31,9 @@ def rows():
 
 
 def test_json_contract_and_recommendation(capsys, counts, rows):
-    target = rows[2].silent  # G = 8 meets it exactly, G = 4 does not
+    # G = 8 meets it (by 1e-12: a batch of G and check's single G may differ in the last bits), G = 4 does not
+    target = rows[2].silent + 1e-12
+    assert rows[1].silent > target
     code, out, err = run(capsys, "plan", counts, "-G", "2", "-G", "16", "-G", "4", "-G", "8", "--max-silent",
                          repr(target), "--batch-prompts", "100", "-f", "json", "-q")
     assert code == 0 and err == ""

@@ -63,6 +63,18 @@ def damped_cholesky(H: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.eye(dim)  # pragma: no cover - hopeless curvature: gradient steps
 
 
+def _newton_step(fun_grad: FunGrad, hessian: Callable[[NDArray[np.float64]], NDArray[np.float64] | None] | None,
+                 x: NDArray[np.float64], g: NDArray[np.float64], free: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """The damped Newton step in the ``free`` coordinates (zero in the others)."""
+    step = np.zeros_like(x)
+    if np.any(free):
+        H = hessian(x) if hessian is not None else None
+        H = fd_hessian(fun_grad, x, g) if H is None else H
+        L = damped_cholesky(H[np.ix_(free, free)])
+        step[free] = -np.linalg.solve(L.T, np.linalg.solve(L, g[free]))
+    return step
+
+
 def minimize_box(
     fun_grad: FunGrad,
     x0: ArrayLike,
@@ -73,12 +85,14 @@ def minimize_box(
     ftol: float = 1e-13,
     gtol: float = 1e-9,
     max_step: float = np.inf,
+    hessian: Callable[[NDArray[np.float64]], NDArray[np.float64] | None] | None = None,
 ) -> BoxFit:
     """Minimise ``fun_grad`` (returning f and its gradient) over the box [lo, hi] from ``x0``.
 
     ``gtol`` bounds the projected gradient's largest entry relative to max(1, |f|); ``ftol`` the
     predicted gain of a Newton step, relative to max(1, |f|); ``max_step`` caps a step's largest
-    coordinate (the direction is kept).
+    coordinate (the direction is kept); ``hessian`` (x ↦ the exact Hessian, or None) replaces the
+    forward differences of the gradient.
     """
     lo_a, hi_a = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
     x = np.clip(np.asarray(x0, dtype=np.float64), lo_a, hi_a)
@@ -93,10 +107,7 @@ def minimize_box(
         eps = min(float(np.max(np.abs(pg))), 1e-3)
         held = ((x <= lo_a + eps) & (g > 0)) | ((x >= hi_a - eps) & (g < 0))
         free = ~held
-        step = np.zeros_like(x)
-        if np.any(free):
-            L = damped_cholesky(fd_hessian(fun_grad, x, g)[np.ix_(free, free)])
-            step[free] = -np.linalg.solve(L.T, np.linalg.solve(L, g[free]))
+        step = _newton_step(fun_grad, hessian, x, g, free)
         decrement = -float(g[free] @ step[free]) if np.any(free) else 0.0
         if decrement <= 2.0 * ftol * scale and not np.any(held & (np.abs(pg) > gtol * scale)):
             break

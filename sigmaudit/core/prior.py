@@ -305,6 +305,13 @@ class AtomsBetaObjective:
         np.cumsum(1.0 / t, out=d[1:])
         return log_r, d
 
+    def _rising_curvature(self, x: float) -> NDArray[np.float64]:
+        """ψ'(x) − ψ'(x + j) = Σ_{i<j} 1/(x + i)² for j = 0..max n (at most ``_RISING_MAX``)."""
+        m = int(self.n.max())
+        q = np.zeros(m + 1)
+        np.cumsum((x + np.arange(m, dtype=np.float64)) ** -2.0, out=q[1:])
+        return q
+
     def _terms(self, theta: NDArray[np.float64], derivative: bool = False):
         """Per pair: log weight + log P(k | n, component) for each component (C(n, k) dropped, as in
         the grid likelihood); with ``derivative`` also d/d(log a), d/d(log b) of each Beta's term."""
@@ -327,16 +334,21 @@ class AtomsBetaObjective:
         mix = np.logaddexp.reduce(np.stack(terms, axis=1), axis=1)
         return -float(self.c @ mix)
 
+    def _responsibilities(self, theta: NDArray[np.float64]):
+        """Per-pair log mixture density, each component's share of it, and d/d(log shape) terms."""
+        terms, d_shape = self._terms(theta, derivative=True)
+        T = np.stack(terms, axis=1)
+        mix = np.logaddexp.reduce(T, axis=1)
+        with np.errstate(invalid="ignore"):
+            r = np.where(np.isfinite(T), np.exp(T - mix[:, None]), 0.0)
+        return mix, r, d_shape
+
     def nll_grad(self, theta: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
         """``nll`` and its exact gradient (responsibilities; digamma differences for the Beta shapes)."""
         theta = np.asarray(theta, dtype=np.float64)
         n_w, c_u = self.n_weights, self.c
         lw = self.log_weights(theta)
-        terms, d_shape = self._terms(theta, derivative=True)
-        T = np.stack(terms, axis=1)
-        mix = np.logaddexp.reduce(T, axis=1)
-        with np.errstate(invalid="ignore"):
-            r = np.where(np.isfinite(T), np.exp(T - mix[:, None]), 0.0)  # responsibilities
+        mix, r, d_shape = self._responsibilities(theta)
         cr = c_u @ r
         grad = np.empty(theta.size)
         grad[: n_w - 1] = -(cr[: n_w - 1] - c_u.sum() * np.exp(lw[: n_w - 1]))
@@ -344,6 +356,43 @@ class AtomsBetaObjective:
             grad[n_w - 1 + 2 * j] = -float(c_u @ (r[:, 2 + j] * da))
             grad[n_w + 2 * j] = -float(c_u @ (r[:, 2 + j] * db))
         return -float(c_u @ mix), grad
+
+    def nll_hessian(self, theta: NDArray[np.float64]) -> NDArray[np.float64] | None:
+        """The exact Hessian of ``nll`` (None above ``_RISING_MAX`` samples: use differences).
+
+        With T_ij = log w_j + log P(k_i | n_i, component j), r_ij its responsibility and
+        g_ij = ∂T_ij/∂θ: ∂² log Σ_j e^{T_ij} = Σ_j r_ij (∂²T_ij + g_ij g_ijᵀ) − m_i m_iᵀ, m_i = Σ_j r_ij g_ij.
+        ∂²T_ij is −(diag(w) − w wᵀ) in the weight logits and the beta-binomial's second derivatives
+        (trigamma differences, as sums of 1/(x + i)²) in the log shapes.
+        """
+        if int(self.n.max()) > _RISING_MAX:
+            return None
+        theta = np.asarray(theta, dtype=np.float64)
+        n_w, c_u, dim = self.n_weights, self.c, theta.size
+        w = np.exp(self.log_weights(theta))
+        _, r, d_shape = self._responsibilities(theta)
+        cr = c_u[:, None] * r
+        u = np.eye(n_w)[:, : n_w - 1] - w[: n_w - 1]  # g_ij in the weight logits: row j, every pair
+        m = np.zeros((self.n.size, dim))  # m_i = Σ_j r_ij g_ij
+        m[:, : n_w - 1] = r[:, : n_w - 1] - w[: n_w - 1]
+        H = np.zeros((dim, dim))  # Σ_i c_i Σ_j r_ij (∂²T_ij + g_ij g_ijᵀ)
+        H[: n_w - 1, : n_w - 1] = u.T @ (cr.sum(axis=0)[:, None] * u) - c_u.sum() * (
+            np.diag(w[: n_w - 1]) - np.outer(w[: n_w - 1], w[: n_w - 1]))
+        f = self.n - self.k
+        for j, ((a, b), (da, db)) in enumerate(zip(self.shapes(theta), d_shape, strict=True)):
+            cols = slice(n_w - 1 + 2 * j, n_w + 1 + 2 * j)
+            s_ij, crj = np.stack([da, db], axis=1), cr[:, 2 + j]
+            m[:, cols] = r[:, 2 + j, None] * s_ij
+            v = crj @ s_ij
+            H[: n_w - 1, cols] += np.outer(u[2 + j], v)
+            H[cols, : n_w - 1] += np.outer(v, u[2 + j])
+            qa, qb, qab = (self._rising_curvature(float(x)) for x in (a, b, a + b))
+            q_ab = crj @ qab[self.n]
+            H[cols, cols] += s_ij.T @ (crj[:, None] * s_ij) + np.array([
+                [v[0] + a * a * (q_ab - crj @ qa[self.k]), a * b * q_ab],
+                [a * b * q_ab, v[1] + b * b * (q_ab - crj @ qb[f])]])
+        H -= m.T @ (c_u[:, None] * m)
+        return -0.5 * (H + H.T)  # exactly symmetric (a BLAS product need not be)
 
     def start(self) -> NDArray[np.float64]:
         """The observed never/always-solved shares and flat (or low/high) Betas."""
@@ -407,14 +456,15 @@ def _minimize_from_starts(objective: AtomsBetaObjective) -> BoxFit:
     if objective.components == 2:
         one = AtomsBetaObjective(objective.n, objective.k, objective.c, 1)
         lo1, hi1 = one.bounds()
-        x1 = minimize_box(one.nll_grad, one.start(), lo1, hi1, max_step=MAX_STEP).x
+        x1 = minimize_box(one.nll_grad, one.start(), lo1, hi1, max_step=MAX_STEP, hessian=one.nll_hessian).x
         low, high, middle = [0.0, np.log(4.0)], [np.log(4.0), 0.0], [np.log(4.0), np.log(4.0)]
         starts += [np.array([x1[0] + np.log(0.2), x1[1] + np.log(0.2), np.log(4.0), x1[2], x1[3], *second])
                    for second in (low, high, middle)]
         # the one-Beta optimum plus a sharper Beta of the same mean (two equal Betas are a saddle point
         # that Newton steps from a symmetric start do not leave)
         starts.append(np.array([x1[0], x1[1], 0.0, x1[2], x1[3], x1[2] + 1.0, x1[3] + 1.0]))
-    fits = [minimize_box(objective.nll_grad, x, lo, hi, max_step=MAX_STEP) for x in starts]
+    fits = [minimize_box(objective.nll_grad, x, lo, hi, max_step=MAX_STEP, hessian=objective.nll_hessian)
+            for x in starts]
     return min(fits, key=lambda fit: fit.fun)
 
 
