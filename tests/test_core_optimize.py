@@ -200,16 +200,18 @@ def test_exact_hessian_and_gradient_against_central_differences(seed, prompts, n
     np.testing.assert_allclose(H, 0.5 * (numeric + numeric.T), rtol=1e-5, atol=1e-6 * np.abs(H).max())
 
 
-def test_exact_hessian_is_none_past_the_rising_sums_and_the_fit_falls_back():
+def test_exact_hessian_is_none_past_the_rising_sums_and_the_fit_falls_back(monkeypatch):
     """Above _RISING_MAX samples a prompt's beta-binomial terms are log-gammas: no exact Hessian, and
-    minimize_box takes forward differences instead (same optimum as with L-BFGS-B)."""
-    from sigmaudit.core.prior import _RISING_MAX
+    minimize_box takes forward differences instead (same optimum as with L-BFGS-B). The threshold is
+    lowered to 50 here so that the log-gamma path runs on small arrays."""
+    import sigmaudit.core.prior as prior_mod
 
-    n = np.array([_RISING_MAX + 10, 40, 40, 40, 12])
-    k = np.array([(_RISING_MAX + 10) // 3, 0, 40, 17, 5])
-    objective = AtomsBetaObjective(n, k, np.ones(5), 1)
+    monkeypatch.setattr(prior_mod, "_RISING_MAX", 50)
+    n = np.array([64, 40, 40, 40, 12, 60, 64])
+    k = np.array([21, 0, 40, 17, 5, 60, 3])
+    objective = AtomsBetaObjective(n, k, np.ones(n.size), 1)
     assert objective.nll_hessian(objective.start()) is None
-    _assert_not_worse(n, k, np.ones(5))
+    _assert_not_worse(n, k, np.ones(n.size))
 
 
 def test_minimize_box_with_an_exact_hessian_rosenbrock():
@@ -224,3 +226,49 @@ def test_minimize_box_with_an_exact_hessian_rosenbrock():
     fit = minimize_box(fg, np.array([-1.2, 1.0]), np.full(2, -5.0), np.full(2, 5.0), hessian=hess)
     np.testing.assert_allclose(fit.x, [1.0, 1.0], atol=1e-7)
     assert fit.nit < 40
+
+
+@pytest.mark.parametrize("name", [*SAMPLES, "real"])
+def test_the_pace_rule_keeps_the_optimum(name, monkeypatch):
+    """Stopping runs that cannot reach the best value so far at their pace (minimize_box's ``beat``)
+    finds the same optimum as following every start for all of max_iter, on every real corpus."""
+    import sigmaudit.core.prior as prior_mod
+
+    corpora = _real_corpora()
+    names = [m for m in corpora if m not in SAMPLES] if name == "real" else [name]
+    if not names:
+        pytest.skip("no /work/shared/data/real")
+    for m in names:
+        n, k, c = _thinned(*corpora[m])
+        for components in (1, 2):
+            objective = AtomsBetaObjective(n, k, c, components)
+            fast = _minimize_from_starts(objective)
+            with monkeypatch.context() as patch:
+                patch.setattr(prior_mod, "minimize_box",
+                              lambda *a, beat=None, **kw: minimize_box(*a, **kw))  # noqa: ARG005
+                full = _minimize_from_starts(objective)
+            assert fast.fun == pytest.approx(full.fun, rel=1e-12, abs=1e-9), (m, components)
+
+
+def test_minimize_box_beat_stops_a_slow_run_only():
+    """f(x) = 1 + e^(−x) on [0, 50]: a steepest-descent-like crawl (the Newton step is capped).
+    With nothing to beat it runs its iterations; asked to beat 0.5 (unreachable at a gain of at most
+    ~0.1·e^(−x) per step) it stops once its pace cannot get there; asked to beat a value it reaches, it
+    does not stop."""
+    from sigmaudit.core.optimize import PACE_WINDOW
+
+    def fg(x):
+        return 1.0 + float(np.exp(-x[0])), np.array([-np.exp(-x[0])])
+
+    def run(**kw):
+        return minimize_box(fg, np.array([0.0]), np.zeros(1), np.full(1, 50.0), max_step=0.1, max_iter=60, **kw)
+
+    free, stopped, kept = run(), run(beat=0.5), run(beat=1.0 + np.exp(-5.0))
+    assert free.nit == 60 and free.x[0] == pytest.approx(6.0)
+    # the iterates are x_i = 0.1·i: the first i ≥ PACE_WINDOW with f_i − 0.5 > (largest of the last
+    # PACE_WINDOW gains) · (60 − i)
+    f = 1.0 + np.exp(-0.1 * np.arange(61))
+    gains = f[:-1] - f[1:]
+    expected = next(i for i in range(PACE_WINDOW, 61) if f[i] - 0.5 > gains[i - PACE_WINDOW:i].max() * (60 - i))
+    assert stopped.nit == expected < 60 and stopped.fun == pytest.approx(f[expected], rel=1e-12)
+    assert kept.nit == 60 and kept.fun == free.fun

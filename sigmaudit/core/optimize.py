@@ -86,18 +86,22 @@ def minimize_box(
     gtol: float = 1e-9,
     max_step: float = np.inf,
     hessian: Callable[[NDArray[np.float64]], NDArray[np.float64] | None] | None = None,
+    beat: float = np.inf,
 ) -> BoxFit:
     """Minimise ``fun_grad`` (returning f and its gradient) over the box [lo, hi] from ``x0``.
 
     ``gtol`` bounds the projected gradient's largest entry relative to max(1, |f|); ``ftol`` the
     predicted gain of a Newton step, relative to max(1, |f|); ``max_step`` caps a step's largest
     coordinate (the direction is kept); ``hessian`` (x ↦ the exact Hessian, or None) replaces the
-    forward differences of the gradient.
+    forward differences of the gradient. ``beat`` (the best objective another run reached) stops a
+    run early once it cannot get below that value at the pace of its last ``PACE_WINDOW`` iterations
+    (their largest gain, sustained for every iteration left): a start that has slid into a flat valley
+    above a better optimum is not followed for the rest of ``max_iter``.
     """
     lo_a, hi_a = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
     x = np.clip(np.asarray(x0, dtype=np.float64), lo_a, hi_a)
     f, g = fun_grad(x)
-    it = 0
+    it, gains = 0, []
     for it in range(1, max_iter + 1):  # noqa: B007 - the count is reported
         scale = max(1.0, abs(f))
         pg = x - np.clip(x - g, lo_a, hi_a)  # projected gradient
@@ -116,20 +120,37 @@ def minimize_box(
         longest = float(np.max(np.abs(step[free]), initial=0.0))
         if longest > max_step:  # a step no longer than max_step in any free coordinate
             step[free] *= max_step / longest
-        t, moved = 1.0, False
-        while t > 1e-12:
-            x_new = np.clip(x + t * step, lo_a, hi_a)
-            dx = x_new - x
-            slope = float(g @ dx)
-            if slope >= 0.0 or not np.any(dx):
-                t *= 0.5
-                continue
-            f_new, g_new = fun_grad(x_new)
-            if np.isfinite(f_new) and f_new <= f + 1e-4 * slope:
-                moved = True
-                break
-            t *= 0.5
-        if not moved:
+        moved = _arc_search(fun_grad, x, f, g, step, lo_a, hi_a)
+        if moved is None:
             break
-        x, f, g = x_new, f_new, g_new
+        gains.append(f - moved[1])
+        x, f, g = moved
+        if len(gains) >= PACE_WINDOW and f - beat > max(gains[-PACE_WINDOW:]) * (max_iter - it):
+            break  # at its best recent pace this run cannot get down to ``beat`` in the iterations left
     return BoxFit(x=x, fun=float(f), nit=it)
+
+
+PACE_WINDOW = 10
+"""Iterations whose largest gain sets a run's pace for ``minimize_box``'s ``beat``."""
+
+
+Point = tuple[NDArray[np.float64], float, NDArray[np.float64]]
+
+
+def _arc_search(fun_grad: FunGrad, x: NDArray[np.float64], f: float, g: NDArray[np.float64], step: NDArray[np.float64],
+                lo: NDArray[np.float64], hi: NDArray[np.float64]) -> Point | None:
+    """Armijo backtracking along the projection arc x(t) = clip(x + t·step): the first t = 1, 1/2, ...
+    whose point lowers f by at least 1e-4 of the slope (x, f, gradient there), or None."""
+    t = 1.0
+    while t > 1e-12:
+        x_new = np.clip(x + t * step, lo, hi)
+        dx = x_new - x
+        slope = float(g @ dx)
+        if slope >= 0.0 or not np.any(dx):
+            t *= 0.5
+            continue
+        f_new, g_new = fun_grad(x_new)
+        if np.isfinite(f_new) and f_new <= f + 1e-4 * slope:
+            return x_new, f_new, g_new
+        t *= 0.5
+    return None
