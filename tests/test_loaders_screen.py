@@ -104,13 +104,22 @@ def test_screen_skips_the_full_read_when_the_halves_differ(tmp_path, monkeypatch
         calls.clear()
 
 
-def test_a_value_that_does_not_parse_in_an_unused_column_is_still_refused(tmp_path):
-    """The text read behind the check parses every column, as the full check did: a value past the
-    schema-inference window that does not fit its column's type is refused, whichever columns the
-    layout uses (the reduction reads the rows from memory, not a narrower second pass)."""
-    lines = [json.dumps({"step": 1, "prompt_id": f"q{i % 50}", "reward": float(i % 7 == 0),
-                         "extra": 1 if i < 1100 else "text"}) for i in range(1200)]
+def test_a_late_value_of_another_type_counts_only_in_a_column_the_layout_uses(tmp_path):
+    """The text read behind the check parses the columns the layout uses: a value past the
+    schema-inference window that does not fit its column's type is refused in the reward column and
+    ignored in a column nothing reads (the counts are those of the json module)."""
+    lines = [{"step": 1, "prompt_id": f"q{i % 50}", "reward": float(i % 7 == 0),
+              "extra": 1 if i < 1100 else "text"} for i in range(1200)]
     path = tmp_path / "late.jsonl"
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text("\n".join(map(json.dumps, lines)) + "\n")
+    got = load_counts([path], LoadOptions()).per_prompt.sort("prompt")
+    expected = {}
+    for line in lines:
+        n, k = expected.get(line["prompt_id"], (0, 0))
+        expected[line["prompt_id"]] = (n + 1, k + int(line["reward"]))
+    assert got.rows() == sorted((p, n, k) for p, (n, k) in expected.items())
+    for line in lines[1100:]:
+        line["reward"] = "text"
+    path.write_text("\n".join(map(json.dumps, lines)) + "\n")
     with pytest.raises(InputError, match="cannot parse 'text'"):
         load_counts([path], LoadOptions())

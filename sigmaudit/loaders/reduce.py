@@ -109,8 +109,8 @@ def reduce_samples(src: Source, plan: ColumnMap, threshold: float | None,
         may_repeat, held = _screen(src, lf, plan, [*keys, plan.reward])
         if held is not None:
             rows = held.lazy()
-        if may_repeat:
-            table = held if held is not None else _collect(src, lf.select(plan.dedupe))
+        if may_repeat:  # the full check, on every column (the screen held only the needed ones)
+            table = _collect(src, lf.select(plan.dedupe))
             table, duplicates = drop_repeated_blocks(table, plan.step if trl else None, distinct=not trl,
                                                      steps_col=plan.step)
             deduped = trl or duplicates > 0
@@ -144,13 +144,14 @@ def reduce_samples(src: Source, plan: ColumnMap, threshold: float | None,
 
 
 def _screen(src: Source, lf: pl.LazyFrame, plan: ColumnMap, needed: list[str]) -> tuple[bool, pl.DataFrame | None]:
-    """(could the repeated-block check drop rows?, the file's ``plan.dedupe`` columns in memory or None).
+    """(could the repeated-block check drop rows?, the file's ``needed`` columns in memory or None).
 
     :func:`drop_repeated_blocks` without ``step`` drops rows only when the table has an even,
     non-zero height and its first half equals its second half row for row; each test below is
     implied by that, so when one fails nothing can be dropped. A text file (jsonl, csv) is read
-    once, every column as before (so a value that does not parse fails as before), and reduced
-    from memory instead of being parsed a second time. A parquet file is not read for the check:
+    once, the ``needed`` columns only (equal halves on every column imply equal halves on these),
+    and reduced from memory instead of being parsed a second time; only when those halves are equal
+    is every column read for the full check. A parquet file is not read for the check:
     its height (from the footer) and two rows, row 0 and the first row of the second half, decide
     whether the full check must run (step-range reduction and its memory bound are kept). TRL's
     per-step check and plans with derived columns or a row filter take the full check."""
@@ -164,7 +165,7 @@ def _screen(src: Source, lf: pl.LazyFrame, plan: ColumnMap, needed: list[str]) -
         table = lf.select(plan.dedupe)
         first = _collect(src, table.slice(0, 1))
         return first.equals(_collect(src, table.slice(height // 2, 1))), None
-    held = _collect(src, lf.select(plan.dedupe))
+    held = _collect(src, lf.select(list(dict.fromkeys(needed))))
     half = held.height // 2
     return bool(half) and held.height % 2 == 0 and held.head(half).equals(held.tail(half)), held
 
