@@ -3,11 +3,12 @@
 The parametric priors of :mod:`sigmaudit.core.prior` have 4 or 7 parameters, an exact gradient and a
 box. :func:`minimize_box` is a projected Newton method (Bertsekas 1982, "Projected Newton methods for
 optimization problems with simple constraints"): at each iteration the variables at a bound whose
-gradient pushes outwards are held there, the others take a Newton step on a forward-difference
-Hessian of the exact gradient (damped to be positive definite where the likelihood is not convex),
-and an Armijo search along the projection arc keeps every iterate in the box and every step downhill.
-It stops when the projected gradient vanishes (relative to the objective's size), when a full Newton
-step would gain less than ``ftol`` · max(1, |f|), or when no step along the arc lowers f.
+gradient pushes outwards are held there, the others take a Newton step on the exact Hessian when the
+caller has one (else forward differences of the exact gradient), damped to be positive definite where
+the likelihood is not convex, and an Armijo search along the projection arc keeps every iterate in the
+box and every step downhill. It stops when the projected gradient vanishes (relative to the objective's
+size), when a full Newton step would gain less than ``ftol`` · max(1, |f|), when no step along the arc
+lowers f, or (given ``beat``) when its recent pace cannot take it below another run's optimum.
 
 Against scipy's L-BFGS-B (default tolerances, the optimiser used before) it converges further: its
 default stop, a relative gain below 2.2e-9 per step, leaves the parameters up to ~1e-4 from the
