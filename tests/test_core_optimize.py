@@ -97,14 +97,18 @@ def _real_corpora() -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     return out
 
 
-@pytest.mark.parametrize("name", [*SAMPLES, "real"])
-def test_real_corpora_not_worse_and_same_choice(name):
+def _named(name: str) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The thinned corpus of one sample log, or (``real``) every real data set; skips when there are none."""
     corpora = _real_corpora()
     names = [m for m in corpora if m not in SAMPLES] if name == "real" else [name]
     if not names:
         pytest.skip("no /work/shared/data/real")
-    for m in names:
-        n, k, c = _thinned(*corpora[m])
+    return {m: _thinned(*corpora[m]) for m in names}
+
+
+@pytest.mark.parametrize("name", [*SAMPLES, "real"])
+def test_real_corpora_not_worse_and_same_choice(name):
+    for m, (n, k, c) in _named(name).items():
         _assert_not_worse(n, k, c)
         assert fit_corpus_prior(n, k, c).kind == _scipy_kind(n, k, c), m
 
@@ -234,12 +238,7 @@ def test_the_pace_rule_keeps_the_optimum(name, monkeypatch):
     finds the same optimum as following every start for all of max_iter, on every real corpus."""
     import sigmaudit.core.prior as prior_mod
 
-    corpora = _real_corpora()
-    names = [m for m in corpora if m not in SAMPLES] if name == "real" else [name]
-    if not names:
-        pytest.skip("no /work/shared/data/real")
-    for m in names:
-        n, k, c = _thinned(*corpora[m])
+    for m, (n, k, c) in _named(name).items():
         for components in (1, 2):
             objective = AtomsBetaObjective(n, k, c, components)
             fast = _minimize_from_starts(objective)

@@ -463,12 +463,11 @@ def _minimize_from_starts(objective: AtomsBetaObjective) -> BoxFit:
         # the one-Beta optimum plus a sharper Beta of the same mean (two equal Betas are a saddle point
         # that Newton steps from a symmetric start do not leave)
         starts.append(np.array([x1[0], x1[1], 0.0, x1[2], x1[3], x1[2] + 1.0, x1[3] + 1.0]))
-    best: BoxFit | None = None
-    for x in starts:  # a run that cannot reach the best so far at its pace stops early (minimize_box's beat)
+    best = minimize_box(objective.nll_grad, starts[0], lo, hi, max_step=MAX_STEP, hessian=objective.nll_hessian)
+    for x in starts[1:]:  # a run that cannot reach the best so far at its pace stops early (minimize_box's beat)
         fit = minimize_box(objective.nll_grad, x, lo, hi, max_step=MAX_STEP, hessian=objective.nll_hessian,
-                           beat=np.inf if best is None else best.fun)
-        best = fit if best is None or fit.fun < best.fun else best
-    assert best is not None
+                           beat=best.fun)
+        best = min(best, fit, key=lambda r: r.fun)
     return best
 
 
