@@ -1,0 +1,111 @@
+"""The GitHub Action (action.yml) and the pre-commit hook (.pre-commit-hooks.yaml), run locally.
+
+Each ``run:`` script of the composite action runs under bash as GitHub runs it (``bash --noprofile
+--norc -eo pipefail``), its ``env:`` expressions filled from the inputs given (else the inputs'
+defaults). The install step's ``pip install`` is not run here (it would modify this environment);
+its ``install: false`` branch and its refusal of a bad value are.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+yaml = pytest.importorskip("yaml")
+
+ROOT = Path(__file__).resolve().parents[1]
+ACTION = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+SAMPLE = str(ROOT / "sample_logs" / "rollouts.parquet")
+EXPR = re.compile(r"\$\{\{\s*([\w.-]+)\s*\}\}")
+
+
+def _bin(tmp_path: Path) -> Path:
+    """A ``sigmaudit`` on PATH that runs this checkout (the one under test, not an installed copy)."""
+    exe = tmp_path / "bin" / "sigmaudit"
+    exe.parent.mkdir(exist_ok=True)
+    exe.write_text(f'#!/bin/sh\nPYTHONPATH="{ROOT}" exec "{sys.executable}" -m sigmaudit "$@"\n')
+    exe.chmod(0o755)
+    return exe.parent
+
+
+def _run_step(step: dict, inputs: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess:
+    defaults = {name: str(spec.get("default", "")) for name, spec in ACTION["inputs"].items()}
+    unknown = set(inputs) - set(defaults)
+    assert not unknown, f"not inputs of the action: {unknown}"
+    values = {**defaults, **inputs}
+    context = {f"inputs.{k}": v for k, v in values.items()} | {"github.action_path": str(ROOT)}
+    env = {name: EXPR.sub(lambda m: context[m.group(1)], str(value)) for name, value in step.get("env", {}).items()}
+    env |= {"PATH": f"{_bin(tmp_path)}:/usr/bin:/bin", "GITHUB_OUTPUT": str(tmp_path / "github_output"),
+            "HOME": str(tmp_path)}
+    assert step["shell"] == "bash"
+    assert not EXPR.search(step["run"]), "inputs reach the script through env, never pasted into it"
+    return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], env=env,
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+
+
+def _step(name: str) -> dict:
+    (step,) = [s for s in ACTION["runs"]["steps"] if s.get("id") == name or s["name"] == name]
+    return step
+
+
+def test_action_is_a_composite_whose_inputs_all_reach_a_step():
+    assert ACTION["runs"]["using"] == "composite"
+    used = set(re.findall(r"inputs\.([\w-]+)", (ROOT / "action.yml").read_text(encoding="utf-8").split("runs:")[1]))
+    assert used == set(ACTION["inputs"])
+
+
+def test_check_step_fails_the_job_on_a_failed_threshold(tmp_path):
+    junit = tmp_path / "sigmaudit.xml"
+    inputs = {"paths": SAMPLE, "group-size": "8", "max-silent": "0.5", "min-fidelity": "0.1", "junit": str(junit),
+              "args": "--quiet --bootstrap 0"}
+    done = _run_step(_step("check"), inputs, tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "silent_rate 0.5990 > limit 0.5000 at G = 8" in done.stderr
+    assert (tmp_path / "github_output").read_text() == "exit-code=1\n"
+    cases = ET.parse(junit).getroot().iter("testcase")
+    assert {c.get("name"): c.find("failure") is not None for c in cases} == {"silent_rate": True, "fidelity": False}
+
+
+def test_check_step_passes_and_writes_the_report(tmp_path):
+    out = tmp_path / "report.json"
+    done = _run_step(_step("check"), {"paths": f"{SAMPLE}\n", "max-silent": "0.9", "output": str(out),
+                                      "args": "-G 8 --quiet --bootstrap 0"}, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "github_output").read_text() == "exit-code=0\n"
+    import json
+
+    assert json.loads(out.read_text())["G"] == 8
+
+
+def test_check_step_exits_2_when_the_logs_cannot_be_read(tmp_path):
+    inputs = {"paths": str(tmp_path / "missing.jsonl"), "max-silent": "0.5", "args": "--bootstrap 0"}
+    done = _run_step(_step("check"), inputs, tmp_path)
+    assert done.returncode == 2
+    assert (tmp_path / "github_output").read_text() == "exit-code=2\n"
+
+
+def test_install_step_without_install_uses_the_sigmaudit_on_path(tmp_path):
+    done = _run_step(_step("Install sigmaudit"), {"paths": SAMPLE, "install": "false"}, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("sigmaudit ")
+    bad = _run_step(_step("Install sigmaudit"), {"paths": SAMPLE, "install": "maybe"}, tmp_path)
+    assert bad.returncode == 2 and "install must be true or false" in bad.stdout
+
+
+def test_pre_commit_hook_runs_check(tmp_path):
+    (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+    assert hook["id"] == "sigmaudit-check" and hook["pass_filenames"] is False
+    assert re.search(hook["files"], "rollouts/3.jsonl.zst") and not re.search(hook["files"], "README.md")
+    argv = shlex.split(hook["entry"])
+    assert argv[0] == "sigmaudit"
+    cmd = [sys.executable, "-m", "sigmaudit", *argv[1:], SAMPLE, "-G", "8", "--bootstrap", "0", "--max-silent", "0.5"]
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    failed = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert failed.returncode == 1, failed.stderr
+    assert failed.stderr.startswith("sigmaudit: check FAILED (1 of 1): silent_rate 0.5990 > limit 0.5000")
