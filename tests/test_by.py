@@ -13,9 +13,7 @@ from test_loaders_layouts import write_jsonl
 from sigmaudit.errors import SchemaError
 from sigmaudit.loaders import load_by, load_counts
 
-EVALPERF = Path(__file__).resolve().parents[2] / "shared" / "data" / "real" / "evalperf_per_task_pass_rates.csv"
-if not EVALPERF.exists():
-    EVALPERF = Path("/work/shared/data/real/evalperf_per_task_pass_rates.csv")
+EVALPERF = Path(__file__).parent / "data" / "real" / "evalperf_per_task_pass_rates.csv"
 
 
 @pytest.fixture
@@ -76,7 +74,6 @@ def test_by_a_missing_column_is_an_error(verl_two_sources):
         load_by([verl_two_sources], "model")
 
 
-@pytest.mark.skipif(not EVALPERF.exists(), reason="published data not present")
 def test_evalperf_by_run_matches_the_file(capsys):
     table = pl.read_csv(EVALPERF)
     never = (table.group_by("run").agg((pl.col("n_correct") == 0).mean().alias("never"),

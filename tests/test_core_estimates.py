@@ -19,8 +19,7 @@ from sigmaudit.core.estimates import Spec, bootstrap, resolve
 from sigmaudit.core.fidelity import expected_sigma
 from sigmaudit.core.prior import _fit_atoms_beta, default_grid, distinct_pairs, fit_corpus_prior, refit_prior
 
-REAL = next((p for p in (Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real",
-                         Path("/work/shared/data/real")) if p.exists()), Path("../shared/data/real"))
+REAL = Path(__file__).parent / "data" / "real"
 EVALPERF = REAL / "evalperf_per_task_pass_rates.csv"
 AIME = REAL / "pika_aime_1983_2024_pass_rates.csv"
 CRUX = REAL / "cruxeval_codellama7b_t0.2_input_n10.csv"
@@ -72,7 +71,6 @@ def test_plan_recommends_exactly_the_smallest_G_check_passes(which, estimator):
     assert G == 1 or not check(corpus, G - 1, [Threshold("fidelity", Y)], estimator=estimator).passed
 
 
-@pytest.mark.skipif(not EVALPERF.exists(), reason="real data not present")
 def test_issue_reproducer_plan_then_check_on_evalperf(capsys):
     """plan --max-silent 0.659 then check -G <recommended> exits 0, and 1 at the G below."""
     code, out, _ = run(capsys, "plan", str(EVALPERF), "--max-silent", "0.659", "-f", "json", "-q", "--bootstrap", "0")
@@ -87,7 +85,6 @@ def test_issue_reproducer_plan_then_check_on_evalperf(capsys):
 # ---------------------------------------------------------------- small-n shares
 
 
-@pytest.mark.skipif(not (AIME.exists() and CRUX.exists()), reason="real data not present")
 @pytest.mark.parametrize("path", [AIME, CRUX])
 def test_extreme_share_is_positive_and_labelled_on_small_n_logs(capsys, path):
     code, out, _ = run(capsys, "scan", str(path), "-f", "json", "-q")

@@ -1,6 +1,6 @@
 """The bounded Newton minimiser of the prior fits (core/optimize.py) against scipy's L-BFGS-B, the
 optimiser it replaced: on random corpora (hypothesis) and on real ones (the sample logs, the
-published pass-rate files in /work/shared/data/real when present) its negative log-likelihood is
+published pass-rate files in tests/data/real) its negative log-likelihood is
 never above L-BFGS-B's from the same start and box (up to 1e-9 · |nll|), and the corpus prior
 chosen by the likelihood-ratio rule is the same kind."""
 
@@ -29,7 +29,7 @@ from sigmaudit.core.prior import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-REAL = Path("/work/shared/data/real")
+REAL = Path(__file__).parent / "data" / "real"
 SAMPLES = ["sample_logs/counts.csv", "sample_logs/long.csv", "sample_logs/rollouts.parquet",
            "sample_logs/grouped.parquet", "sample_logs/verl", "sample_logs/verl-v1", "sample_logs/areal",
            "sample_logs/nemo-rl", "sample_logs/open-instruct", "sample_logs/prime-rl", "sample_logs/roll",
@@ -102,7 +102,7 @@ def _named(name: str) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     corpora = _real_corpora()
     names = [m for m in corpora if m not in SAMPLES] if name == "real" else [name]
     if not names:
-        pytest.skip("no /work/shared/data/real")
+        pytest.skip("no real corpora")
     return {m: _thinned(*corpora[m]) for m in names}
 
 

@@ -15,8 +15,8 @@ from sigmaudit.errors import InputError, SchemaError
 from sigmaudit.loaders import LoadOptions, load_counts
 
 BAD = Path(__file__).resolve().parent / "fixtures" / "bad"
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-REAL = SHARED / "data" / "real"
+DATA = Path(__file__).parent / "data"
+REAL = DATA / "real"
 
 # fixture file -> (exception, text the one-line message must contain besides the file name)
 EXPECTED = {
@@ -74,7 +74,6 @@ def test_unsupported_file_inside_a_directory_is_skipped(tmp_path):
     assert load_counts([tmp_path]).files == (str(tmp_path / "ok.csv"),)
 
 
-needs_shared = pytest.mark.skipif(not REAL.is_dir(), reason="../shared/data/real not present")
 
 
 def summary(name: str) -> tuple[int, float, float, float]:
@@ -84,7 +83,6 @@ def summary(name: str) -> tuple[int, float, float, float]:
             round(float((k == n).mean()), 4))
 
 
-@needs_shared
 @pytest.mark.parametrize(("name", "expected"), [
     # (prompts, mean pass rate, never solved, always solved) from each file's .source.md
     ("cruxeval_codellama7b_t0.2_input_n10.csv", (800, 0.3595, 0.5250, 0.2625)),
@@ -96,7 +94,6 @@ def test_real_files_match_their_source_notes(name, expected):
     assert summary(name) == expected
 
 
-@needs_shared
 def test_real_cruxeval_is_long_with_ten_samples_each():
     lc = load_counts([REAL / "cruxeval_codellama7b_t0.2_input_n10.csv"])
     assert (lc.layout, lc.n_rows, lc.reward_source, lc.per_group) == ("long", 8000, "correct",
@@ -104,9 +101,8 @@ def test_real_cruxeval_is_long_with_ten_samples_each():
     assert set(lc.per_prompt["n"].to_list()) == {10}
 
 
-@needs_shared
 def test_commented_csv_header_is_skipped():
-    loaded = load_counts([SHARED / "data" / "dapo_fig3b_allcorrect.csv"])  # a per-step series
+    loaded = load_counts([DATA / "dapo_fig3b_allcorrect.csv"])  # a per-step series
     assert loaded.layout == "series" and loaded.series.columns == ["step", "observed_all_correct"]
     assert loaded.series.height == 60 and loaded.series["step"][0] == 71
 

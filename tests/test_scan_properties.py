@@ -18,8 +18,7 @@ from sigmaudit.audits.scan import audit
 from sigmaudit.core.identify import NotIdentifiedError, thin_corpus
 from sigmaudit.loaders import LoadedCounts
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-CRUXEVAL = SHARED / "data" / "real" / "cruxeval_codellama7b_t0.2_input_n10.csv"
+CRUXEVAL = Path(__file__).parent / "data" / "real" / "cruxeval_codellama7b_t0.2_input_n10.csv"
 
 
 def loaded_from(n: list[int], k: list[int]) -> LoadedCounts:
@@ -104,7 +103,6 @@ def test_model_based_estimate_is_close_to_the_truth_at_twice_n():
     assert abs(row.plugin - truth) > 0.03  # the plug-in is visibly biased here: the model matters
 
 
-@pytest.mark.skipif(not CRUXEVAL.exists(), reason="shared real data not available")
 def test_cruxeval_end_to_end(capsys):
     import json
 

@@ -13,8 +13,7 @@ from sigmaudit.cli.app import main
 from sigmaudit.errors import SchemaError
 from sigmaudit.loaders import load_counts
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-DAPO = SHARED / "dapo_fig3b_allcorrect.csv"
+DAPO = Path(__file__).parent / "data" / "dapo_fig3b_allcorrect.csv"
 
 
 def _dapo_rows() -> list[tuple[int, float]]:
@@ -24,7 +23,6 @@ def _dapo_rows() -> list[tuple[int, float]]:
     return [(int(a), float(b)) for a, b in (ln.split(",") for ln in lines[1:])]
 
 
-@pytest.mark.skipif(not DAPO.exists(), reason="shared data not beside the repository")
 def test_dapo_curve_loads_as_a_series():
     loaded = load_counts([DAPO])
     assert loaded.layout == "series" and loaded.has_steps and loaded.per_prompt.height == 0
@@ -34,7 +32,6 @@ def test_dapo_curve_loads_as_a_series():
     assert len(got) == 60
 
 
-@pytest.mark.skipif(not DAPO.exists(), reason="shared data not beside the repository")
 def test_dapo_trend_json_shows_the_all_correct_share_climbing(capsys):
     assert main(["trend", str(DAPO), "-f", "json", "-q"]) == 0
     d = json.loads(capsys.readouterr().out)

@@ -17,8 +17,6 @@ from sigmaudit.errors import SchemaError
 from sigmaudit.render import Format, render
 from sigmaudit.views import build_view
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-
 # step -> k of each logged group (n = 4 everywhere)
 TRUTH = {1: [0, 0, 4, 2], 2: [4, 4, 1, 3], 3: [0, 2]}
 N = 4
