@@ -222,15 +222,34 @@ def _prior_of_step(fits: NDArray[np.int64], S: int) -> NDArray[np.int64]:
 
 def _priors_before(g: pl.DataFrame, steps: NDArray[np.int64], fits: NDArray[np.int64]) -> list[Any]:
     """One corpus prior per fit step i, fitted to the groups logged before step i (as distinct (n, k) pairs)."""
-    from ..core.corpus import Corpus
-
     cells = g.group_by("step", "n", "k").agg(pl.len().alias("c")).sort("step", "n", "k")
     priors = []
     for i in fits:
         before = (cells.filter(pl.col("step") < int(steps[i])).group_by("n", "k").agg(pl.col("c").sum())
                   .sort("n", "k"))
-        priors.append(Corpus.from_pairs(before["n"].to_numpy(), before["k"].to_numpy(), before["c"].to_numpy()).prior)
+        priors.append(prior_of_pairs(before["n"].to_numpy(), before["k"].to_numpy(), before["c"].to_numpy()))
     return priors
+
+
+PRIOR_MEMO = 64
+"""Corpus priors kept by :func:`prior_of_pairs` (most recently used)."""
+_PRIORS: dict[bytes, Any] = {}
+
+
+def prior_of_pairs(n: NDArray[np.int64], k: NDArray[np.int64], c: NDArray[np.int64]) -> Any:
+    """The corpus prior of distinct (n, k) pairs with multiplicities ``c``, fitted once per process for
+    the same pairs: a log replayed again after more steps (``watch`` at each step) refits only the priors
+    of data it had not seen (the replay's fits before step i do not depend on later steps)."""
+    from ..core.corpus import Corpus
+
+    key = np.stack([np.asarray(a, dtype=np.int64) for a in (n, k, c)]).tobytes()  # 3 equal rows: unambiguous
+    prior = _PRIORS.pop(key, None)
+    if prior is None:
+        prior = Corpus.from_pairs(n, k, c).prior
+    _PRIORS[key] = prior  # most recent last
+    while len(_PRIORS) > PRIOR_MEMO:
+        del _PRIORS[next(iter(_PRIORS))]
+    return prior
 
 
 @dataclass(frozen=True)
@@ -489,7 +508,6 @@ def _next_visit_table(
     """Every prompt's forecast at ``next_step`` (history decayed with the replay's final half-life, prior
     fitted to every logged group, recalibrated when G is the one logged size), sorted by P(silent)
     descending; also the prior's kind and whether the recalibration was applied."""
-    from ..core.corpus import Corpus
     from ..core.forecast import branch_skew, recalibrate, silent_forecast, visit_history
 
     visits = (groups.group_by("prompt", "step").agg(pl.col("n").sum(), pl.col("k").sum()).sort("prompt", "step"))
@@ -502,7 +520,7 @@ def _next_visit_table(
                          [rp.half_life_final])
     at_next = ext["step"].to_numpy() == next_step
     cells = groups.group_by("n", "k").agg(pl.len().alias("c")).sort("n", "k")
-    prior = Corpus.from_pairs(cells["n"].to_numpy(), cells["k"].to_numpy(), cells["c"].to_numpy()).prior
+    prior = prior_of_pairs(cells["n"].to_numpy(), cells["k"].to_numpy(), cells["c"].to_numpy())
     sf = silent_forecast(hist.n_eff[0, at_next], hist.k_eff[0, at_next], prior, G)
     silent, aw, ac = sf.silent, sf.all_wrong, sf.all_correct
     sizes = groups["n"].unique()

@@ -51,10 +51,10 @@ def _root(
 # Register the commands: each module defines one function; the app, not the module, registers it
 # (so no command module imports this one). Each module's import is light: heavy imports happen
 # inside the command.
-from .commands import backtest, calc, check, forecast, plan, reduce, report, scan, simulate, trend  # noqa: E402
+from .commands import backtest, calc, check, forecast, plan, reduce, report, scan, simulate, trend, watch  # noqa: E402
 
 for _command in (scan.scan, plan.plan, check.check, calc.calc, trend.trend, forecast.forecast, backtest.backtest,
-                 simulate.simulate, report.report, reduce.reduce):
+                 simulate.simulate, report.report, reduce.reduce, watch.watch):
     app.command(cls=Command)(_command)
 
 

@@ -128,3 +128,57 @@ LevelOpt = Annotated[
     float,
     typer.Option("--level", callback=check_level, metavar="FLOAT", help="Two-sided level of the intervals."),
 ]
+
+
+# --------------------------------------------------------------------------- watch
+
+_WATCH_GUARD = "Guard (exit 1)"
+_WATCH_OUT = "Live outputs"
+
+WatchIntervalOpt = Annotated[
+    float,
+    typer.Option("--interval", min=0.01, metavar="SECONDS",
+                 help="Seconds between two polls of the paths (also how long --once waits to see that no file "
+                      "still grows)."),
+]
+WatchOnceOpt = Annotated[
+    bool,
+    typer.Option("--once", help="Report what is there and exit (cron, CI): every step a later step follows, and "
+                                "the last one too when no file changed during one --interval."),
+]
+WatchUntilIdleOpt = Annotated[
+    float | None,
+    typer.Option("--until-idle", min=0.0, metavar="SECONDS", show_default=False,
+                 help="Exit once no file has changed for this long (the last step then counts as completed)."),
+]
+WatchWindowOpt = Annotated[
+    int,
+    typer.Option("--window", min=1, metavar="INT", help="Completed steps pooled in the rolling silent share."),
+]
+WatchMaxPSilentOpt = Annotated[
+    float,
+    typer.Option("--max-p-silent", callback=unit_interval, metavar="FLOAT",
+                 help="A prompt is on the skip list when its forecast P(silent) at the next visit exceeds this."),
+]
+WatchMaxSilentOpt = Annotated[
+    float | None,
+    typer.Option("--max-silent", callback=unit_interval, metavar="FLOAT", show_default=False,
+                 rich_help_panel=_WATCH_GUARD,
+                 help="Exit 1 when a completed step's observed silent share exceeds this in --for consecutive steps."),
+]
+WatchForOpt = Annotated[
+    int,
+    typer.Option("--for", min=1, metavar="INT", rich_help_panel=_WATCH_GUARD,
+                 help="Consecutive steps over --max-silent that trip the guard."),
+]
+WatchEventsOpt = Annotated[
+    Path | None,
+    typer.Option("--events", dir_okay=False, metavar="FILE", show_default=False, rich_help_panel=_WATCH_OUT,
+                 help="Write one JSON object per completed step to FILE (jsonl, flushed per step; replaced at start)."),
+]
+WatchSkipOutOpt = Annotated[
+    Path | None,
+    typer.Option("--skip-out", dir_okay=False, metavar="FILE", show_default=False, rich_help_panel=_WATCH_OUT,
+                 help="Keep FILE (.csv, .parquet or .jsonl) up to date, atomically after each step, with the next "
+                      "step's per-prompt forecast: every prompt with p_silent, expected_useful_rollouts and skip."),
+]

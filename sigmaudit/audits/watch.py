@@ -1,0 +1,297 @@
+"""``sigmaudit watch``: the audit of a run while it is written, one completed step at a time.
+
+:class:`Watch` is fed the per-group counts of everything complete so far (``step, prompt, n, k``,
+from :class:`sigmaudit.loaders.follow.Follower`) and reports each training step once, in step order,
+when it is **completed**: when a later step appears in the logs, or, at the end (``--once``,
+``--until-idle``), when no file changed during the last poll and none ends in a half-written line.
+For each completed step t it gives, all *observed* unless named a forecast:
+
+- the step's own groups and their silent share (all wrong / all correct), at their logged sizes;
+- the same over a rolling window of the last W completed steps (pooled groups);
+- the same over every step up to t: exactly ``scan``'s ``observed_silent`` on the logs cut after t;
+- the **forecast** for step t + 1 (``forecast`` run on the logs cut after t): every prompt seen so
+  far gets P(silent) at its next visit with G samples; the share is the mean over those prompts
+  (what step t + 1 would waste if it drew them all), ``expected_silent`` their sum; none before
+  the second step (nothing earlier to forecast from);
+- the skip list at ``max_p_silent`` and the prompts newly on it (or off it) since step t − 1;
+- the live guard: whether the step's observed share exceeds ``max_silent``, and for how many
+  consecutive steps; ``failed`` once that reaches ``for_steps``.
+
+Rows without a step value are left out (counted in ``unstepped_groups``). Rows for a step already
+reported (written late) are not reported again; ``late_groups`` counts them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import polars as pl
+
+DEFAULT_WINDOW = 5
+"""Completed steps pooled in the rolling window."""
+DEFAULT_MAX_P_SILENT = 0.9
+"""P(silent) above which a prompt is on watch's skip list when ``--max-p-silent`` is not given."""
+
+
+@dataclass(frozen=True)
+class Shares:
+    """Observed silent shares of a set of logged groups (each at its logged size)."""
+
+    groups: int
+    """Groups in the set."""
+    silent: float
+    """Share of them whose answers all agree (k = 0 or k = n)."""
+    all_wrong: float
+    """Share with k = 0."""
+    all_correct: float
+    """Share with k = n."""
+
+
+@dataclass(frozen=True)
+class NextStep:
+    """The forecast for the step after a completed one (``sigmaudit forecast`` on the logs cut there)."""
+
+    step: int
+    """The step forecast (the completed step + 1)."""
+    G: int
+    """Group size forecast (``-G``, else the most common logged group size so far)."""
+    prompts: int
+    """Prompts seen so far (each gets a forecast)."""
+    silent: float
+    """Mean P(silent) over those prompts: a prediction, not an observation."""
+    expected_silent: float
+    """Σ P(silent): silent groups expected if every prompt seen were drawn once more."""
+    half_life: float | None
+    """Half-life of the visit history in steps (None: no down-weighting)."""
+
+
+@dataclass(frozen=True)
+class StepReport:
+    """One completed step (one line of ``watch``, one ``--events`` object)."""
+
+    step: int
+    """The training step."""
+    G: int
+    """Most common logged group size at this step."""
+    observed: Shares
+    """This step's groups."""
+    window: Shares
+    """The groups of the last ``window_steps`` completed steps (this one included)."""
+    window_steps: int
+    """Completed steps in the window (fewer than asked at the start of a run)."""
+    cumulative: Shares
+    """Every group up to this step: ``scan``'s ``observed_silent`` on the logs cut after this step."""
+    prompts: int
+    """Distinct prompts seen up to this step."""
+    forecast: NextStep | None
+    """The next step's forecast; None at the first step."""
+    skip_threshold: float
+    """P(silent) above which a prompt is on the skip list."""
+    skipped: int
+    """Prompts on the skip list after this step."""
+    newly_skipped: tuple[str, ...]
+    """Prompts on the skip list now but not after the previous step."""
+    no_longer_skipped: tuple[str, ...]
+    """Prompts on it after the previous step but not now."""
+    over_limit: bool | None
+    """This step's observed silent share exceeds ``max_silent`` (None without ``max_silent``)."""
+    streak: int
+    """Consecutive completed steps over the limit, ending here."""
+    failed: bool
+    """The guard tripped here: ``streak`` reached ``for_steps``."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--events`` object: field names are the keys."""
+        return asdict(self) | {"newly_skipped": list(self.newly_skipped),
+                               "no_longer_skipped": list(self.no_longer_skipped)}
+
+
+@dataclass(frozen=True)
+class WatchSummary:
+    """What a watch saw, when it ends."""
+
+    steps: int
+    """Completed steps reported."""
+    first_step: int | None
+    last_step: int | None
+    cumulative: Shares | None
+    """Every reported step's groups pooled (None before the first step)."""
+    steps_over_limit: int
+    """Reported steps whose observed share exceeded ``max_silent``."""
+    longest_streak: int
+    """Longest run of consecutive steps over the limit."""
+    failed_at: int | None
+    """The step at which the guard tripped (None: it did not)."""
+    skipped: int
+    """Prompts on the skip list at the end."""
+    unreported_step: int | None
+    """A step seen but not completed when the watch ended (still being written), else None."""
+    late_groups: int
+    """Groups that arrived for a step after it was reported (not in any report)."""
+    unstepped_groups: int
+    """Groups without a step value (left out)."""
+    ended_by: str
+    """once, idle, guard, interrupt (Ctrl-C) or terminate (SIGTERM)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def shares(n: np.ndarray, k: np.ndarray) -> Shares:
+    """Observed silent shares of groups with sizes ``n`` and right answers ``k``."""
+    groups = int(n.size)
+    if groups == 0:
+        return Shares(0, float("nan"), float("nan"), float("nan"))
+    wrong, right = k == 0, k == n
+    return Shares(groups, float((wrong | right).sum() / groups), float(wrong.sum() / groups),
+                  float(right.sum() / groups))
+
+
+@dataclass
+class Watch:
+    """Feed :meth:`advance` the complete per-group counts at each poll; it returns the steps it completes."""
+
+    G: int | None = None
+    """Group size of the forecasts (None: the most common logged group size so far)."""
+    window: int = DEFAULT_WINDOW
+    max_p_silent: float = DEFAULT_MAX_P_SILENT
+    max_silent: float | None = None
+    for_steps: int = 1
+    forecast: bool = True
+    """Forecast the next step (costs a replay of the logs so far at each step)."""
+    reports: list[StepReport] = field(default_factory=list)
+    skip_table: pl.DataFrame | None = None
+    """The latest per-prompt forecast table (``forecast``'s columns, with ``skip``)."""
+    _groups_at: dict[int, int] = field(default_factory=dict)
+    _late: int = 0
+    _unstepped: int = 0
+    _pending_step: int | None = None
+    _last_skip: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        from ..errors import ConfigError
+
+        if self.window < 1:
+            raise ConfigError(f"must be at least 1, got {self.window}", location="window")
+        if self.for_steps < 1:
+            raise ConfigError(f"must be at least 1, got {self.for_steps}", location="for_steps")
+        for name in ("max_p_silent", "max_silent"):
+            v = getattr(self, name)
+            if v is not None and not 0.0 <= v <= 1.0:
+                raise ConfigError(f"must lie in [0, 1], got {v:g}", location=name)
+
+    @property
+    def failed(self) -> bool:
+        """The guard has tripped."""
+        return bool(self.reports) and self.reports[-1].failed
+
+    def advance(self, per_group: pl.DataFrame | None, final: bool = False) -> list[StepReport]:
+        """Report every step completed in ``per_group`` and not reported yet (see the module
+        docstring); ``final``: the logs stopped changing, so the last step is completed too.
+        Stops after the step at which the guard trips."""
+        import polars as pl
+
+        if per_group is None or per_group.height == 0:
+            return []
+        self._unstepped = int(per_group["step"].null_count())
+        frame = per_group.filter(pl.col("step").is_not_null() & (pl.col("n") > 0))
+        steps = np.sort(frame["step"].unique().to_numpy())
+        if steps.size == 0:
+            return []
+        self._count_late(frame)
+        last = self.reports[-1].step if self.reports else None
+        todo = [int(s) for s in steps if (last is None or s > last) and (final or s < steps[-1])]
+        self._pending_step = None if final or (last is not None and steps[-1] <= last) else int(steps[-1])
+        out = []
+        for s in todo:
+            if self.failed:
+                break
+            report = self._report(frame, s, steps)
+            self.reports.append(report)
+            out.append(report)
+        return out
+
+    def _count_late(self, frame: pl.DataFrame) -> None:
+        """Groups that arrived for already-reported steps since they were reported."""
+        import polars as pl
+
+        if not self._groups_at:
+            return
+        now = frame.filter(pl.col("step").is_in(list(self._groups_at))).group_by("step").len()
+        self._late = sum(max(0, int(c) - self._groups_at[int(s)]) for s, c in now.iter_rows())
+
+    def _report(self, frame: pl.DataFrame, step: int, steps: np.ndarray) -> StepReport:
+        import polars as pl
+
+        from .scan import _mode
+
+        prefix = frame.filter(pl.col("step") <= step)
+        here = prefix.filter(pl.col("step") == step)
+        done = steps[steps <= step]
+        in_window = prefix.filter(pl.col("step") >= int(done[max(0, done.size - self.window)]))
+        n_here = here["n"].to_numpy()
+        observed = shares(n_here, here["k"].to_numpy())
+        self._groups_at[step] = observed.groups
+        nxt, skip = self._next(prefix, step, done.size)
+        newly, gone = self._skip_changes(skip)
+        over = None if self.max_silent is None else observed.silent > self.max_silent
+        streak = (self.reports[-1].streak if self.reports else 0) + 1 if over else 0
+        return StepReport(
+            step=step, G=_mode(n_here), observed=observed,
+            window=shares(in_window["n"].to_numpy(), in_window["k"].to_numpy()),
+            window_steps=int(min(self.window, done.size)),
+            cumulative=shares(prefix["n"].to_numpy(), prefix["k"].to_numpy()),
+            prompts=int(prefix["prompt"].n_unique()), forecast=nxt, skip_threshold=self.max_p_silent,
+            skipped=len(skip), newly_skipped=newly, no_longer_skipped=gone, over_limit=over, streak=streak,
+            failed=bool(over) and streak >= self.for_steps,
+        )
+
+    def _next(self, prefix: pl.DataFrame, step: int, completed: int) -> tuple[NextStep | None, set[str]]:
+        """The forecast for ``step`` + 1 from the logs cut after ``step``, and its skip list."""
+        import polars as pl
+
+        from ..fmt import none_if_nan
+        from .forecast import forecast
+
+        if not self.forecast or completed < 2:
+            return None, (set() if self.skip_table is None else self._skipped())
+        G = self.G if self.G is not None else _logged_size(prefix)
+        result = forecast(prefix, G, max_p_silent=self.max_p_silent)
+        self.skip_table = result.table
+        nxt = NextStep(step=int(step) + 1, G=int(G), prompts=result.prompts,
+                       silent=result.expected_silent / result.prompts if result.prompts else float("nan"),
+                       expected_silent=result.expected_silent, half_life=none_if_nan(result.half_life))
+        return nxt, set(result.table.filter(pl.col("skip"))["prompt"].to_list())
+
+    def _skipped(self) -> set[str]:
+        import polars as pl
+
+        assert self.skip_table is not None
+        return set(self.skip_table.filter(pl.col("skip"))["prompt"].to_list())
+
+    def _skip_changes(self, skip: set[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        before, self._last_skip = self._last_skip, skip
+        return tuple(sorted(skip - before)), tuple(sorted(before - skip))
+
+    def summary(self, ended_by: str) -> WatchSummary:
+        """What the watch saw, for its last lines."""
+        over = [r for r in self.reports if r.over_limit]
+        cumulative = self.reports[-1].cumulative if self.reports else None
+        return WatchSummary(
+            steps=len(self.reports), first_step=self.reports[0].step if self.reports else None,
+            last_step=self.reports[-1].step if self.reports else None, cumulative=cumulative,
+            steps_over_limit=len(over), longest_streak=max((r.streak for r in self.reports), default=0),
+            failed_at=next((r.step for r in self.reports if r.failed), None),
+            skipped=self.reports[-1].skipped if self.reports else 0, unreported_step=self._pending_step,
+            late_groups=self._late, unstepped_groups=self._unstepped, ended_by=ended_by,
+        )
+
+
+def _logged_size(per_group: pl.DataFrame) -> int:
+    """The most common group size (the smallest among ties), as ``forecast`` defaults -G."""
+    counts = per_group.group_by("n").len().sort(["len", "n"], descending=[True, False])
+    return int(counts["n"][0])

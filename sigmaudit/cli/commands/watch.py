@@ -1,0 +1,262 @@
+"""``sigmaudit watch``: follow a run folder while the trainer writes it, one line per completed step.
+
+A step is *completed* when a later step appears in the logs, or, at the end (``--once``,
+``--until-idle``), when no file changed during the last ``--interval`` and none ends in a
+half-written line (see :mod:`sigmaudit.audits.watch`). Reading is incremental: a file whose size
+and modification time did not change is not read again (:mod:`sigmaudit.loaders.follow`).
+
+``--events FILE`` gets one JSON object per completed step: ``step``, ``G``, ``observed``,
+``window`` and ``cumulative`` (each ``{groups, silent, all_wrong, all_correct}``), ``window_steps``,
+``prompts``, ``forecast`` (null at the first step, else ``{step, G, prompts, silent,
+expected_silent, half_life}``), ``skip_threshold``, ``skipped``, ``newly_skipped``,
+``no_longer_skipped``, ``over_limit``, ``streak``, ``failed``. ``--format json`` prints the same
+objects on stdout, then ``{"summary": {...}}``. ``-o`` writes the summary (JSON for .json, else text).
+
+Exit codes: 0 (ended by --once, --until-idle, Ctrl-C or SIGTERM), 1 (the --max-silent guard
+tripped), 2 (could not run).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ..inputs import (
+    GroupColOpt,
+    KeepDuplicatesOpt,
+    PathsArg,
+    PromptColOpt,
+    QuietOpt,
+    RewardColOpt,
+    StepColOpt,
+    ThresholdOpt,
+)
+from ..options import (
+    FormatOpt,
+    OutputOpt,
+    WatchEventsOpt,
+    WatchForOpt,
+    WatchIntervalOpt,
+    WatchMaxPSilentOpt,
+    WatchMaxSilentOpt,
+    WatchOnceOpt,
+    WatchSkipOutOpt,
+    WatchUntilIdleOpt,
+    WatchWindowOpt,
+)
+
+if TYPE_CHECKING:
+    from ...audits.watch import StepReport, Watch
+    from ...loaders.follow import Follower
+
+
+class _Stop(Exception):
+    """SIGTERM arrived during the watch."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise _Stop
+
+
+def watch(
+    paths: PathsArg,
+    G: Annotated[int | None, typer.Option("-G", "--group-size", min=1, metavar="INT", show_default=False,
+                                          help="Group size of the next-step forecast (default: the most common "
+                                               "logged group size so far).")] = None,
+    window: WatchWindowOpt = 5,
+    max_p_silent: WatchMaxPSilentOpt = 0.9,
+    max_silent: WatchMaxSilentOpt = None,
+    for_steps: WatchForOpt = 1,
+    once: WatchOnceOpt = False,
+    interval: WatchIntervalOpt = 5.0,
+    until_idle: WatchUntilIdleOpt = None,
+    events: WatchEventsOpt = None,
+    skip_out: WatchSkipOutOpt = None,
+    fmt: FormatOpt = None,
+    output: OutputOpt = None,
+    quiet: QuietOpt = False,
+    prompt_col: PromptColOpt = None,
+    reward_col: RewardColOpt = None,
+    step_col: StepColOpt = None,
+    group_col: GroupColOpt = None,
+    threshold: ThresholdOpt = None,
+    keep_duplicates: KeepDuplicatesOpt = False,
+) -> None:
+    """Follow a run while it is written: one line per completed step.
+
+    Each line: the step's groups, their observed silent share (all-wrong / all-correct), the share over
+    the last --window steps, the next step's forecast silent share (the mean forecast P(silent) over
+    the prompts seen; a prediction), and the prompts newly on the skip list (P(silent) > --max-p-silent).
+    A half-written last line or a file still growing is waited for. A step is completed when a later
+    step appears (or, with --once / --until-idle, when the files stop changing). Object stores (s3://,
+    gs://, ...) are polled by listing. Ctrl-C or SIGTERM ends the watch with a summary (exit 0);
+    --max-silent T --for K exits 1 when K consecutive steps exceed T.
+
+    \b
+    Example:
+      sigmaudit watch checkpoints/rollout_data --max-silent 0.6 --for 3 \\
+          --events watch.jsonl --skip-out skip.csv
+    """
+    from ...audits.watch import Watch
+    from ...loaders import LoadOptions
+    from ...loaders.follow import Follower
+    from ...render import Format
+    from ..output import resolve_format
+
+    chosen = resolve_format(fmt, None, Format.table, (Format.table, Format.json))
+    _check_outputs(output, skip_out, max_silent, for_steps)
+    opts = LoadOptions(prompt_col=prompt_col, reward_col=reward_col, step_col=step_col, group_col=group_col,
+                       threshold=threshold, keep_duplicates=keep_duplicates)
+    state = Watch(G=G, window=window, max_p_silent=max_p_silent, max_silent=max_silent, for_steps=for_steps)
+    live = _Live(chosen is Format.json, events, skip_out, quiet)
+    with Follower(paths, opts) as follower, live:
+        ended_by = _follow(follower, state, live, once=once, interval=interval, until_idle=until_idle)
+    summary = state.summary(ended_by)
+    live.finish(summary, output, max_silent, for_steps)
+    if state.failed:
+        raise typer.Exit(1)
+
+
+def _check_outputs(output: Path | None, skip_out: Path | None, max_silent: float | None, for_steps: int) -> None:
+    """Refuse impossible options before anything is read."""
+    from ...errors import ConfigError
+    from ...writers import table_suffix
+
+    if skip_out is not None:
+        table_suffix(skip_out, "--skip-out")
+    if for_steps != 1 and max_silent is None:
+        raise ConfigError("--for needs --max-silent", location="--for", remedy="add --max-silent T")
+    if output is not None and str(output) != "-" and output.suffix.lower() not in (".json", ".txt"):
+        raise ConfigError(f"cannot tell the format from the suffix {output.suffix or '(none)'!r}",
+                          location=f"-o {output}", remedy="name the summary file .json or .txt")
+
+
+def _follow(follower: Follower, state: Watch, live: _Live, *, once: bool, interval: float,
+            until_idle: float | None) -> str:
+    """Poll until the end; returns what ended the watch (once, idle, guard, interrupt, terminate)."""
+    import signal
+    import threading
+
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        return _loop(follower, state, live, once=once, interval=interval, until_idle=until_idle)
+    except KeyboardInterrupt:
+        return "interrupt"
+    except _Stop:
+        return "terminate"
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _loop(follower: Follower, state: Watch, live: _Live, *, once: bool, interval: float,
+          until_idle: float | None) -> str:
+    """Poll every ``interval`` seconds. ``--once`` ends at the second poll, ``--until-idle`` once nothing
+    changed for that long; either way the last step is completed only if nothing changed since the poll
+    before and no file ends in a half-written line."""
+    last_change = time.monotonic()
+    polls = 0
+    while True:
+        snap = follower.poll()
+        polls += 1
+        live.notes(snap.new_notes)
+        if snap.changed:
+            last_change = time.monotonic()
+        end = (once and polls >= 2) or (
+            until_idle is not None and polls >= 2 and time.monotonic() - last_change >= until_idle)
+        settled = end and not snap.changed and not snap.pending
+        for report in state.advance(snap.per_group, final=settled):
+            live.step(report, state)
+        if state.failed:
+            return "guard"
+        if end:
+            return "once" if once else "idle"
+        time.sleep(interval)
+
+
+class _Live:
+    """Where each completed step goes: stdout (a line, or a JSON object), --events, --skip-out."""
+
+    def __init__(self, as_json: bool, events: Path | None, skip_out: Path | None, quiet: bool) -> None:
+        self.as_json, self.events_path, self.skip_out, self.quiet = as_json, events, skip_out, quiet
+        self._events: Any = None
+
+    def __enter__(self) -> _Live:
+        if self.events_path is not None:
+            from ...errors import OutputError
+            from ...writers import output_error
+
+            try:
+                self._events = self.events_path.open("w", encoding="utf-8")
+            except OSError as exc:
+                raise output_error(self.events_path, exc, "--events") from exc
+            if not isinstance(self._events, object):
+                raise OutputError("cannot write", location=str(self.events_path))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._events is not None:
+            with contextlib.suppress(OSError):
+                self._events.close()
+
+    def notes(self, lines: tuple[str, ...]) -> None:
+        if self.quiet:
+            return
+        from ..output import note
+
+        for line in lines:
+            note(line)
+
+    def step(self, report: StepReport, state: Watch) -> None:
+        """Send one completed step everywhere it goes (skip list first: a reader of the line finds it current)."""
+        data = _jsonable(report.to_dict())
+        if self.skip_out is not None and state.skip_table is not None:
+            from ...writers import write_table
+
+            write_table(state.skip_table, self.skip_out, "--skip-out")
+        if self._events is not None:
+            self._events.write(json.dumps(data, ensure_ascii=False) + "\n")
+            self._events.flush()
+        if self.as_json:
+            sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
+        else:
+            from ...views.watch import step_line
+
+            sys.stdout.write(step_line(report) + "\n")
+        sys.stdout.flush()
+
+    def finish(self, summary: Any, output: Path | None, max_silent: float | None, for_steps: int) -> None:
+        """The summary: on stdout after the lines (a JSON object with --format json), and to -o."""
+        from ...views.watch import summary_lines
+        from ..output import emit
+
+        data = {"summary": _jsonable(summary.to_dict())}
+        text = "\n".join(summary_lines(summary, max_silent, for_steps)) + "\n"
+        if self.as_json:
+            sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
+        else:
+            sys.stdout.write(text)
+        sys.stdout.flush()
+        if output is not None and str(output) != "-":
+            emit(json.dumps(data, indent=2) + "\n" if output.suffix.lower() == ".json" else text, output)
+
+
+def _jsonable(obj: Any) -> Any:
+    """NaN and ±inf as null (the JSON renderer's rule)."""
+    from ...fmt import none_if_nan
+
+    if isinstance(obj, dict):
+        return {k: _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, float):
+        return none_if_nan(obj)
+    return obj

@@ -1,0 +1,69 @@
+"""``sigmaudit watch``'s lines: one per completed step, and the summary when it ends."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..fmt import pct, printable
+
+if TYPE_CHECKING:
+    from ..audits.watch import StepReport, WatchSummary
+
+SHOWN_PROMPTS = 3
+"""Newly skipped prompts named on a step's line (the rest are counted)."""
+PROMPT_WIDTH = 24
+"""Prompt keys are named on a line only when each of the first shown is at most this long (keys are often
+whole chat-templated prompts: then only their count is shown; ``--events`` and ``--skip-out`` hold them all)."""
+
+
+def step_line(r: StepReport) -> str:
+    """``step 12 · 64 groups G=8 · observed silent 62.5% (all-wrong 40.6%, all-correct 21.9%) · last 5
+    steps 58.1% · forecast step 13: 60.0% (120 prompts, G=8) · skip list 14 (+3: p7, p19, p20)``."""
+    o = r.observed
+    parts = [f"step {r.step}", f"{o.groups} groups G={r.G}",
+             f"observed silent {pct(o.silent)} (all-wrong {pct(o.all_wrong)}, all-correct {pct(o.all_correct)})",
+             f"last {r.window_steps} steps {pct(r.window.silent)}"]
+    if r.forecast is None:
+        parts.append(f"forecast step {r.step + 1}: — (needs two steps)")
+    else:
+        f = r.forecast
+        parts.append(f"forecast step {f.step}: {pct(f.silent)} ({f.prompts} prompts, G={f.G})")
+    new = ""
+    if r.newly_skipped:
+        first = [printable(p) for p in r.newly_skipped[:SHOWN_PROMPTS]]
+        new = f" (+{len(r.newly_skipped)}"
+        if all(len(p) <= PROMPT_WIDTH for p in first):
+            more = len(r.newly_skipped) - len(first)
+            new += ": " + ", ".join(first) + (f", +{more} more" if more > 0 else "")
+        new += ")"
+    parts.append(f"skip list {r.skipped}{new}")
+    if r.over_limit:
+        parts.append(f"OVER LIMIT {r.streak} step{'s' if r.streak != 1 else ''}" + (" — FAILED" if r.failed else ""))
+    return " · ".join(parts)
+
+
+def summary_lines(s: WatchSummary, max_silent: float | None, for_steps: int) -> list[str]:
+    """The summary printed when the watch ends."""
+    how = {"once": "processed what was there (--once)", "idle": "the logs stopped changing (--until-idle)",
+           "guard": "the guard tripped", "interrupt": "interrupted (Ctrl-C)",
+           "terminate": "terminated (SIGTERM)"}[s.ended_by]
+    lines = [f"watch ended: {how}"]
+    if s.steps == 0:
+        lines.append("no completed step")
+    else:
+        c = s.cumulative
+        assert c is not None
+        lines.append(f"{s.steps} completed steps ({s.first_step}–{s.last_step}), {c.groups} groups: observed silent "
+                     f"{pct(c.silent)} (all-wrong {pct(c.all_wrong)}, all-correct {pct(c.all_correct)})")
+        lines.append(f"skip list: {s.skipped} prompts")
+    if max_silent is not None:
+        verdict = (f"FAILED at step {s.failed_at}" if s.failed_at is not None else "held")
+        lines.append(f"guard silent > {pct(max_silent)} for {for_steps} steps: {verdict} "
+                     f"({s.steps_over_limit} steps over, longest run {s.longest_streak})")
+    if s.unreported_step is not None:
+        lines.append(f"step {s.unreported_step} was still being written: not reported")
+    if s.late_groups:
+        lines.append(f"{s.late_groups} groups arrived for steps already reported (not in their reports)")
+    if s.unstepped_groups:
+        lines.append(f"{s.unstepped_groups} groups without a step value left out")
+    return lines
