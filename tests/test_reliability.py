@@ -434,7 +434,7 @@ def test_sigterm_mid_run_cleans_up_and_exits_2(tmp_path, monkeypatch, capsys):
         os.kill(os.getpid(), signal.SIGTERM)
         return src
 
-    monkeypatch.setattr("sigmaudit.loaders.scan", scan_then_sigterm)
+    monkeypatch.setattr("sigmaudit.loaders.engines.polars.scan", scan_then_sigterm)
     try:
         code, out, err = run(capsys, "scan", str(_jsonl_gz(tmp_path / "log.jsonl.gz")))
         assert code == 2 and "terminated" in err

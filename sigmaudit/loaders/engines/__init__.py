@@ -1,6 +1,7 @@
 """Where the reduction (rows -> counts per (step, group, prompt)) runs.
 
-``polars`` (the default) is :mod:`..reduce`, file by file on this machine. ``duckdb`` and
+``polars`` (the default) is :mod:`.polars` (the reduction of :mod:`..reduce`), file by file on this
+machine. ``duckdb`` and
 ``spark`` run the same reduction as one SQL statement (:mod:`.sql`) over all the inputs at once;
 the layout is detected as always, with Polars, from the first file (a sample), and only the
 small counts table comes back. Everything after the reduction runs locally, unchanged.
@@ -8,7 +9,7 @@ small counts table comes back. Everything after the reduction runs locally, unch
 A dump whose framework reader restructures each file in Python (TRL, open-instruct, prime-rl, NeMo-RL,
 AReaL, ROLL, SkyRL, inspect_ai) or filters rows with a Polars expression (verl v1) is read file by
 file instead: each file goes through the local engine's own reader and reduction
-(:func:`sigmaudit.loaders.count_file`), on Spark's executors (``mapInArrow`` over the file paths) or
+(:func:`.polars.count_file`), on Spark's executors (``mapInArrow`` over the file paths) or
 here for DuckDB, and only each file's counts come back to be assembled as the local engine does.
 
 >>> from sigmaudit.loaders.engines import ENGINES

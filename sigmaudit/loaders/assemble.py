@@ -1,0 +1,140 @@
+"""Per-file partial counts -> one :class:`~.options.LoadedCounts`: groups split over files summed,
+per-prompt sums, the framework's own check, and every note of the load."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from ..errors import InputError, SchemaError
+from . import trainers
+from .columns import ColumnMap, key_note
+from .options import FileCounts, LoadedCounts
+from .reduce import PARTIAL_SCHEMA
+from .rules import copies_note, skip_notes
+
+
+def conclude(files: Sequence[Any], counted: Sequence[FileCounts], copies: Sequence[str],
+             skipped: dict[Any, str]) -> LoadedCounts:
+    """The load of ``files`` from their counts (one :class:`FileCounts` per file, or one for all the
+    files an engine reduced at once): assembled, checked by the framework, with every note."""
+    plans = [c.plan for c in counted]
+    read = sum(c.rows for c in counted)
+    null_keys = sum(c.null_keys for c in counted)
+    if null_keys and read == 0:
+        raise SchemaError(f"every row has a null prompt key ({key_note(plans[0].prompt)})",
+                          location=", ".join(str(f) for f in files),
+                          remedy="pick the key column with --prompt-col")
+    missing = sum(c.missing for c in counted)
+    loaded = assemble(list(files), plans, [c.frame for c in counted], sum(c.duplicates for c in counted),
+                      read, missing)
+    mine = []
+    if null_keys:
+        mine.append(f"{null_keys} rows with a null prompt key ({key_note(plans[0].prompt)}) dropped")
+    if copies:
+        mine.append(copies_note(copies))
+    trainers.check(loaded.layout, plans, loaded.per_group, missing, str(files[0]))
+    norms = [(c.filtered, c.reward_source) for c in counted if c.framework]
+    filtered = norms[0][0] if norms and all(n[0] for n in norms) else None
+    extra = [note for c in counted for note in c.extra_notes]
+    notes = [*loaded.notes, *mine, *extra[:3]]
+    if len(extra) > 3:
+        notes.append(f"... and {len(extra) - 3} more such notes")
+    notes.extend(skip_notes(skipped))
+    source = norms[0][1] if norms else loaded.reward_source
+    return dataclasses.replace(loaded, notes=tuple(notes), filtered=filtered, reward_source=source,
+                               n_null_keys=null_keys)
+
+
+def _may_overlap(partials: list[pl.DataFrame], plans: list[ColumnMap]) -> bool:
+    """Could one group be split over several files? Not if each file holds its own steps
+    (per-step shards) or each row is its own group (grouped layouts)."""
+    if len(partials) < 2 or all(p.list_rewards for p in plans):
+        return False
+    steps = [set(p["step"].unique().to_list()) for p in partials]
+    if any(None in s for s in steps):
+        return True
+    return sum(len(s) for s in steps) != len(set().union(*steps))
+
+
+def _ids_over_prompts(allp: pl.DataFrame, plans: list[ColumnMap]) -> str | None:
+    """A note when a group-id column holds several prompts under one id (then a group is the rows
+    of one prompt under one id: right for a batch id, wrong for an id that is not a group id)."""
+    column = next((p.group for p in plans if p.group), None)
+    if column is None or allp.height == 0:
+        return None
+    ids = allp.filter(pl.col("n") > 0).group_by("step", "gid").agg(pl.col("prompt").n_unique().alias("prompts"))
+    mixed = int((ids["prompts"] > 1).sum())
+    if not mixed:
+        return None
+    return (f"group id {column!r} holds several prompts under one id ({mixed:,} of {ids.height:,} ids): a group "
+            f"is taken as one prompt's rows under one id; if {column!r} is not a group id, name the right "
+            f"column with --group-col")
+
+
+SLICE_ROWS = 2_000_000
+"""Per-prompt sums over more groups than this are taken slice by slice (smaller hash tables)."""
+
+
+def _sum_by_prompt(frame: pl.DataFrame) -> pl.DataFrame:
+    """n and k summed per prompt, over zero-copy slices of ``frame`` and then over their sums."""
+    sums = (pl.col("n").sum(), pl.col("k").sum())
+    parts = [part.group_by("prompt").agg(*sums) for part in frame.iter_slices(SLICE_ROWS)]
+    if len(parts) <= 1:
+        return parts[0] if parts else frame.group_by("prompt").agg(*sums)
+    return pl.concat(parts).group_by("prompt").agg(*sums)
+
+
+def assemble(files: list[Path], plans: list[ColumnMap], partials: list[pl.DataFrame],
+              duplicates: int, n_rows: int, missing: int) -> LoadedCounts:
+    if n_rows == 0:
+        raise InputError("no data rows", location=", ".join(map(str, files)))
+    allp = pl.concat(partials, how="vertical") if partials else pl.DataFrame(schema=PARTIAL_SCHEMA)
+    layout = plans[0].layout
+    grouped = all(p.has_groups for p in plans)
+    per_group = None
+    if grouped:
+        if _may_overlap(partials, plans):
+            allp = (allp.group_by(["step", "gid", "prompt"])
+                    .agg(pl.col("n").sum(), pl.col("k").sum())
+                    .sort(["step", "prompt", "gid"], nulls_last=True))
+        per_group = allp.select("step", "prompt", "n", "k")
+        mixed = _ids_over_prompts(allp, plans)
+        if (per_group["n"] == 0).any():  # filter only when needed: it copies every column
+            per_group = per_group.filter(pl.col("n") > 0)
+    # One group-by gives both the per-prompt counts and the prompts whose rewards are all
+    # missing: dropping per_group's n = 0 rows changes no prompt's sums.
+    summed = _sum_by_prompt(allp)
+    per_prompt = summed.filter(pl.col("n") > 0).sort("prompt")
+    if per_prompt.height == 0:
+        raise SchemaError("every reward is missing (null or NaN)", location=str(files[0]),
+                          remedy="check --reward-col")
+    n_all_missing = summed.height - per_prompt.height
+    singles = int((per_prompt["n"] == 1).sum())
+    notes = list(dict.fromkeys(p.note for p in plans))
+    if len(files) > 1:
+        notes.append(f"read {len(files)} files")
+    if duplicates:
+        notes.append(f"{duplicates} duplicate rows dropped")
+    if missing:
+        notes.append(f"{missing} missing (null/NaN) rewards excluded, not counted as wrong")
+    if n_all_missing:
+        notes.append(f"{n_all_missing} prompts dropped: all their rewards are missing")
+    if singles:
+        have = "prompt has" if singles == 1 else "prompts have"
+        notes.append(f"{singles} {have} a single sample (counted; its p̂ is 0 or 1)")
+    if grouped and mixed:
+        notes.append(mixed)
+    plan = plans[0]
+    reward_source = (plan.k or plan.rate or "") if layout == "counts" else (plan.reward or "")
+    if reward_source == "__rewards":  # the older prime-rl layout
+        reward_source = "traces[].reward"
+    return LoadedCounts(
+        per_prompt=per_prompt, per_group=per_group, layout=layout,
+        files=tuple(str(f) for f in files), n_rows=n_rows, missing_rewards=missing,
+        n_single_sample_prompts=singles, notes=tuple(notes), reward_source=reward_source,
+        has_steps=any(p.step for p in plans))

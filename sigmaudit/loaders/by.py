@@ -1,0 +1,73 @@
+"""``--by``: one load split by the values of a column, each value its own load (its own corpus)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import polars as pl
+
+from ..errors import SchemaError
+from .engines.polars import Opened, open_file
+from .options import LoadedCounts, LoadOptions
+from .pipeline import load_counts
+from .readers import POLARS_ERRORS
+from .tempdirs import run_folder
+
+
+def load_by(paths: Sequence[str | Path], column: str, opts: LoadOptions | None = None,
+            progress: Callable[[int], None] | None = None) -> LoadedCounts:
+    """:func:`load_counts` of every row, with ``parts``: the counts of each value of ``column``.
+
+    Each part is its own load (its own corpus, so its own prior fit); rows whose ``column`` is
+    null belong to no part (a note says how many values there are).
+    """
+    opts = opts or LoadOptions()
+    pooled = load_counts(paths, opts, progress)
+    if pooled.layout == "series":
+        raise SchemaError("a per-step series has no rows to split", location=pooled.files[0],
+                          remedy="drop --by")
+    files = [Path(f) for f in pooled.files]
+    values: set[str] = set()
+    seen = False
+    with run_folder() as tmp:
+        for path in files:
+            item = open_file(path, tmp, opts, series_ok=False)
+            assert isinstance(item, Opened)
+            if column in item.src.schema:
+                seen = True
+                col = pl.col(column).cast(pl.Utf8)
+                try:
+                    values.update(v for v in item.src.lf.select(col.unique()).collect().to_series()
+                                  .to_list() if v is not None)
+                except POLARS_ERRORS as exc:
+                    raise item.src.fail(exc) from exc
+    if not seen:
+        raise SchemaError(f"--by column {column!r} is in none of the files read",
+                          location=", ".join(map(str, files[:3])),
+                          remedy="pick a column the files have (e.g. data_source, dataset, model, run)")
+    if not values:
+        raise SchemaError(f"--by column {column!r} holds only nulls", location=str(files[0]))
+    if len(values) > MAX_BY_VALUES:
+        raise SchemaError(f"--by column {column!r} holds {len(values):,} values; --by audits each value on its own "
+                          f"(at most {MAX_BY_VALUES})", location=str(files[0]),
+                          remedy="pick a column of runs, models or datasets; per-prompt figures are in "
+                                 "'sigmaudit scan --per-prompt FILE'")
+    parts = tuple((v, load_counts(files, dataclasses.replace(opts, subset=(column, v))))
+                  for v in sorted(values, key=_natural))
+    notes = (*pooled.notes, f"split by {column}: {len(parts)} values, each audited on its own")
+    return dataclasses.replace(pooled, by=column, parts=parts, notes=notes)
+
+
+MAX_BY_VALUES = 256
+"""Most values a ``--by`` column may hold (each is loaded and audited on its own)."""
+
+
+def _natural(value: str) -> tuple[int, float, str]:
+    """Sort key: numbers in numeric order (2 before 10), then text."""
+    try:
+        number = float(value)
+    except ValueError:
+        return (1, 0.0, value)
+    return (0, number, value) if number == number else (1, 0.0, value)

@@ -1,0 +1,229 @@
+"""The polars engine (the default): each file scanned lazily here, its layout detected (or its
+framework reader run), and reduced by one streaming group-by (:mod:`..reduce`). Object-store files
+are scanned where they lie; a framework dump on a store is copied here first (:mod:`..mirror`).
+
+:func:`count_file` is the unit of work: one file read and reduced on its own, with its errors kept.
+The other engines run it file by file for a dump whose framework reader restructures each file in
+Python (see :mod:`.`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import polars as pl
+
+from ...errors import SchemaError, SigmauditError
+from .. import trainers
+from ..assemble import conclude
+from ..columns import ColumnMap
+from ..detect import detect
+from ..inputs import Inputs
+from ..options import FileCounts, LoadedCounts, LoadOptions
+from ..readers import Source, scan
+from ..reduce import Partial, reduce_counts, reduce_lists, reduce_samples
+from ..rules import drop_copied_files, file_digest, framework_elsewhere, of_main_layout, series_of
+from ..tempdirs import native_stderr_held, run_folder
+
+Progress = Callable[[int], None]
+
+DEDUPE_MAX_BYTES = 256 << 20
+"""Sample logs up to this size are checked for blocks of rows written twice (the whole log, or a
+step's rows, repeated); larger ones are reduced in one streaming pass without the check."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Opened:
+    """One file opened: its lazy source, column map and (read by a framework reader) its frame's facts."""
+
+    path: Path
+    src: Source
+    plan: ColumnMap
+    norm: trainers.Normalised | None
+
+
+def open_file(path: Path, tmp: Path, opts: LoadOptions, series_ok: bool,
+              like: Source | None = None, peek: bool = False) -> Opened | LoadedCounts | ModuleType:
+    """One file's source and column map (a framework's restructured frame where it needs one);
+    ``like`` is a jsonl source whose schema :func:`~..readers.scan` may reuse. With ``peek``, a file
+    that a framework reader restructures is not read: its framework module comes back. A lone file
+    (``series_ok``) may be a per-step series: its counts come back."""
+    module = trainers.reader(path, None) if trainers.needs_reader(path) else None
+    if module is None:
+        src = scan(path, tmp, like)
+        series = series_of(path, src, opts) if series_ok else None
+        if series is not None:
+            return series
+        module = trainers.reader(path, src.schema)
+        if module is None:
+            return Opened(path, src, detect(src.schema, opts, str(path)), None)
+    if peek:
+        return module
+    norm = module.read(path, opts)
+    src, plan = norm.source(path)
+    return Opened(path, src, plan, norm)
+
+
+def with_dedupe(src: Source, plan: ColumnMap, opts: LoadOptions) -> ColumnMap:
+    """The column map with the repeated-block check on (one row per sample, small enough) or off
+    (``--keep-duplicates``)."""
+    if opts.keep_duplicates:
+        return dataclasses.replace(plan, dedupe=()) if plan.dedupe else plan
+    if plan.dedupe or plan.list_rewards or plan.layout == "counts" or src.local.stat().st_size > DEDUPE_MAX_BYTES:
+        return plan
+    return dataclasses.replace(plan, dedupe=tuple(c for c in src.schema if c not in ("image", "images")))
+
+
+def subset(src: Source, opts: LoadOptions) -> Source:
+    """``src`` restricted to the rows of ``opts.subset`` (column, value)."""
+    if opts.subset is None:
+        return src
+    column, value = opts.subset
+    if column not in src.schema:
+        return dataclasses.replace(src, lf=src.lf.filter(pl.lit(False)))
+    return dataclasses.replace(src, lf=src.lf.filter(pl.col(column).cast(pl.Utf8) == value))
+
+
+def reduce_file(src: Source, plan: ColumnMap, opts: LoadOptions, index: int,
+                tick: Progress | None = None) -> Partial:
+    """One source's rows reduced to counts per (step, group, prompt), as its layout says."""
+    src = subset(src, opts)
+    if plan.layout == "counts":
+        return reduce_counts(src, plan, opts.samples)
+    if plan.list_rewards:
+        return reduce_lists(src, plan, opts.threshold, index)
+    return reduce_samples(src, plan, opts.threshold, tick)
+
+
+def counted(item: Opened, part: Partial, plan: ColumnMap | None = None, digest: str | None = None) -> FileCounts:
+    """What the load needs to know of one reduced file."""
+    norm = item.norm
+    return FileCounts(item.path, plan or item.plan, part.frame, part.rows, part.missing,
+                      part.duplicates + (norm.duplicates if norm else 0), part.null_keys,
+                      framework=norm is not None, filtered=norm.filtered if norm else None,
+                      reward_source=norm.reward_source if norm else None,
+                      extra_notes=norm.extra_notes if norm else (), digest=digest)
+
+
+def count_file(path: Path, opts: LoadOptions, index: int = 0, digest: bool = False) -> FileCounts:
+    """One file read and reduced on its own, as :func:`load_local` reads each file (framework reader,
+    column map, repeated-block check, reduction), with its errors kept rather than raised: the unit
+    of work an engine runs where the file lies (on a Spark executor: sigmaudit must be installed
+    there). ``index`` numbers the file within the load; ``digest`` asks for its sha256."""
+    sha = file_digest(path) if digest else None
+    with run_folder() as tmp:
+        try:
+            item = open_file(path, tmp, opts, series_ok=False)
+        except SigmauditError as exc:
+            return FileCounts(path, digest=sha, error=exc, phase="open")
+        assert isinstance(item, Opened)
+        bare = dataclasses.replace(item.plan, derived=(), row_filter=None)
+        plan = item.plan if item.norm is not None else with_dedupe(item.src, item.plan, opts)
+        try:
+            part = reduce_file(item.src, plan, opts, index)
+        except SigmauditError as exc:
+            return FileCounts(path, bare, digest=sha, error=exc, phase="reduce")
+    return counted(item, part, bare, sha)
+
+
+def load_local(inputs: Inputs, opts: LoadOptions, progress: Progress | None = None) -> LoadedCounts:
+    """Local files: each opened (the main layout chosen over them), then reduced in turn."""
+    files, copies = inputs.local, []
+    if not opts.keep_duplicates:
+        files, copies = drop_copied_files(files)
+    held = native_stderr_held() if progress is None else contextlib.nullcontext()
+    with run_folder() as tmp, held:
+        opened = _open_all(inputs, files, tmp, opts)
+        if isinstance(opened, LoadedCounts):
+            return opened
+        out: list[FileCounts] = []
+        read = 0
+        for index, item in enumerate(opened):
+            tick = None if progress is None else functools.partial(_tick, progress, read)
+            out.append(_reduce_opened(item, tmp, opts, index, tick))
+            read += out[-1].rows
+            if progress is not None:
+                progress(read)
+    return conclude([o.path for o in opened], out, copies, inputs.skipped)
+
+
+def _open_all(inputs: Inputs, files: list[Path], tmp: Path, opts: LoadOptions) -> list[Opened] | LoadedCounts:
+    """Every file opened, in order; a file of a directory or glob that fits no layout is skipped
+    (a named one, or a lone one, is refused); the files of the inputs' main layout come back."""
+    like = None  # the last jsonl file whose schema was inferred (readers.scan may reuse it)
+    opened: list[Opened] = []
+    errors: list[SchemaError] = []
+    for index, path in enumerate(files):
+        try:
+            item = open_file(path, tmp, opts, series_ok=index == 0 and len(files) == 1, like=like)
+        except SchemaError as exc:
+            if path.resolve() in inputs.named or len(files) == 1:
+                raise
+            errors.append(exc)
+            inputs.skipped[path] = f"fits no layout ({exc.message})"
+            continue
+        if isinstance(item, LoadedCounts):
+            return item
+        if item.norm is None and item.src.fmt == "jsonl" and not item.src.reused:
+            like = item.src
+        opened.append(item)
+    if not opened:
+        raise errors[0] if errors else inputs.none_left()
+    return of_main_layout(opened, inputs.named, inputs.args, files, inputs.skipped)
+
+
+def _reduce_opened(item: Opened, tmp: Path, opts: LoadOptions, index: int, tick: Progress | None) -> FileCounts:
+    """One opened file reduced; a jsonl file scanned with an earlier file's schema that does not fit
+    it is read again as if alone."""
+    plan = item.plan if item.norm is not None else with_dedupe(item.src, item.plan, opts)
+    try:
+        return counted(item, reduce_file(item.src, plan, opts, index, tick))
+    except SigmauditError:
+        if not item.src.reused:
+            raise
+    src = scan(item.path, tmp)
+    item = Opened(item.path, src, detect(src.schema, opts, str(item.path)), None)
+    return counted(item, reduce_file(item.src, with_dedupe(item.src, item.plan, opts), opts, index, tick))
+
+
+def remote_plan(url: str, src: Source, opts: LoadOptions) -> ColumnMap:
+    """The column map of a remote file; a dump that a framework reader restructures (see
+    :mod:`..trainers`) is refused: those readers work on local files."""
+    from ..remote import parse_url
+
+    module = trainers.reader(Path(parse_url(url).key or "x"), src.schema)
+    if module is not None:
+        raise framework_elsewhere(url, module.NAME)
+    return detect(src.schema, opts, url)
+
+
+def load_remote(inputs: Inputs, opts: LoadOptions, progress: Progress | None = None) -> LoadedCounts:
+    """Object-store inputs: each file scanned where it lies and reduced like a local one (a dump that
+    a framework reader restructures is copied here first: :func:`..mirror.load_mirrored`)."""
+    files = inputs.files
+    out: list[FileCounts] = []
+    with run_folder() as tmp:
+        for index, url in enumerate(files):
+            src = scan(url, Path(tmp))
+            series = series_of(url, src, opts) if index == 0 and len(files) == 1 else None
+            if series is not None:
+                return series
+            plan = remote_plan(url, src, opts)
+            if out and plan.layout != out[0].plan.layout:
+                raise SchemaError(f"files mix layouts: {files[0]} is {out[0].plan.layout}, this is {plan.layout}",
+                                  location=url, remedy="load them in separate runs")
+            tick = None if progress is None else functools.partial(_tick, progress, sum(c.rows for c in out))
+            part = reduce_file(src, plan, opts, index, tick)
+            out.append(FileCounts(url, plan, part.frame, part.rows, part.missing, part.duplicates, part.null_keys))
+            if progress is not None:
+                progress(sum(c.rows for c in out))
+    return conclude(files, out, [], inputs.skipped)
+
+
+def _tick(progress: Progress, before: int, rows: int) -> None:
+    progress(before + rows)

@@ -1,0 +1,178 @@
+"""The input rules every load route follows (local or object store, any engine, file by file).
+
+- Files a trainer writes beside its rollouts (metadata, metrics) are skipped with a note; a file
+  named on the command line never is (:func:`beside_rollouts`).
+- A byte-for-byte copy of another input is read once (:func:`drop_copied_files`, :func:`copies_of`).
+- Within one directory (or glob) argument the most common layout wins and the other files are
+  skipped with a note; named files must all have it (:func:`of_main_layout`).
+- A lone file with a step column and share columns only is a per-step series (:func:`series_of`).
+- A dump that a framework reader restructures in Python is read by the polars engine from local
+  files only (:func:`framework_elsewhere`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from ..errors import InputError
+from . import trainers
+from .options import LoadedCounts, LoadOptions
+from .paths import expand_paths
+from .series import read_series, series_columns
+
+
+def framework_elsewhere(where: str, name: str | None = None) -> InputError:
+    """The refusal for a framework dump on an object store that would be read off the polars engine
+    (or, ``name`` given, by that framework's reader off local disk): its reader restructures each
+    file here, from local files."""
+    what = f"a {name} dump" if name else "a framework dump"
+    return InputError(f"{what} on an object store is read with --engine polars only (its reader "
+                      "restructures each file here)", location=where, remedy="use --engine polars (the default)")
+
+
+def beside_rollouts(files: Sequence[Path | str], named: frozenset[Path] | set[Path]) -> dict[Path, str]:
+    """Files a framework writes beside its rollouts that are not rollouts, with the reason; files
+    named on the command line are never skipped."""
+    local = [f for f in files if isinstance(f, Path)]
+    if not local:
+        return {}
+    return {f: why for f, why in trainers.skip_reasons(local).items() if f.resolve() not in named}
+
+
+def file_digest(path: Path) -> str:
+    """sha256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def copies_of(files: Sequence[Any], digests: Sequence[str | None]) -> list[Any]:
+    """The files that are byte-for-byte copies of another input (``digests[i]`` the sha256 of
+    ``files[i]``, None when not hashed): each set of equal files keeps its first."""
+    seen: set[str] = set()
+    copies = []
+    for f, digest in zip(files, digests, strict=True):
+        if digest is None:
+            continue
+        if digest in seen:
+            copies.append(f)
+        seen.add(digest)
+    return copies
+
+
+def same_size(files: Sequence[Path]) -> set[int]:
+    """Indices of the files that share their size with another (only those can be copies)."""
+    sizes = [f.stat().st_size for f in files]
+    counts: dict[int, int] = {}
+    for size in sizes:
+        counts[size] = counts.get(size, 0) + 1
+    return {i for i, size in enumerate(sizes) if counts[size] > 1}
+
+
+def drop_copied_files(files: list[Path]) -> tuple[list[Path], list[str]]:
+    """(files without byte-for-byte copies of another one, the copies' names). Only files of
+    equal size are hashed."""
+    hashed = same_size(files)
+    digests = [file_digest(f) if i in hashed else None for i, f in enumerate(files)]
+    copies = set(copies_of(files, digests))
+    return [f for f in files if f not in copies], [str(f) for f in files if f in copies]
+
+
+def copies_note(copies: Sequence[str]) -> str:
+    return (f"{len(copies)} file{'s' if len(copies) > 1 else ''} skipped as byte-for-byte copies of "
+            f"another input ({', '.join(copies[:3])}{', ...' if len(copies) > 3 else ''}); "
+            "--keep-duplicates reads them")
+
+
+def origins(args: Sequence[str | Path], files: Sequence[Any]) -> dict[Path, int]:
+    """For each file, the index of the path argument (file, directory or glob) it came from."""
+    out: dict[Path, int] = {}
+    wanted = set(files)
+    for i, p in enumerate(args):
+        for f in expand_paths([p]):
+            if f in wanted:
+                out.setdefault(f, i)
+    return out
+
+
+GENERIC = ("long", "grouped", "counts")
+
+
+def main_layout(opened: Sequence[Any], named: frozenset[Path] | set[Path], origin: dict[Path, int]) -> str:
+    """The layout the load reads. Named files must all have it; within one directory (or glob)
+    argument the most common layout wins, a trainer's before a generic one, and the others are
+    skipped; two arguments whose layouts differ are refused (load them in separate runs)."""
+    by_arg: dict[int, dict[str, int]] = {}
+    for o in opened:
+        counts = by_arg.setdefault(origin.get(o.path, -1), {})
+        counts[o.plan.layout] = counts.get(o.plan.layout, 0) + 1
+    chosen: list[tuple[str, Path]] = []
+    for arg, counts in by_arg.items():
+        members = [o for o in opened if origin.get(o.path, -1) == arg]
+        layouts = {o.plan.layout for o in members if o.path.resolve() in named}
+        layout = next(iter(layouts)) if len(layouts) == 1 else max(
+            counts, key=lambda lay: (lay not in GENERIC, counts[lay]))
+        chosen.append((layout, next(o.path for o in members if o.plan.layout == layout)))
+    for o in opened:  # named files: every one must have the chosen layout
+        if o.path.resolve() in named and o.plan.layout != chosen[0][0]:
+            chosen.append((o.plan.layout, o.path))
+    first, where = chosen[0]
+    for layout, path in chosen[1:]:
+        if layout != first:
+            from ..errors import SchemaError
+
+            raise SchemaError(f"files mix layouts: {where} is {first}, this is {layout}",
+                              location=str(path), remedy="load them in separate runs")
+    return first
+
+
+def of_main_layout(opened: list[Any], named: frozenset[Path] | set[Path], args: Sequence[str | Path],
+                   files: list[Any], skipped: dict[Any, str]) -> list[Any]:
+    """The opened files of the inputs' main layout; the others go to ``skipped`` with the reason."""
+    layout = main_layout(opened, named, origins(args, files))
+    for item in opened:
+        if item.plan.layout != layout:
+            skipped[item.path] = f"{item.plan.layout} layout, not {layout}"
+    return [item for item in opened if item.plan.layout == layout]
+
+
+def skip_notes(skipped: dict[Any, str]) -> list[str]:
+    """One note per reason: the first file skipped for it, and how many more."""
+    by_reason: dict[str, list[Any]] = {}
+    for path, why in skipped.items():
+        by_reason.setdefault(why, []).append(path)
+    out = []
+    for why, paths in by_reason.items():
+        more = f" and {len(paths) - 1} more" if len(paths) > 1 else ""
+        out.append(f"skipped {paths[0]}{more}: {why}")
+    return out
+
+
+def is_plain(opts: LoadOptions) -> bool:
+    """No option names a prompt, reward or count column (which would rule out a series)."""
+    return not any((opts.prompt_col, opts.reward_col, opts.group_col, opts.n_col, opts.k_col, opts.rate_col))
+
+
+def series_of(path: Path | str, src: Any, opts: LoadOptions) -> LoadedCounts | None:
+    """The per-step series a lone file holds (step and share columns only), or None."""
+    if not is_plain(opts):
+        return None
+    found = series_columns(src.schema, opts.step_col)
+    if found is None:
+        return None
+    step, mapping = found
+    frame = read_series(src.lf, step, mapping, str(path))
+    cols = ", ".join(f"{col} as {field}" for field, col in mapping.items())
+    return LoadedCounts(
+        per_prompt=pl.DataFrame(schema={"prompt": pl.Utf8, "n": pl.Int64, "k": pl.Int64}), per_group=None,
+        layout="series", files=(str(path),), n_rows=frame.height, missing_rewards=0, n_single_sample_prompts=0,
+        notes=(f"detected a per-step series ({frame.height} steps, step from {step}; {cols}): shares only, "
+               "no groups or prompts",),
+        reward_source=", ".join(mapping.values()), has_steps=True, series=frame)
