@@ -9,8 +9,12 @@ arrays, and the audit itself::
     >>> round(sigmaudit.fidelity(0.05, 8), 4)
     0.539
 
+The commands run on paths (``sigmaudit.scan``, ``sigmaudit.check``, ``sigmaudit.forecast_logs``,
+``sigmaudit.backtest_logs``) and ``sigmaudit.Forecaster`` updates a forecast step by step inside a
+training loop; see docs/python-api.md.
+
 Names are imported lazily (PEP 562), so ``import sigmaudit`` and the CLI's
-``--help`` stay fast.
+``--help`` stay fast (``import sigmaudit`` imports neither NumPy nor Polars).
 """
 
 from __future__ import annotations
@@ -63,7 +67,13 @@ _EXPORTS: dict[str, str] = {
     "fit_grid_prior": "sigmaudit.core.prior",
     "fit_beta_prior": "sigmaudit.core.prior",
     "Corpus": "sigmaudit.core.corpus",
-    # commands as library calls
+    # commands as library calls on paths (docs/python-api.md)
+    "scan": "sigmaudit.api",
+    "check": "sigmaudit.api",
+    "backtest_logs": "sigmaudit.api",
+    "forecast_logs": "sigmaudit.api",
+    "Forecaster": "sigmaudit.audits.forecaster",
+    # commands as library calls on loaded counts
     "closed_forms": "sigmaudit.audits.calc:calc",
     "load_counts": "sigmaudit.loaders",
     "load_by": "sigmaudit.loaders",
