@@ -216,13 +216,42 @@ def trl(rng: np.random.Generator, out: Path) -> Truth:
     return truth
 
 
-def open_instruct(rng: np.random.Generator, out: Path) -> Truth:
+def trl_one_prompt(rng: np.random.Generator, out: Path, folder: str = "trl-one-prompt",
+                   num_iterations: int = 1, steps: int = 40) -> Truth:
+    """TRL ``GRPOTrainer.log`` with ``per_device_train_batch_size=6``, ``num_generations=6`` on one
+    process: one prompt x G = 6 per generation batch, one file per step. Right answers are written
+    the same way every time, so an all-right group is six identical completions (advantage 0), and
+    two steps drawing the same easy prompt give two equal files: real rows, a silent group each.
+    With ``num_iterations=2`` each batch is logged at two consecutive steps (counted once)."""
+    truth = Truth()
+    d = out / folder / "completions"
+    d.mkdir(parents=True)
+    logit = difficulty(rng, 30)
+    easy = int(np.argmax(logit))
+    for gen in range(1, steps // num_iterations + 1):
+        i = easy if gen in (7, 8) else int(rng.integers(30))  # the same easy prompt twice in a row
+        r = rewards(rng, np.array([0.999 if gen in (7, 8) else p_at(logit[i:i + 1], gen)[0]]), 6)[0]
+        if gen in (7, 8):
+            r[:] = 1
+        truth.add(problem_text(i), r)
+        rf = r.astype(np.float64)
+        table = {"prompt": [problem_text(i)] * 6, "completion": [_response(rng, i, v) for v in r],
+                 "accuracy_reward": rf, "advantage": (rf - rf.mean()) / (rf.std() + 1e-4)}
+        for step in range(num_iterations * (gen - 1) + 1, num_iterations * gen + 1):
+            pl.DataFrame({"step": [step] * 6, **table}).write_parquet(d / f"completions_{step:05d}.parquet")
+    return truth
+
+
+def open_instruct(rng: np.random.Generator, out: Path, folder: str = "open-instruct",
+                  filter_zero_std: bool = True) -> Truth:
     """open-instruct ``rl_utils._save_rollouts``: ``{run}_rollouts_{shard:06d}.jsonl`` beside
     ``{run}_metadata.jsonl``; RolloutRecord keys; rewards 0 / verification_reward 10; the
     default ``filter_zero_std_samples=True`` drops zero-std groups before the dump, so
-    ``prompt_idx`` numbers the kept groups of the step."""
+    ``prompt_idx`` numbers the kept groups of the step. Without the filter every group is written,
+    and ``dataset`` (``batch.datasets[i]``) is a string in the first steps and a list later, as in a
+    real unfiltered dump."""
     truth = Truth()
-    d = out / "open-instruct" / "rollouts"
+    d = out / folder / "rollouts"
     d.mkdir(parents=True)
     run = "grpo_qwen3_rlzero"
     _jsonl(d / f"{run}_metadata.jsonl", [{"run_name": run, "git_commit": "e6c3044",
@@ -230,16 +259,17 @@ def open_instruct(rng: np.random.Generator, out: Path) -> Truth:
                                           "timestamp": "2026-08-20T22:05:01+00:00"}])
     rows = []
     for step, batch, r in _batches(rng, 120, (1, 2, 3, 4), 24, 8):
-        kept = [(i, r[j]) for j, i in enumerate(batch) if 0 < r[j].sum() < 8]
+        kept = [(i, r[j]) for j, i in enumerate(batch) if 0 < r[j].sum() < 8 or not filter_zero_std]
         for g, (i, rr) in enumerate(kept):
             truth.add(str(int(i)), rr)
             tokens = [151644, 872, *(100 + (int(i) * 7 + t) % 900 for t in range(12)), 151645]
             adv = (rr - rr.mean()) / (rr.std() + 1e-8)
+            dataset = "gsm8k" if filter_zero_std or step < 3 else ["gsm8k"]
             for s, c in enumerate(rr):
                 rows.append({"step": step, "sample_idx": g * 8 + s, "prompt_idx": g,
                              "prompt_tokens": tokens, "response_tokens": [11, 22, 33],
                              "reward": 10.0 * float(c), "advantage": float(adv[s]),
-                             "finish_reason": "stop", "dataset": "gsm8k",
+                             "finish_reason": "stop", "dataset": dataset,
                              "ground_truth": [int(answer(i))], "request_info": None,
                              "logprobs": None})
     _jsonl(d / f"{run}_rollouts_{0:06d}.jsonl", rows)
@@ -453,16 +483,23 @@ def lm_eval(rng: np.random.Generator, out: Path) -> None:
     _jsonl(d / "samples_gsm8k_2026-08-22T12-00-00.jsonl", rows)
 
 
-FRAMEWORKS = {"verl": verl, "verl-v1": verl_v1, "trl": trl, "open-instruct": open_instruct,
+FRAMEWORKS = {"verl": verl, "verl-v1": verl_v1, "trl": trl, "trl-one-prompt": trl_one_prompt,
+              "open-instruct": open_instruct,
               "prime-rl": prime_rl, "nemo-rl": nemo_rl, "areal": areal, "roll": roll,
               "skyrl": skyrl, "inspect_ai": inspect_ai}
 """Folder name -> generator; each gets its own seeded generator (so one can be regenerated
 alone) and returns the :class:`Truth` of what it wrote."""
 
 
+ADDED = ("trl-one-prompt",)
+"""Generators added later, seeded after the first ones (so the older folders keep their bytes)."""
+
+
 def make_framework(name: str, out: Path) -> Truth:
     """Write ``out/<name>/...`` and return its truth."""
-    return FRAMEWORKS[name](np.random.default_rng([SEED, sorted(FRAMEWORKS).index(name)]), out)
+    first = sorted(n for n in FRAMEWORKS if n not in ADDED)
+    index = first.index(name) if name in first else len(first) + ADDED.index(name)
+    return FRAMEWORKS[name](np.random.default_rng([SEED, index]), out)
 
 
 def main() -> None:

@@ -33,7 +33,8 @@ RUN = ["counts.csv", "grouped.parquet", "long.csv", "rollouts.parquet", "verl"]
 """Sample logs read as rows with plain columns: the engines reduce them with SQL."""
 SERIES = ["dapo_fig3b_allcorrect.csv"]
 """A per-step series (a few hundred rows): read here whatever the engine."""
-FRAMEWORK = ["areal", "inspect_ai", "nemo-rl", "open-instruct", "prime-rl", "roll", "skyrl", "trl", "verl-v1"]
+FRAMEWORK = ["areal", "inspect_ai", "nemo-rl", "open-instruct", "prime-rl", "roll", "skyrl", "trl", "trl-one-prompt",
+             "verl-v1"]
 """Sample logs whose framework reader restructures each file in Python (or filters rows with a Polars
 expression): read and reduced file by file by that reader (on Spark's executors; here for DuckDB)."""
 UNREADABLE = ["lm-eval"]

@@ -53,21 +53,24 @@ def trl_frame(step, rewards: dict[str, list[float]], prompts_=("p1", "p1", "p2",
                          "completion": ["42"] * n, **rewards, "advantage": [0.0] * n})
 
 
-def test_trl_string_step_duplicated_block_and_identical_samples(tmp_path):
+def test_trl_string_step_identical_samples_and_a_block_twice_in_one_file_kept_with_a_note(tmp_path):
     d = tmp_path / "completions"
     d.mkdir()
     # step 10 from an older export: string step; two identical samples of p1 are both kept
     trl_frame("10", {"accuracy_reward": [1.0, 1.0, 0.0, 1.0]}).write_parquet(
         d / "completions_00010.parquet")
     block = trl_frame(20, {"accuracy_reward": [0.0, 1.0, 0.0, 0.0]})
-    pl.concat([block, block]).write_parquet(d / "completions_00020.parquet")  # written twice
+    # TRL writes each row of a batch once per file: a block twice in one file is not its writer's
+    # structure, so it is kept, and the note says what looked repeated
+    pl.concat([block, block]).write_parquet(d / "completions_00020.parquet")
     lc = load_counts([tmp_path])
     assert lc.layout == "trl" and lc.reward_source == "accuracy_reward"
-    assert_frame_equal(lc.per_group, groups([(10, "p1", 2, 2), (10, "p2", 2, 1),
-                                             (20, "p1", 2, 1), (20, "p2", 2, 0)]))
-    assert_frame_equal(lc.per_prompt, prompts([("p1", 4, 3), ("p2", 4, 1)]))
-    assert any(note.startswith("4 duplicate rows dropped") for note in lc.notes)
-    assert lc.n_rows == 8
+    assert_frame_equal(lc.per_group, groups([(10, "p1", 2, 2), (10, "p2", 2, 1), (20, "p1", 2, 1),
+                                             (20, "p1", 2, 1), (20, "p2", 2, 0), (20, "p2", 2, 0)]))
+    assert lc.n_rows == 12
+    assert not any("duplicate rows dropped" in note for note in lc.notes)
+    assert any("completions_00020.parquet's second 4 rows repeat its first 4" in n and "kept" in n
+               for n in lc.notes)
 
 
 def test_trl_several_reward_columns_need_a_choice(tmp_path):

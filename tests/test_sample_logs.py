@@ -11,10 +11,12 @@ import shutil
 import zipfile
 from pathlib import Path
 
+import numpy as np
+import polars as pl
 import pytest
 
 from sigmaudit.errors import SchemaError
-from sigmaudit.loaders import load_counts
+from sigmaudit.loaders import LoadOptions, load_counts
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_LOGS = ROOT / "sample_logs"
@@ -23,7 +25,7 @@ _spec = importlib.util.spec_from_file_location("make_sample_logs",
 make = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(make)
 
-LAYOUT = {"verl-v1": "verl", "inspect_ai": "inspect-ai"}
+LAYOUT = {"verl-v1": "verl", "inspect_ai": "inspect-ai", "trl-one-prompt": "trl"}
 POST_FILTER = {"open-instruct"}
 
 
@@ -79,7 +81,34 @@ def test_prime_rl_effective_alone_is_a_post_filter_dump(tmp_path):
 def test_trl_relogged_batches_are_counted_once():
     lc = load_counts([SAMPLE_LOGS / "trl"])
     assert lc.n_rows == 3 * 12 * 8  # three generations of 12 prompts x 8, each logged twice
-    assert sum("logged again" in n for n in lc.notes) == 3
+    note = next(n for n in lc.notes if "logs again" in n or "log again" in n)
+    assert note.startswith("TRL: completions_00002.parquet and 2 more (288 rows) log again the generation batch")
+    assert "the same prompts in the same order over a whole block of groups" in note
+    assert "--keep-duplicates reads them" in note
+    kept = load_counts([SAMPLE_LOGS / "trl"], LoadOptions(keep_duplicates=True))
+    assert kept.n_rows == 2 * 288
+
+
+def test_trl_steps_whose_completions_are_all_identical_read_every_row(tmp_path):
+    """Issue 22: a step whose G completions are identical is a silent group, not a repeat."""
+    lc = load_counts([SAMPLE_LOGS / "trl-one-prompt"])
+    assert lc.n_rows == 40 * 6 and lc.per_group.height == 40
+    assert not any("duplicate" in n or "counted once" in n for n in lc.notes)
+    # two steps that drew the same easy prompt and answered it the same way: kept, and said
+    assert any(n.startswith("TRL: completions_00008.parquet holds the same rows as the file logged "
+                            "before") and "kept" in n for n in lc.notes)
+    silent = lc.per_group.filter((pl.col("k") == 0) | (pl.col("k") == pl.col("n")))
+    assert silent.height == make.make_framework("trl-one-prompt", tmp_path).counts()["silent"] * 40
+
+
+def test_trl_one_prompt_num_iterations_2_dump_still_reads_once(tmp_path):
+    """One prompt per batch: the repeat is proven by the run's period (every 2nd file new)."""
+    truth = make.trl_one_prompt(np.random.default_rng(5), tmp_path, "run", num_iterations=2).counts()
+    lc = load_counts([tmp_path / "run"])
+    assert len(lc.files) == 20 and lc.n_rows == truth["rollouts"] == 20 * 6
+    note = next(n for n in lc.notes if "counted once" in n)
+    assert "a new batch every 2 files over the run" in note
+    assert load_counts([tmp_path / "run"], LoadOptions(keep_duplicates=True)).n_rows == 40 * 6
 
 
 def test_inspect_members_are_zstd_compressed_as_inspect_writes_them():

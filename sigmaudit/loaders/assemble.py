@@ -19,9 +19,10 @@ from .rules import copies_note, skip_notes
 
 
 def conclude(files: Sequence[Any], counted: Sequence[FileCounts], copies: Sequence[str],
-             skipped: dict[Any, str]) -> LoadedCounts:
+             skipped: dict[Any, str], relogged: Sequence[str] = ()) -> LoadedCounts:
     """The load of ``files`` from their counts (one :class:`FileCounts` per file, or one for all the
-    files an engine reduced at once): assembled, checked by the framework, with every note."""
+    files an engine reduced at once): assembled, checked by the framework, with every note
+    (``relogged``: the notes of :func:`.rules.drop_relogged`)."""
     plans = [c.plan for c in counted]
     read = sum(c.rows for c in counted)
     null_keys = sum(c.null_keys for c in counted)
@@ -40,7 +41,7 @@ def conclude(files: Sequence[Any], counted: Sequence[FileCounts], copies: Sequen
     trainers.check(loaded.layout, plans, loaded.per_group, missing, str(files[0]))
     norms = [(c.filtered, c.reward_source) for c in counted if c.framework]
     filtered = norms[0][0] if norms and all(n[0] for n in norms) else None
-    extra = [note for c in counted for note in c.extra_notes]
+    extra = [*relogged, *(note for c in counted for note in c.extra_notes)]
     notes = [*loaded.notes, *mine, *extra[:3]]
     if len(extra) > 3:
         notes.append(f"... and {len(extra) - 3} more such notes")
@@ -119,7 +120,7 @@ def assemble(files: list[Path], plans: list[ColumnMap], partials: list[pl.DataFr
     if len(files) > 1:
         notes.append(f"read {len(files)} files")
     if duplicates:
-        notes.append(f"{duplicates} duplicate rows dropped")
+        notes.append(f"{duplicates} duplicate rows dropped (a block of rows written twice); --keep-duplicates reads them")
     if missing:
         notes.append(f"{missing} missing (null/NaN) rewards excluded, not counted as wrong")
     if n_all_missing:

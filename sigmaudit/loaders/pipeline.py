@@ -7,16 +7,16 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import ModuleType
 
 from ..errors import ConfigError, InputError, SchemaError, SigmauditError
+from . import trainers
 from .assemble import conclude
 from .engines import Engine
 from .engines.polars import count_file, load_local, load_remote, open_file, remote_plan
 from .inputs import Inputs, resolve
 from .options import FileCounts, LoadedCounts, LoadOptions
 from .readers import scan
-from .rules import copies_of, drop_copied_files, framework_elsewhere, of_main_layout, same_size, series_of
+from .rules import copies_of, drop_copied_files, drop_relogged, framework_elsewhere, of_main_layout, same_size, series_of
 from .tempdirs import run_folder
 
 
@@ -93,7 +93,7 @@ def _sample(engine: Engine, inputs: Inputs, kept: list, opts: LoadOptions, tmp: 
         return load_per_file(engine, inputs, opts)
     if isinstance(item, LoadedCounts):  # a per-step series is a few hundred rows: read here
         return item
-    if isinstance(item, ModuleType) or item.plan.row_filter is not None:
+    if isinstance(item, trainers.TrainerReader) or item.plan.row_filter is not None:
         return load_per_file(engine, inputs, opts)
     return item.plan, item.src.schema
 
@@ -110,6 +110,8 @@ def load_per_file(engine: Engine, inputs: Inputs, opts: LoadOptions) -> LoadedCo
     results = engine.count_files(functools.partial(count_file, opts=opts), files, hashed)
     copies = [str(c) for c in copies_of([r.path for r in results], [r.digest for r in results])]
     results = [r for r in results if str(r.path) not in copies]
+    kept, relogged = drop_relogged([r.path for r in results], opts)
+    results = [r for r in results if r.path in set(kept)]
     files = [r.path for r in results]
     opened: list[FileCounts] = []
     errors: list[SigmauditError] = []
@@ -127,4 +129,4 @@ def load_per_file(engine: Engine, inputs: Inputs, opts: LoadOptions) -> LoadedCo
     for r in opened:
         if r.error is not None:
             raise r.error
-    return conclude([r.path for r in opened], opened, copies, inputs.skipped)
+    return conclude([r.path for r in opened], opened, copies, inputs.skipped, relogged)

@@ -3,6 +3,8 @@
 - Files a trainer writes beside its rollouts (metadata, metrics) are skipped with a note; a file
   named on the command line never is (:func:`beside_rollouts`).
 - A byte-for-byte copy of another input is read once (:func:`drop_copied_files`, :func:`copies_of`).
+- A file in which a trainer logged again another file's rows (TRL's re-logged generation batch) is
+  read once, only with proof from the writer's structure (:func:`drop_relogged`).
 - Within one directory (or glob) argument the most common layout wins and the other files are
   skipped with a note; named files must all have it (:func:`of_main_layout`).
 - A lone file with a step column and share columns only is a per-step series (:func:`series_of`).
@@ -83,6 +85,12 @@ def drop_copied_files(files: list[Path]) -> tuple[list[Path], list[str]]:
     digests = [file_digest(f) if i in hashed else None for i, f in enumerate(files)]
     copies = set(copies_of(files, digests))
     return [f for f in files if f not in copies], [str(f) for f in files if f in copies]
+
+
+def drop_relogged(files: list[Path], opts: LoadOptions) -> tuple[list[Path], list[str]]:
+    """(files without those a framework proves log again another file's rows, the notes); with
+    ``--keep-duplicates`` every file is kept and the notes say so."""
+    return trainers.drop_repeats(files, opts.keep_duplicates)
 
 
 def copies_note(copies: Sequence[str]) -> str:

@@ -109,6 +109,7 @@ CASES: dict[str, list[str]] = {
     "sample_open_instruct": ["sample_logs/open-instruct"],
     "sample_prime_rl": ["sample_logs/prime-rl"],
     "sample_trl": ["sample_logs/trl"],
+    "sample_trl_one_prompt": ["sample_logs/trl-one-prompt"],
     "sample_verl": ["sample_logs/verl"],
     "sample_verl_score": ["sample_logs/verl", "--reward-col", "score", "--threshold", "0.5"],
     "sample_all": ["sample_logs/verl", "sample_logs/open-instruct"],

@@ -14,7 +14,6 @@ import dataclasses
 import functools
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 
 import polars as pl
 
@@ -27,7 +26,7 @@ from ..inputs import Inputs
 from ..options import FileCounts, LoadedCounts, LoadOptions
 from ..readers import Source, scan
 from ..reduce import Partial, reduce_counts, reduce_lists, reduce_samples
-from ..rules import drop_copied_files, file_digest, framework_elsewhere, of_main_layout, series_of
+from ..rules import drop_copied_files, drop_relogged, file_digest, framework_elsewhere, of_main_layout, series_of
 from ..tempdirs import native_stderr_held, run_folder
 
 Progress = Callable[[int], None]
@@ -48,10 +47,10 @@ class Opened:
 
 
 def open_file(path: Path, tmp: Path, opts: LoadOptions, series_ok: bool,
-              like: Source | None = None, peek: bool = False) -> Opened | LoadedCounts | ModuleType:
+              like: Source | None = None, peek: bool = False) -> Opened | LoadedCounts | trainers.TrainerReader:
     """One file's source and column map (a framework's restructured frame where it needs one);
     ``like`` is a jsonl source whose schema :func:`~..readers.scan` may reuse. With ``peek``, a file
-    that a framework reader restructures is not read: its framework module comes back. A lone file
+    that a framework reader restructures is not read: its framework reader comes back. A lone file
     (``series_ok``) may be a per-step series: its counts come back."""
     module = trainers.reader(path, None) if trainers.needs_reader(path) else None
     if module is None:
@@ -136,6 +135,7 @@ def load_local(inputs: Inputs, opts: LoadOptions, progress: Progress | None = No
     files, copies = inputs.local, []
     if not opts.keep_duplicates:
         files, copies = drop_copied_files(files)
+    files, relogged = drop_relogged(files, opts)
     held = native_stderr_held() if progress is None else contextlib.nullcontext()
     with run_folder() as tmp, held:
         opened = _open_all(inputs, files, tmp, opts)
@@ -149,7 +149,7 @@ def load_local(inputs: Inputs, opts: LoadOptions, progress: Progress | None = No
             read += out[-1].rows
             if progress is not None:
                 progress(read)
-    return conclude([o.path for o in opened], out, copies, inputs.skipped)
+    return conclude([o.path for o in opened], out, copies, inputs.skipped, relogged)
 
 
 def _open_all(inputs: Inputs, files: list[Path], tmp: Path, opts: LoadOptions) -> list[Opened] | LoadedCounts:
@@ -198,7 +198,7 @@ def remote_plan(url: str, src: Source, opts: LoadOptions) -> ColumnMap:
 
     module = trainers.reader(Path(parse_url(url).key or "x"), src.schema)
     if module is not None:
-        raise framework_elsewhere(url, module.NAME)
+        raise framework_elsewhere(url, module.name)
     return detect(src.schema, opts, url)
 
 

@@ -1,25 +1,18 @@
 """Trainer and evaluator dumps, one module per framework (each module's docstring names the
 writer function and the commit it follows; ``docs/trainers.md`` has the table).
 
-A framework module may define any of:
-
-- ``recognize(schema, opts, where) -> ColumnMap | None``: the dump is one row per sample with
-  plain columns; the ordinary streaming reduction reads it (verl, the older prime-rl layout).
-- ``claims(path, schema) -> bool`` and ``read(path, opts) -> Normalised``: the dump needs
-  restructuring; ``read`` returns a long frame (step, group, prompt, reward) that the ordinary
-  reduction then counts (see :mod:`._common`). ``claims_path(path)`` for files that are not
-  tables at all (inspect_ai's ``.eval`` zip).
-- ``skip(path, files) -> str | None``: a file the framework writes beside its rollouts that is
-  not rollouts (metadata, metrics, the ``effective`` copy of ``all``): skipped with a note.
-- ``check(per_group, missing, plan)``: refuse counts the dump cannot give (verl legacy with a
-  prompt drawn twice in one step).
+Each framework module defines one :class:`TrainerReader` (``READER``), the protocol every
+framework implements: ``recognize`` (a dump read as rows with plain columns), ``claims_path`` /
+``claims`` and ``read`` (a dump restructured into a :class:`Normalised` long frame), ``skip``
+(files written beside the rollouts that are not rollouts), ``repeats`` (files logging again rows
+of another file, with proof from the writer's structure) and ``check`` (refuse counts the dump
+cannot give). Files ending in ``.gz`` or ``.zst`` are recognised and read by their writer's name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 
 import polars as pl
 
@@ -37,40 +30,39 @@ from . import (
     trl,
     verl,
 )
-from ._common import Normalised
+from ._common import Normalised, Repeats, TrainerReader
 
-FRAMEWORKS: tuple[ModuleType, ...] = (lm_eval, verl, trl, open_instruct, prime_rl, nemo_rl, areal,
-                                       roll, skyrl, inspect_ai)
+FRAMEWORKS: tuple[TrainerReader, ...] = tuple(m.READER for m in (
+    lm_eval, verl, trl, open_instruct, prime_rl, nemo_rl, areal, roll, skyrl, inspect_ai))
 """Tried in this order; the first that claims a file reads it."""
 
-BY_LAYOUT = {m.NAME: m for m in FRAMEWORKS}
+BY_LAYOUT = {r.name: r for r in FRAMEWORKS}
 
-__all__ = ["BY_LAYOUT", "FRAMEWORKS", "Normalised", "check", "needs_reader", "reader",
-           "recognize", "skip_reasons"]
+__all__ = ["BY_LAYOUT", "FRAMEWORKS", "Normalised", "Repeats", "TrainerReader", "check", "drop_repeats",
+           "needs_reader", "reader", "recognize", "skip_reasons"]
 
 
 def recognize(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> ColumnMap | None:
     """The column map for a dump read as rows (a trainer recognised by its keys), or None."""
-    for module in FRAMEWORKS:
-        fn = getattr(module, "recognize", None)
-        plan = fn(schema, opts, where) if fn else None
+    for framework in FRAMEWORKS:
+        plan = framework.recognize(schema, opts, where)
         if plan is not None:
             return plan
     return None
 
 
 def needs_reader(path: Path) -> bool:
-    """The file is not a table (it must be read by its framework's reader)."""
-    return any(getattr(m, "claims_path", None) and m.claims_path(path) for m in FRAMEWORKS)
+    """A framework reader claims the file from its name and first line (no table scan needed)."""
+    return any(f.claims_path(path) for f in FRAMEWORKS)
 
 
-def reader(path: Path, schema: dict[str, pl.DataType] | None) -> ModuleType | None:
-    """The framework module that restructures this file, or None."""
-    for module in FRAMEWORKS:
-        if getattr(module, "claims_path", None) and module.claims_path(path):
-            return module
-        if schema is not None and getattr(module, "claims", None) and module.claims(path, schema):
-            return module
+def reader(path: Path, schema: dict[str, pl.DataType] | None) -> TrainerReader | None:
+    """The framework reader that restructures this file, or None."""
+    for framework in FRAMEWORKS:
+        if framework.claims_path(path):
+            return framework
+        if schema is not None and framework.claims(path, schema):
+            return framework
     return None
 
 
@@ -79,19 +71,36 @@ def skip_reasons(files: Sequence[Path]) -> dict[Path, str]:
     known = frozenset(files)  # hashable (and its hash cached): modules cache summaries of it
     out: dict[Path, str] = {}
     for f in files:
-        for module in FRAMEWORKS:
-            fn = getattr(module, "skip", None)
-            reason = fn(f, known) if fn else None
+        for framework in FRAMEWORKS:
+            reason = framework.skip(f, known)
             if reason:
                 out[f] = reason
                 break
     return out
 
 
+def drop_repeats(files: list[Path], keep: bool) -> tuple[list[Path], list[str]]:
+    """(files without those a framework proves are its batch logged again, the notes). With ``keep``
+    (``--keep-duplicates``) every file is kept and the note says what was kept."""
+    local = [f for f in files if isinstance(f, Path)]
+    dropped: dict[Path, str] = {}
+    notes: list[str] = []
+    for framework in FRAMEWORKS:
+        found = framework.repeats(local)
+        dropped.update(found.dropped)
+        notes.extend(found.notes)
+    if keep:
+        if dropped:
+            notes = [f"{len(dropped)} file{'s' if len(dropped) > 1 else ''} logging again the batch of the "
+                     f"file before (e.g. {next(iter(dropped)).name}) read as well (--keep-duplicates)",
+                     *(n for n in notes if "counted once" not in n)]
+        return files, notes
+    return [f for f in files if f not in dropped], notes
+
+
 def check(layout: str, plans: Sequence[ColumnMap], per_group: pl.DataFrame | None,
           missing: int, where: str) -> None:
     """Let the framework refuse group counts its dump cannot give."""
-    module = BY_LAYOUT.get(layout)
-    fn = getattr(module, "check", None) if module else None
-    if fn and per_group is not None:
-        fn(per_group, missing, plans, where)
+    framework = BY_LAYOUT.get(layout)
+    if framework is not None and per_group is not None:
+        framework.check(per_group, missing, list(plans), where)

@@ -11,18 +11,24 @@ The ordinary reduction then counts it like any long log.
 from __future__ import annotations
 
 import functools
+import gzip
+import io
 import json
 import math
 import re
+import zlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import polars as pl
 
 from ...errors import InputError
 from ..columns import ColumnMap
-from ..options import Filtered
-from ..readers import CUT_OFF, Source, cut_off, json_object
+from ..options import Filtered, LoadOptions
+from ..paths import COMPRESSIONS
+from ..readers import CUT_OFF, MAX_EXPANSION, Source, cut_off, json_object
 
 FRAME_SCHEMA = {"step": pl.Int64, "group": pl.Utf8, "prompt": pl.Utf8, "reward": pl.Float64}
 
@@ -58,20 +64,147 @@ class Normalised:
         return Source(path, path, "frame", lf, dict(frame.schema)), plan
 
 
+@dataclass(frozen=True)
+class Repeats:
+    """Files of a load whose rows repeat another file's, as their writer logs them (a batch logged
+    again), found with proof from the writer's structure."""
+
+    dropped: dict[Path, str]
+    """File -> the name of the file whose rows it repeats (read once, there)."""
+    notes: tuple[str, ...] = ()
+    """What was dropped and why; what looked repeated but is kept."""
+
+
+class TrainerReader:
+    """The protocol every framework reader implements (one instance per framework, in
+    :data:`..FRAMEWORKS`); each method's default says "not mine", so a framework overrides only
+    what its dump needs.
+
+    - :meth:`recognize`: the dump is one row per sample with plain columns, read by the ordinary
+      streaming reduction (verl, the older prime-rl layout).
+    - :meth:`claims_path` (files that are not tables, or whose first line names the writer) or
+      :meth:`claims` (by the columns a scan inferred), then :meth:`read`: the dump needs
+      restructuring into a :class:`Normalised` long frame.
+    - :meth:`skip`: a file the framework writes beside its rollouts that is not rollouts.
+    - :meth:`repeats`: files that log again rows of another file (TRL's re-logged batches).
+    - :meth:`check`: refuse group counts the dump cannot give.
+    """
+
+    name: str = ""
+    """The layout name (one of ``LAYOUTS``)."""
+
+    def recognize(self, schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> ColumnMap | None:
+        """The column map for a dump read as rows, or None (not this framework's)."""
+        return None
+
+    def claims_path(self, path: Path) -> bool:
+        """This framework reads the file, judged from its name and first line (no table scan)."""
+        return False
+
+    def claims(self, path: Path, schema: dict[str, pl.DataType]) -> bool:
+        """This framework reads the file, judged from the columns a scan found."""
+        return False
+
+    def read(self, path: Path, opts: LoadOptions) -> Normalised:
+        """One claimed file as a long frame."""
+        raise NotImplementedError(f"{self.name} reads its dump as rows (recognize)")
+
+    def skip(self, path: Path, files: frozenset[Path]) -> str | None:
+        """Why ``path`` (one of ``files``) is not rollouts, or None."""
+        return None
+
+    def repeats(self, files: Sequence[Path]) -> Repeats:
+        """Files whose rows the writer logged again from another file of ``files`` (dropped unless
+        ``--keep-duplicates``); only with proof from the writer's structure, never from equal content
+        alone."""
+        return Repeats({})
+
+    def check(self, per_group: pl.DataFrame, missing: int, plans: list[ColumnMap], where: str) -> None:
+        """Raise when the group counts are ones the dump cannot give."""
+        return None
+
+
+def plain_name(path: Path) -> str:
+    """The file name without a ``.gz``/``.zst`` suffix (``x.jsonl.gz`` -> ``x.jsonl``): trainer
+    dumps archived with ``gzip -r`` are recognised by the names their writer gave them."""
+    name = path.name
+    for suffix in COMPRESSIONS:
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def plain_suffix(path: Path) -> str:
+    """The lower-case suffix of :func:`plain_name` (``.jsonl`` for ``x.jsonl.gz``)."""
+    return Path(plain_name(path)).suffix.lower()
+
+
+class _Bounded(io.RawIOBase):
+    """A decompressing binary stream refused past ``limit`` bytes (a compression bomb)."""
+
+    def __init__(self, inner: IO[bytes], limit: int, path: Path) -> None:
+        self.inner, self.limit, self.path, self.done = inner, limit, path, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # noqa: ANN001
+        data = self.inner.read(len(buffer))
+        self.done += len(data)
+        if self.done > self.limit:
+            raise InputError(f"decompresses to more than {MAX_EXPANSION}x its size (a compression bomb?)",
+                             location=str(self.path), remedy="decompress it yourself if the data are real")
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self.inner.close()
+        super().close()
+
+
+def open_text(path: Path) -> IO[str]:
+    """``path`` as UTF-8 text (a leading byte-order mark skipped), decompressed in a stream when
+    it ends in ``.gz`` or ``.zst`` (bounded as :mod:`..readers` bounds its copies)."""
+    compression = COMPRESSIONS.get(path.suffix.lower())
+    if compression is None:
+        return open(path, encoding="utf-8-sig")
+    limit = MAX_EXPANSION * max(path.stat().st_size, 1024)
+    if compression == "gz":
+        inner: IO[bytes] = gzip.open(path, "rb")
+    else:
+        try:
+            import zstandard
+        except ImportError as exc:
+            raise InputError("reading .zst needs the zstandard package", location=str(path),
+                             remedy="pip install zstandard") from exc
+        inner = zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True)
+    return io.TextIOWrapper(io.BufferedReader(_Bounded(inner, limit, path)), encoding="utf-8-sig")
+
+
+def json_lines(path: Path) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for every non-blank line of a jsonl file (also .gz/.zst); a bad line
+    is an InputError with its number, unreadable compressed data an InputError naming the file."""
+    try:
+        with open_text(path) as fh:
+            for number, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                value, why = json_object(line)
+                if value is None:
+                    text = (f"line {number} is not a JSON object" if why == "not a JSON object"
+                            else f"malformed JSON on line {number}: {why}")
+                    raise InputError(text, location=f"{path}:{number}",
+                                     remedy=CUT_OFF if cut_off(line, fh) else None)
+                yield number, value
+    except (EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError) as exc:
+        raise InputError(f"corrupt or truncated compressed data ({exc})", location=str(path)) from exc
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc}", location=str(path)) from exc
+
+
 def read_json_lines(path: Path) -> list[dict]:
-    """Every JSON object of a jsonl file; a bad line is an InputError with its number."""
-    rows = []
-    with open(path, encoding="utf-8-sig") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            value, why = json_object(line)
-            if value is None:
-                text = (f"line {number} is not a JSON object" if why == "not a JSON object"
-                        else f"malformed JSON on line {number}: {why}")
-                raise InputError(text, location=f"{path}:{number}", remedy=CUT_OFF if cut_off(line, fh) else None)
-            rows.append(value)
-    return rows
+    """Every JSON object of a jsonl file (also .gz/.zst); a bad line is an InputError with its number."""
+    return [value for _, value in json_lines(path)]
 
 
 def first_json_line(path: Path) -> dict | None:
@@ -87,19 +220,23 @@ def first_json_line(path: Path) -> dict | None:
 @functools.lru_cache(maxsize=4096)
 def _first_json_line(path: Path, mtime_ns: int, size: int) -> dict | None:
     try:
-        with open(path, encoding="utf-8-sig") as fh:
+        with open_text(path) as fh:
             for line in fh:
                 if line.strip():
                     value = json.loads(line)
                     return value if isinstance(value, dict) else None
-    except (OSError, ValueError):
+    except (OSError, ValueError, EOFError, zlib.error, InputError):
         return None
+    except Exception as exc:  # zstandard.ZstdError: not zstd data, so not a dump
+        if type(exc).__module__.startswith("zstandard"):
+            return None
+        raise
     return None
 
 
 def step_from_name(path: Path, pattern: str) -> int | None:
     """The integer captured by ``pattern`` in the file name or one of its folders."""
-    for part in (path.name, *(p.name for p in path.parents)):
+    for part in (plain_name(path), *(p.name for p in path.parents)):
         m = re.fullmatch(pattern, part)
         if m:
             return int(m.group(1))

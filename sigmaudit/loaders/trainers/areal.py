@@ -20,7 +20,7 @@ from pathlib import Path
 import polars as pl
 
 from ..options import LoadOptions
-from ._common import Normalised, first_json_line, read_json_lines
+from ._common import Normalised, TrainerReader, first_json_line, plain_suffix, read_json_lines
 
 NAME = "areal"
 KEYS = {"task_id", "sample_idx", "head_version", "tail_version", "reward", "prompt"}
@@ -28,7 +28,7 @@ KEYS = {"task_id", "sample_idx", "head_version", "tail_version", "reward", "prom
 
 def claims_path(path: Path) -> bool:
     """Trajectory dumps, by their keys."""
-    if path.suffix.lower() != ".jsonl":
+    if plain_suffix(path) != ".jsonl":
         return False
     head = first_json_line(path)
     return bool(head) and KEYS <= set(head)
@@ -59,3 +59,15 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
     return Normalised(frame, NAME, "detected AReaL trajectories: group = task_id (one file), "
                       "prompt = prompt text, step from tail_version (the version folder), "
                       f"reward from {reward}", reward)
+
+
+class AReaL(TrainerReader):
+    """AReaL trajectory dumps (see the module docstring)."""
+
+    name = NAME
+    claims_path = staticmethod(claims_path)
+    skip = staticmethod(skip)
+    read = staticmethod(read)
+
+
+READER = AReaL()

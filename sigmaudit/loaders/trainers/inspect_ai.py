@@ -27,7 +27,7 @@ import polars as pl
 
 from ...errors import InputError, SchemaError
 from ..options import LoadOptions
-from ._common import Normalised
+from ._common import Normalised, TrainerReader
 
 NAME = "inspect-ai"
 SAMPLE = re.compile(r"samples/(.+)_epoch_(\d+)\.json")
@@ -116,3 +116,14 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
     return Normalised(frame, NAME, f"detected inspect_ai .eval log: group = the epochs of one "
                       f"sample id, prompt = (task, id), no step, reward from scores.{scorer} "
                       f"(C = 1, I/N = 0)", f"scores.{scorer}")
+
+
+class InspectAI(TrainerReader):
+    """inspect_ai ``.eval`` logs (see the module docstring)."""
+
+    name = NAME
+    claims_path = staticmethod(claims_path)
+    read = staticmethod(read)
+
+
+READER = InspectAI()

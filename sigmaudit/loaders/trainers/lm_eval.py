@@ -16,6 +16,7 @@ import polars as pl
 from ...errors import SchemaError
 from ..columns import ColumnMap
 from ..options import LoadOptions
+from ._common import TrainerReader
 
 NAME = "lm-eval"
 KEYS = {"doc_id", "resps", "filtered_resps"}
@@ -31,3 +32,13 @@ def recognize(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> 
             remedy="score every entry of resps yourself and pass a long file (doc_id, reward) "
                    "or a counts file (doc_id, n, k)")
     return None
+
+
+class LmEval(TrainerReader):
+    """lm-evaluation-harness samples files: recognised to be refused (see the module docstring)."""
+
+    name = NAME
+    recognize = staticmethod(recognize)
+
+
+READER = LmEval()

@@ -26,25 +26,25 @@ import polars as pl
 
 from ...errors import SchemaError
 from ..options import Filtered, LoadOptions
-from ._common import Normalised, read_json_lines, run_groups
+from ._common import Normalised, TrainerReader, plain_name, read_json_lines, run_groups
 
 NAME = "nemo-rl"
 FILE = re.compile(r"(train|val)_data_step(\d+)\.jsonl")
 
 
 def claims_path(path: Path) -> bool:
-    """``train_data_step{N}.jsonl`` / ``val_data_step{N}.jsonl``."""
-    return FILE.fullmatch(path.name) is not None
+    """``train_data_step{N}.jsonl`` / ``val_data_step{N}.jsonl`` (also .gz/.zst)."""
+    return FILE.fullmatch(plain_name(path)) is not None
 
 
 @functools.lru_cache(maxsize=8)
 def _has_train(files: frozenset[Path]) -> bool:
-    return any((f := FILE.fullmatch(p.name)) is not None and f.group(1) == "train" for p in files)
+    return any((f := FILE.fullmatch(plain_name(p))) is not None and f.group(1) == "train" for p in files)
 
 
 def skip(path: Path, files: frozenset[Path]) -> str | None:
     """Validation files beside training files."""
-    m = FILE.fullmatch(path.name)
+    m = FILE.fullmatch(plain_name(path))
     if m and m.group(1) == "val" and _has_train(files):
         return "NeMo-RL validation samples (the train_data_step files are read)"
     return None
@@ -63,7 +63,7 @@ def _prompt(content) -> str | None:  # noqa: ANN001
 
 def read(path: Path, opts: LoadOptions) -> Normalised:
     """One ``*_data_step{N}.jsonl`` as a long frame."""
-    m = FILE.fullmatch(path.name)
+    m = FILE.fullmatch(plain_name(path))
     assert m is not None
     step = int(m.group(2))
     rows = read_json_lines(path)
@@ -85,3 +85,15 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
     return Normalised(frame, NAME, f"detected NeMo-RL {m.group(1)} data: group = a run of "
                       f"consecutive lines with one prompt, prompt = content minus the response, "
                       f"step from the file name, reward from {key}", key, filtered=filtered)
+
+
+class NeMoRL(TrainerReader):
+    """NeMo-RL ``*_data_step{N}.jsonl`` (see the module docstring)."""
+
+    name = NAME
+    claims_path = staticmethod(claims_path)
+    skip = staticmethod(skip)
+    read = staticmethod(read)
+
+
+READER = NeMoRL()

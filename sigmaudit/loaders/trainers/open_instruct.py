@@ -2,13 +2,19 @@
 allenai/open-instruct e6c3044aa6201c8bfa4573c1b03142af599e730d.
 
 ``{rollouts_save_path}/{run_name}_rollouts_{shard:06d}.jsonl`` (shards of 10,000 samples, a step
-may straddle two), beside ``{run_name}_metadata.jsonl`` (run name, git commit, model: skipped).
-One line per sample, a ``RolloutRecord``: ``step``, ``sample_idx``, ``prompt_idx`` (=
-``sample_idx // num_samples_per_prompt``: the group's position in that step's batch, not a
-prompt id), ``prompt_tokens``, ``response_tokens``, ``reward``, ``advantage``,
-``finish_reason``, ``dataset``, ``ground_truth``, ``request_info``, ``logprobs``.
+may straddle two; each call appends one step's batch with ``open(..., "a")``), beside
+``{run_name}_metadata.jsonl`` (run name, git commit, model: skipped). One line per sample,
+``asdict(RolloutRecord)``: ``step``, ``sample_idx``, ``prompt_idx`` (= ``sample_idx //
+num_samples_per_prompt``: the group's position in that step's batch, not a prompt id),
+``prompt_tokens``, ``response_tokens``, ``reward``, ``advantage``, ``finish_reason``, ``dataset``,
+``ground_truth``, ``request_info``, ``logprobs``.
 
-- group = (step, prompt_idx); prompt identity across steps = ``prompt_tokens``.
+- The record shape is taken from ``RolloutRecord``, not inferred from the first lines: only
+  ``step``, ``prompt_idx``, ``prompt_tokens``, ``reward`` and ``dataset`` are read, each line on its
+  own; ``dataset`` is typed ``str`` but holds whatever ``batch.datasets[i]`` is (a list on some
+  lines): a list is joined with ``+``, and no other field is ever parsed into a column.
+- group = (step, prompt_idx) within one run (the files' ``{run_name}`` and folder); prompt identity
+  across steps = ``prompt_tokens``.
 - rewards are 0 or ``verification_reward`` (10 by default): a reward column with exactly the
   two values {0, v} is read as binary (v = right).
 - ``filter_zero_std_samples=True`` (the default) drops zero-std groups in
@@ -23,52 +29,102 @@ from pathlib import Path
 
 import polars as pl
 
+from ...errors import SchemaError
 from ..options import Filtered, LoadOptions
-from ._common import Normalised
+from ._common import Normalised, TrainerReader, first_json_line, json_lines, plain_name, plain_suffix
 
 NAME = "open-instruct"
 KEYS = {"step", "prompt_idx", "reward"}
+RECORD = ("step", "sample_idx", "prompt_idx", "prompt_tokens", "response_tokens", "reward", "advantage",
+          "finish_reason", "dataset")
+"""The fields ``RolloutRecord`` always writes (``ground_truth``, ``request_info``, ``logprobs`` may be null)."""
+SHARD = re.compile(r"(.*)_rollouts_\d+\.jsonl")
 
 
 def skip(path: Path, files: frozenset[Path]) -> str | None:
     """``{run}_metadata.jsonl`` beside the rollout shards."""
-    if path.name.endswith("_metadata.jsonl") and any(
-            re.search(r"_rollouts_\d+\.jsonl$", f.name) for f in files if f.parent == path.parent):
+    if plain_name(path).endswith("_metadata.jsonl") and any(
+            SHARD.fullmatch(plain_name(f)) for f in files if f.parent == path.parent):
         return "open-instruct run metadata, not rollouts"
     return None
 
 
+def claims_path(path: Path) -> bool:
+    """Rollout shards, by the keys of their first line (no schema inference over the file)."""
+    if plain_suffix(path) not in (".jsonl", ".ndjson"):
+        return False
+    head = first_json_line(path)
+    return bool(head) and KEYS <= set(head) and (set(RECORD) <= set(head) or SHARD.fullmatch(plain_name(path))
+                                                 is not None)
+
+
 def claims(path: Path, schema: dict[str, pl.DataType]) -> bool:
-    """Rollout shards, by their keys."""
+    """Rollout tables of another format (parquet), by their columns."""
     return KEYS <= set(schema)
+
+
+def _text(value: object) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "+".join(str(v) for v in value)
+    return str(value)
+
+
+def _tokens(value: object, path: Path, number: int) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise SchemaError(f"prompt_tokens is a {type(value).__name__}, not a list of token ids",
+                          location=f"{path}:{number}", remedy="pass --prompt-col with another key")
+    return " ".join(str(t) for t in value)
+
+
+def _number(value: object, key: str, path: Path, number: int) -> float | None:
+    if value is None or isinstance(value, bool | int | float):
+        return None if value is None else float(value)
+    raise SchemaError(f"{key} is {value!r}, not a number", location=f"{path}:{number}")
+
+
+def _rows(path: Path, opts: LoadOptions) -> pl.DataFrame:
+    """The fields read, one line at a time (parquet: the same columns)."""
+    reward = opts.reward_col or "reward"
+    if plain_suffix(path) in (".jsonl", ".ndjson"):
+        lines = json_lines(path)
+    else:
+        lines = enumerate(pl.read_parquet(path).to_dicts(), start=1)
+    cols: dict[str, list] = {"step": [], "prompt_idx": [], "prompt_tokens": [], "reward": [], "dataset": []}
+    for number, r in lines:
+        step, idx = r.get("step"), r.get("prompt_idx")
+        cols["step"].append(None if step is None else int(_number(step, "step", path, number)))
+        cols["prompt_idx"].append(None if idx is None else int(_number(idx, "prompt_idx", path, number)))
+        cols["prompt_tokens"].append(_tokens(r.get("prompt_tokens"), path, number))
+        cols["reward"].append(_number(r.get(reward), reward, path, number))
+        cols["dataset"].append(_text(r.get("dataset")))
+    return pl.DataFrame(cols, schema={"step": pl.Int64, "prompt_idx": pl.Int64, "prompt_tokens": pl.Utf8,
+                                      "reward": pl.Float64, "dataset": pl.Utf8})
 
 
 def read(path: Path, opts: LoadOptions) -> Normalised:
     """One shard as a long frame."""
-    from ._common import read_json_lines
-
-    wanted = ("step", "prompt_idx", "prompt_tokens", "reward", "dataset")
-    rows = read_json_lines(path) if path.suffix.lower() in (".jsonl", ".ndjson") else \
-        pl.read_parquet(path).to_dicts()
-    df = pl.DataFrame([{k: r.get(k) for k in wanted} for r in rows],
-                      schema_overrides={"prompt_tokens": pl.List(pl.Int64), "reward": pl.Float64,
-                                        "dataset": pl.Utf8})
+    df = _rows(path, opts)
     tokens = df["prompt_tokens"].null_count() < df.height
-    prompt = (pl.col("prompt_tokens").cast(pl.List(pl.Utf8)).list.join(" ") if tokens
-              else pl.col("prompt_idx").cast(pl.Utf8))
+    prompt = pl.col("prompt_tokens") if tokens else pl.col("prompt_idx").cast(pl.Utf8)
     reward = pl.col("reward")
     values = df["reward"].drop_nulls().drop_nans().unique().sort().to_list()
     scaled = ""
     if opts.threshold is None and len(values) == 2 and values[0] == 0 and values[1] not in (1, -1):
         reward = reward / values[1]
         scaled = f" (values {{0, {values[1]:g}}} read as binary: {values[1]:g} = right)"
+    m = SHARD.fullmatch(plain_name(path))
+    run = f"{path.parent}/{m.group(1)}" if m else str(path.parent)
     frame = df.select(pl.col("step"),
-                      pl.format("{}:{}", "step", "prompt_idx").alias("group"),
+                      pl.format("{}:{}:{}", pl.lit(run), "step", "prompt_idx").alias("group"),
                       prompt.alias("prompt"), reward.alias("reward"), pl.col("dataset"))
     notes = f"detected open-instruct rollouts: group = (step, prompt_idx), prompt = " \
             f"{'prompt_tokens' if tokens else 'prompt_idx (no prompt_tokens)'}, step from step, " \
-            f"reward from reward{scaled}"
-    return Normalised(frame, NAME, notes, "reward", filtered=_filtered(frame))
+            f"reward from {opts.reward_col or 'reward'}{scaled}"
+    return Normalised(frame, NAME, notes, opts.reward_col or "reward", filtered=_filtered(frame))
 
 
 def _filtered(frame: pl.DataFrame) -> Filtered | None:
@@ -79,3 +135,16 @@ def _filtered(frame: pl.DataFrame) -> Filtered | None:
                                      "(filter_zero_std_samples=True, the default): no group in "
                                      "this dump is all-right or all-wrong")
     return None
+
+
+class OpenInstruct(TrainerReader):
+    """open-instruct rollout shards (see the module docstring)."""
+
+    name = NAME
+    claims_path = staticmethod(claims_path)
+    claims = staticmethod(claims)
+    skip = staticmethod(skip)
+    read = staticmethod(read)
+
+
+READER = OpenInstruct()

@@ -30,14 +30,22 @@ import polars as pl
 from ...errors import SchemaError
 from ..columns import PROMPT_NAMES, STEP_NAMES, ColumnMap, find, key_note, split_cols
 from ..options import Filtered, LoadOptions
-from ._common import Normalised, first_json_line, read_json_lines, step_from_name
+from ._common import (
+    Normalised,
+    TrainerReader,
+    first_json_line,
+    plain_name,
+    plain_suffix,
+    read_json_lines,
+    step_from_name,
+)
 
 NAME = "prime-rl"
 
 
 def _subset(path: Path) -> tuple[str | None, str | None]:
     """(kind, subset) from ``.../{train,eval}/{all,effective}/traces.jsonl``."""
-    if path.name != "traces.jsonl":
+    if plain_name(path) != "traces.jsonl":
         return None, None
     subset, kind = path.parent.name, path.parent.parent.name
     if subset in ("all", "effective") and kind in ("train", "eval"):
@@ -53,10 +61,11 @@ def _present(files: frozenset[Path]) -> frozenset[str | None]:
 
 def skip(path: Path, files: frozenset[Path]) -> str | None:
     """``effective`` beside ``all``, ``eval`` beside ``train``, ``metrics.jsonl``."""
-    if path.name not in ("metrics.jsonl", "traces.jsonl"):
+    name = plain_name(path)
+    if name not in ("metrics.jsonl", "traces.jsonl"):
         return None
     present = _present(files)
-    if path.name == "metrics.jsonl" and present - {None}:
+    if name == "metrics.jsonl" and present - {None}:
         return "prime-rl metrics, not rollouts"
     kind, subset = _subset(path)
     if subset == "effective" and "all" in present:
@@ -72,7 +81,7 @@ def _fields(dtype: pl.DataType) -> dict[str, pl.DataType]:
 
 def claims_path(path: Path) -> bool:
     """Episode records: ``traces`` whose entries carry ``rewards`` maps, and a ``task``."""
-    if path.suffix.lower() not in (".jsonl", ".ndjson"):
+    if plain_suffix(path) not in (".jsonl", ".ndjson"):
         return False
     head = first_json_line(path)
     if not head or "task" not in head or not isinstance(head.get("traces"), list):
@@ -167,3 +176,16 @@ def recognize(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> 
                      list_rewards=True, derived=tuple(derived),
                      note=f"detected prime-rl traces layout: one group per row ({gid}), "
                           f"prompt = {key_note(prompt)}, reward from traces[].{reward_field}")
+
+
+class PrimeRL(TrainerReader):
+    """prime-rl episode records, and the older one-group-per-row layout (see the module docstring)."""
+
+    name = NAME
+    recognize = staticmethod(recognize)
+    claims_path = staticmethod(claims_path)
+    skip = staticmethod(skip)
+    read = staticmethod(read)
+
+
+READER = PrimeRL()

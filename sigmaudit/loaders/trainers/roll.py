@@ -16,7 +16,6 @@ concatenation of per-prompt groups (``batch.group_by("origin_prompt_id")``) that
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -24,22 +23,22 @@ import polars as pl
 
 from ...errors import InputError, SchemaError
 from ..options import LoadOptions
-from ._common import Normalised, run_groups
+from ._common import Normalised, TrainerReader, plain_name, read_json_lines, run_groups
 
 NAME = "roll"
 FILE = re.compile(r"rollout_dump_data\.step_(\d+)\.jsonl")
 
 
 def claims_path(path: Path) -> bool:
-    """``rollout_dump_data.step_{N}.jsonl``."""
-    return FILE.fullmatch(path.name) is not None
+    """``rollout_dump_data.step_{N}.jsonl`` (also .gz/.zst)."""
+    return FILE.fullmatch(plain_name(path)) is not None
 
 
 def read(path: Path, opts: LoadOptions) -> Normalised:
     """The one object of parallel lists as a long frame."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8-sig").strip().splitlines()[0])
-    except (ValueError, IndexError) as exc:
+        data = read_json_lines(path)[0]
+    except (InputError, IndexError) as exc:
         raise InputError("not one JSON object of parallel lists", location=f"{path}:1") from exc
     reward = opts.reward_col or "scores"
     if not isinstance(data, dict) or not isinstance(data.get(reward), list):
@@ -53,7 +52,7 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
     prompt_key = "id" if "id" in data else "prompt"
     prompts = pl.Series("prompt", [None if v is None else str(v) for v in data[prompt_key]],
                         pl.Utf8)
-    m = FILE.fullmatch(path.name)
+    m = FILE.fullmatch(plain_name(path))
     steps = data.get("global_step") or [int(m.group(1)) if m else None] * n
     cols = {"step": pl.Series(steps, dtype=pl.Int64), "group": run_groups(prompts, path.name),
             "prompt": prompts,
@@ -66,3 +65,14 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
     return Normalised(pl.DataFrame(cols), NAME, f"detected ROLL rollout dump: group = a run of "
                       f"consecutive rows with one {prompt_key}, prompt = {prompt_key}, step from "
                       f"global_step, reward from {reward}", reward)
+
+
+class ROLL(TrainerReader):
+    """ROLL rollout dumps (see the module docstring)."""
+
+    name = NAME
+    claims_path = staticmethod(claims_path)
+    read = staticmethod(read)
+
+
+READER = ROLL()

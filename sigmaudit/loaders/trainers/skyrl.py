@@ -17,7 +17,15 @@ from pathlib import Path
 import polars as pl
 
 from ..options import LoadOptions
-from ._common import Normalised, first_json_line, read_json_lines, step_from_name
+from ._common import (
+    Normalised,
+    TrainerReader,
+    first_json_line,
+    plain_name,
+    plain_suffix,
+    read_json_lines,
+    step_from_name,
+)
 
 NAME = "skyrl"
 KEYS = {"input_prompt", "output_response", "score"}
@@ -25,7 +33,7 @@ KEYS = {"input_prompt", "output_response", "score"}
 
 def claims_path(path: Path) -> bool:
     """Per-dataset eval dumps, by their keys."""
-    if path.suffix.lower() != ".jsonl":
+    if plain_suffix(path) != ".jsonl":
         return False
     head = first_json_line(path)
     return bool(head) and KEYS <= set(head)
@@ -33,7 +41,7 @@ def claims_path(path: Path) -> bool:
 
 def skip(path: Path, files: frozenset[Path]) -> str | None:
     """``aggregated_results.jsonl``: metrics, not samples."""
-    if path.name == "aggregated_results.jsonl":
+    if plain_name(path) == "aggregated_results.jsonl":
         return "SkyRL aggregated eval metrics, not samples"
     return None
 
@@ -61,3 +69,15 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
     return Normalised(frame, NAME, "detected SkyRL eval dump: group = (step, data_source, "
                       "input_prompt), prompt = input_prompt, step from global_step_N_evals, "
                       f"reward from {reward} (last token)", reward)
+
+
+class SkyRL(TrainerReader):
+    """SkyRL per-dataset eval dumps (see the module docstring)."""
+
+    name = NAME
+    claims_path = staticmethod(claims_path)
+    skip = staticmethod(skip)
+    read = staticmethod(read)
+
+
+READER = SkyRL()

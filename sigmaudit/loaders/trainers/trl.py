@@ -1,44 +1,48 @@
 """TRL: ``GRPOTrainer.log`` (``trl/trainer/grpo_trainer.py``, ``log_completions=True``), read at
-huggingface/trl f2cd57710ae345ea6428ae95363267fcf38a3dc8.
+huggingface/trl f2cd57710ae345ea6428ae95363267fcf38a3dc8 (the parquet files exist since 035c3ff,
+"Add parquet logging for completions", with the same deques).
 
 Each ``log`` call writes ``{output_dir}/completions/completions_{global_step:05d}.parquet`` with
 ``step``, ``prompt``, ``completion``, one column per reward function (named after it), any
 ``log_extra`` columns and ``advantage``. The rows come from ``self._logs``: deques of
-``maxlen=generation_batch_size`` that are never cleared, filled once per generation with the
-gathered batch, whose groups are consecutive rows (``RepeatSampler`` repeats each prompt
-``num_generations`` times in a row).
+``maxlen=generation_batch_size`` that are never cleared, extended once per generation (in
+``_generate_and_score_completions``) with the gathered batch, whose groups are consecutive rows
+(``RepeatSampler`` repeats each prompt ``num_generations`` times in a row). So a file holds the
+last generation batch, each row once.
 
-So a group is a run of consecutive rows with one prompt (runs split into blocks of the gcd of
-the run lengths, for a prompt drawn twice in a row), and when a generation batch serves several
-optimizer steps (``num_iterations > 1`` or ``steps_per_generation > gradient_accumulation_steps``)
-the same batch is written again under the next logged step: a file equal to the previous step's
-file (all columns but ``step``) is counted once. A step's rows repeated within one file (older
-exports) are dropped the same way.
+- group = a run of consecutive rows with one prompt (runs split into blocks of the gcd of the run
+  lengths, for a prompt drawn twice in a row); G identical completions are one silent group, never
+  a repeat.
+- A generation serves ``steps_per_generation x num_iterations / gradient_accumulation_steps``
+  optimizer steps (``_prepare_inputs``): when that is r > 1 and ``logging_steps`` < r, the same
+  batch is written again under the next logged steps. A file whose rows (all columns but ``step``)
+  equal those of the file logged just before it is counted once only with proof of that structure
+  (:meth:`TRL.repeats`): its batch is a block of two or more groups (the same prompts in the same
+  order cannot be drawn again: the sampler shuffles), or the folder's files repeat with a fixed
+  period (every r-th file new). Otherwise the rows are kept and a note says what looked repeated.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
-from ...errors import SchemaError
+from ...errors import InputError, SchemaError
 from ..columns import split_cols
 from ..options import LoadOptions
 from ..readers import POLARS_ERRORS
-from ..reduce import drop_repeated_blocks
 from ..rewards import is_reward_dtype
-from ._common import Normalised, run_groups
+from ._common import Normalised, Repeats, TrainerReader, run_groups
 
 NAME = "trl"
 NON_REWARD = {"step", "prompt", "completion", "advantage", "image", "images"}
 FILE = re.compile(r"completions_(\d+)\.parquet")
-
-
-def claims(path: Path, schema: dict[str, pl.DataType]) -> bool:
-    """TRL completions tables, by their columns."""
-    return {"step", "prompt", "completion"} <= set(schema) and "input" not in schema
 
 
 def _reward(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> str:
@@ -63,49 +67,146 @@ def _table(path: Path) -> pl.DataFrame:
         df = pl.read_parquet(path) if path.suffix.lower() in (".parquet", ".pq") else \
             pl.read_csv(path) if path.suffix.lower() == ".csv" else pl.read_ndjson(path)
     except POLARS_ERRORS as exc:
-        from ...errors import InputError
-
         raise InputError(f"cannot read: {str(exc).splitlines()[0] if str(exc) else exc}",
                          location=str(path)) from exc
     return df.drop([c for c in ("image", "images") if c in df.columns])
 
 
-def _previous(path: Path) -> Path | None:
-    m = FILE.fullmatch(path.name)
-    if not m:
-        return None
-    step = int(m.group(1))
-    earlier = [(int(f.group(1)), path.parent / f.group(0)) for f in
-               (FILE.fullmatch(p.name) for p in path.parent.iterdir()) if f and int(f.group(1)) < step]
-    return max(earlier)[1] if earlier else None
+@dataclass(frozen=True)
+class _Batch:
+    """What the repeat check needs of one completions file."""
+
+    digest: str
+    """sha256 over the row hashes of every column but ``step``."""
+    groups: int
+    """Groups (runs of one prompt) in the file."""
+    rows: int
 
 
-def read(path: Path, opts: LoadOptions) -> Normalised:
-    """One completions file as a long frame."""
-    df = _table(path)
-    where = str(path)
-    reward = _reward(dict(df.schema), opts, where)
-    prompt = split_cols(opts.prompt_col) or ("prompt",)
-    df, duplicates = drop_repeated_blocks(df, "step")
-    notes: tuple[str, ...] = ()
-    prev = _previous(path)
-    if prev is not None:
-        before = _table(prev)
-        if before.drop("step").equals(df.drop("step")):
-            df = df.head(0)
-            notes = (f"{path.name}: the generation batch of {prev.name} logged again "
-                     f"(one generation serves several steps): counted once",)
-    key = (df[prompt[0]].cast(pl.Utf8) if len(prompt) == 1 else
-           df.select(pl.concat_str([pl.col(c).cast(pl.Utf8) for c in prompt], separator=" | "))
-           .to_series())
+@functools.lru_cache(maxsize=4096)
+def _batch(path: Path, mtime_ns: int, size: int) -> _Batch | None:
     try:
-        step = df["step"].cast(pl.Int64)
-    except POLARS_ERRORS as exc:
-        raise SchemaError("step column 'step' is not an integer step",
-                          location=f"{path}: column step") from exc
-    frame = pl.DataFrame({"step": step, "group": run_groups(key, path.name), "prompt": key,
-                          "reward": df[reward].cast(pl.Float64)})
-    return Normalised(frame, NAME, f"detected TRL completions layout: group = a run of "
-                      f"consecutive rows with one prompt, prompt = {', '.join(prompt)}, step from "
-                      f"step, reward from {reward}", reward, duplicates=duplicates,
-                      extra_notes=notes)
+        df = _table(path)
+    except InputError:
+        return None  # the read reports it
+    body = df.drop("step") if "step" in df.columns else df
+    digest = hashlib.sha256(body.hash_rows(seed=0).to_numpy().tobytes()).hexdigest()
+    groups = run_groups(df["prompt"].cast(pl.Utf8), "") if "prompt" in df.columns else None
+    n = groups.n_unique() if groups is not None else 0
+    return _Batch(digest, n, df.height)
+
+
+def _same_rows(a: Path, b: Path) -> bool:
+    """Every column but ``step`` equal, row for row (the digest's proof)."""
+    x, y = _table(a), _table(b)
+    return x.drop("step", strict=False).equals(y.drop("step", strict=False))
+
+
+def _period(flags: list[bool]) -> tuple[int, int] | None:
+    """(r, phase): the smallest r >= 2 such that every file but each r-th from ``phase`` repeats the
+    file before it, over at least two whole blocks; None when there is none."""
+    n = len(flags)
+    for r in range(2, n // 2 + 1):
+        for phase in range(r):
+            if all(flags[i] for i in range(1, n) if (i - phase) % r):
+                return r, phase
+    return None
+
+
+def _repeats_in(folder: list[Path]) -> Repeats:
+    """The repeat verdicts for the completions files of one folder, in step order."""
+    batches = []
+    for f in folder:
+        st = f.stat()
+        batches.append(_batch(f, st.st_mtime_ns, st.st_size))
+    flags = [False] + [a is not None and b is not None and a.digest == b.digest and _same_rows(p, q)
+                       for p, q, a, b in zip(folder, folder[1:], batches, batches[1:], strict=False)]
+    period = _period(flags)
+    dropped: dict[Path, str] = {}
+    proofs: set[str] = set()
+    kept: list[Path] = []
+    for i, (f, flag, b) in enumerate(zip(folder, flags, batches, strict=True)):
+        if not flag or b is None:
+            continue
+        if b.groups >= 2:
+            dropped[f] = folder[i - 1].name
+            proofs.add("the same prompts in the same order over a whole block of groups")
+        elif period is not None and (i - period[1]) % period[0]:
+            dropped[f] = folder[i - 1].name
+            proofs.add(f"a new batch every {period[0]} files over the run, the others equal to the file before")
+        else:
+            kept.append(f)
+    notes = []
+    if dropped:
+        rows = sum(b.rows for f, b in zip(folder, batches, strict=True) if f in dropped and b)
+        first = next(iter(dropped))
+        more = f" and {len(dropped) - 1} more" if len(dropped) > 1 else ""
+        verb = "log" if more else "logs"
+        notes.append(f"TRL: {first.name}{more} ({rows:,} rows) {verb} again the generation batch of the file "
+                     f"logged before ({dropped[first]}; proof: {'; '.join(sorted(proofs))}; one generation "
+                     f"serves several optimizer steps when steps_per_generation x num_iterations > "
+                     f"gradient_accumulation_steps): counted once; --keep-duplicates reads them")
+    if kept:
+        more = f" and {len(kept) - 1} more" if len(kept) > 1 else ""
+        verb = "hold" if more else "holds"
+        notes.append(f"TRL: {kept[0].name}{more} {verb} the same rows as the file logged before (one "
+                     f"prompt, e.g. G identical completions: a silent group): kept, as no repeat pattern "
+                     f"across the run proves a re-logged batch")
+    return Repeats(dropped, tuple(notes))
+
+
+class TRL(TrainerReader):
+    """TRL completions tables (see the module docstring)."""
+
+    name = NAME
+
+    def claims(self, path: Path, schema: dict[str, pl.DataType]) -> bool:
+        """TRL completions tables, by their columns."""
+        return {"step", "prompt", "completion"} <= set(schema) and "input" not in schema
+
+    def repeats(self, files: Sequence[Path]) -> Repeats:
+        """Completions files that log the batch of the file logged before them again (see the
+        module docstring for the proof asked), per folder."""
+        folders: dict[Path, list[tuple[int, Path]]] = {}
+        for f in files:
+            m = FILE.fullmatch(f.name)
+            if m:
+                folders.setdefault(f.parent, []).append((int(m.group(1)), f))
+        dropped: dict[Path, str] = {}
+        notes: list[str] = []
+        for members in folders.values():
+            if len(members) > 1:
+                found = _repeats_in([f for _, f in sorted(members)])
+                dropped.update(found.dropped)
+                notes.extend(found.notes)
+        return Repeats(dropped, tuple(notes))
+
+    def read(self, path: Path, opts: LoadOptions) -> Normalised:
+        """One completions file as a long frame (every row)."""
+        df = _table(path)
+        where = str(path)
+        reward = _reward(dict(df.schema), opts, where)
+        prompt = split_cols(opts.prompt_col) or ("prompt",)
+        key = (df[prompt[0]].cast(pl.Utf8) if len(prompt) == 1 else
+               df.select(pl.concat_str([pl.col(c).cast(pl.Utf8) for c in prompt], separator=" | "))
+               .to_series())
+        try:
+            step = df["step"].cast(pl.Int64)
+        except POLARS_ERRORS as exc:
+            raise SchemaError("step column 'step' is not an integer step",
+                              location=f"{path}: column step") from exc
+        groups = run_groups(key, path.name)
+        frame = pl.DataFrame({"step": step, "group": groups, "prompt": key,
+                              "reward": df[reward].cast(pl.Float64)})
+        half = df.height // 2
+        notes: tuple[str, ...] = ()
+        if half and df.height % 2 == 0 and groups.head(half).n_unique() >= 2 and \
+                df.head(half).drop("step").equals(df.tail(half).drop("step")):
+            notes = (f"TRL: {path.name}'s second {half:,} rows repeat its first {half:,} (a file written "
+                     f"twice?): kept, as TRL writes each row of a batch once per file",)
+        return Normalised(frame, NAME, f"detected TRL completions layout: group = a run of "
+                          f"consecutive rows with one prompt, prompt = {', '.join(prompt)}, step from "
+                          f"step, reward from {reward}", reward, extra_notes=notes)
+
+
+READER = TRL()

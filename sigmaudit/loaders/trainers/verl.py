@@ -24,6 +24,7 @@ import polars as pl
 from ...errors import SchemaError
 from ..columns import STEP_NAMES, ColumnMap, find, key_note, split_cols
 from ..options import LoadOptions
+from ._common import TrainerReader
 
 NAME = "verl"
 UID = r"^(.*)_(\d+)_(\d+)$"
@@ -74,3 +75,14 @@ def check(per_group: pl.DataFrame, missing: int, plans, where: str) -> None:  # 
             location=where,
             remedy="dump with verl's v1 trainer (it writes uid), or pass --group-col with a "
                    "per-draw id")
+
+
+class Verl(TrainerReader):
+    """verl generation dumps, read as rows (see the module docstring)."""
+
+    name = NAME
+    recognize = staticmethod(recognize)
+    check = staticmethod(check)
+
+
+READER = Verl()
