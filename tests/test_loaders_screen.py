@@ -79,7 +79,7 @@ def test_a_log_appended_to_itself_is_still_dropped(tmp_path, suffix):
     log = _log()
     lc = load_counts([_write(pl.concat([log, log, log, log]), tmp_path / f"four{suffix}")], LoadOptions())
     assert lc.n_rows == log.height
-    assert f"{3 * log.height} duplicate rows dropped" in lc.notes
+    assert any(n.startswith(f"{3 * log.height} duplicate rows dropped") for n in lc.notes)
     lc = load_counts([_write(pl.concat([log, log.with_columns(pl.format("{}-b", "sample").alias("sample"))]),
                              tmp_path / f"halves{suffix}")], LoadOptions())
     assert lc.n_rows == 2 * log.height and not any("duplicate" in n for n in lc.notes)
