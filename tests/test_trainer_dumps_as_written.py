@@ -60,7 +60,8 @@ def test_gzipped_trainer_dump_reads_as_its_framework(name, tmp_path):
         f.unlink()
     plain, packed = load_counts([SAMPLE_LOGS / name]), load_counts([tmp_path / name])
     assert packed.layout == plain.layout
-    assert packed.per_group.sort(["step", "prompt", "n", "k"]).equals(plain.per_group.sort(["step", "prompt", "n", "k"]))
+    order = ["step", "prompt", "n", "k"]
+    assert packed.per_group.sort(order).equals(plain.per_group.sort(order))
     assert packed.filtered == plain.filtered
     skipped = [n for n in plain.notes if n.startswith("skipped")]
     assert len(skipped) == len([n for n in packed.notes if n.startswith("skipped")])

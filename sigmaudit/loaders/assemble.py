@@ -120,7 +120,8 @@ def assemble(files: list[Path], plans: list[ColumnMap], partials: list[pl.DataFr
     if len(files) > 1:
         notes.append(f"read {len(files)} files")
     if duplicates:
-        notes.append(f"{duplicates} duplicate rows dropped (a block of rows written twice); --keep-duplicates reads them")
+        notes.append(f"{duplicates} duplicate rows dropped (a block of rows written twice); "
+                     "--keep-duplicates reads them")
     if missing:
         notes.append(f"{missing} missing (null/NaN) rewards excluded, not counted as wrong")
     if n_all_missing:

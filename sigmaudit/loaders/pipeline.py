@@ -16,7 +16,15 @@ from .engines.polars import count_file, load_local, load_remote, open_file, remo
 from .inputs import Inputs, resolve
 from .options import FileCounts, LoadedCounts, LoadOptions
 from .readers import scan
-from .rules import copies_of, drop_copied_files, drop_relogged, framework_elsewhere, of_main_layout, same_size, series_of
+from .rules import (
+    copies_of,
+    drop_copied_files,
+    drop_relogged,
+    framework_elsewhere,
+    of_main_layout,
+    same_size,
+    series_of,
+)
 from .tempdirs import run_folder
 
 
