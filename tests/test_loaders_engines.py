@@ -305,3 +305,94 @@ def test_spark_names_a_missing_sigmaudit_on_the_executors():
         get_engine("spark")._arrow(Failing(), "logs/")
     line = info.value.one_line()
     assert "No module named 'sigmaudit'" in line and "install sigmaudit" in line and "\n" not in line
+
+
+# ---- issue 23: the engines read what the Polars engine reads --------------------------------------
+
+def _write_csv(path: Path, header: str, rows: list[tuple], head: str = "") -> Path:
+    path.write_text(head + header + "\n" + "".join(",".join(map(str, r)) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _agree(capsys, engine: str, path: Path, *extra: str) -> dict:
+    """``scan -f json`` on ``engine`` equals the Polars engine's, exit 0; returns it."""
+    args = ("scan", str(path), "-G", "2", "-f", "json", *extra)
+    want, got = run(capsys, *args), run(capsys, *args, "--engine", engine)
+    assert want[0] == got[0] == 0, (want[2], got[2])
+    assert json.loads(got[1]) == json.loads(want[1])
+    return json.loads(got[1])
+
+
+def _half_steps(tmp_path: Path) -> Path:
+    """Steps 0.0, 0.5, ..., 4.5 (ten steps of 3 prompts x 8 answers): rounding or truncating them merges
+    steps two by two into groups of 16 (issue 23, item 3)."""
+    rows = []
+    for s in range(10):
+        for p in range(3):
+            rows += [(s * 0.5, f"q{p}", int(i < (s + p) % 9)) for i in range(8)]
+    return _write_csv(tmp_path / "half_steps.csv", "step,prompt_id,reward", rows)
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "spark"])
+def test_non_integer_steps_are_not_merged(tmp_path, capsys, engine, request):
+    pytest.importorskip(engine if engine == "duckdb" else "pyspark")
+    if engine == "spark":
+        request.getfixturevalue("spark_engine")
+    out = _agree(capsys, engine, _half_steps(tmp_path))
+    assert out["rollouts"] == 240
+    loaded = load_counts([tmp_path / "half_steps.csv"], engine=get_engine(engine))
+    assert loaded.per_group.height == 30 and set(loaded.per_group["n"]) == {8}
+
+
+def test_text_step_that_is_not_an_integer_is_refused_as_polars_refuses(tmp_path, capsys):
+    pytest.importorskip("duckdb")
+    path = _write_csv(tmp_path / "s.csv", "step,prompt_id,reward", [("a1", "q", 1), ("a1", "q", 0), ("b", "q", 1)])
+    want = run(capsys, "scan", str(path), "-G", "2")
+    got = run(capsys, "scan", str(path), "-G", "2", "--engine", "duckdb")
+    assert want[0] == got[0] == 2 and "is not an integer step" in want[2] and "is not an integer step" in got[2]
+    assert len(got[2].strip().splitlines()) == 1
+
+
+def test_duckdb_reads_a_hash_inside_an_unquoted_prompt_id_as_text(tmp_path, capsys):
+    """Only leading comment lines are comments (as Polars reads csv); ``q#1`` is a prompt id (item 15)."""
+    pytest.importorskip("duckdb")
+    rows = [(s, q, int(i < j)) for s in (1, 2) for j, q in enumerate(["q#1", "q#2", "#q3"]) for i in range(4)]
+    plain = _write_csv(tmp_path / "plain.csv", "step,prompt_id,reward", rows)
+    headed = _write_csv(tmp_path / "headed.csv", "step,prompt_id,reward", rows, head="# written by a test\n")
+    for path in (plain, headed):
+        out = _agree(capsys, "duckdb", path)
+        assert out["prompts"] == 3 and out["rollouts"] == 24
+    both = _agree(capsys, "duckdb", tmp_path)  # two files, different comment lines
+    assert both["rollouts"] == 48
+
+
+def test_duckdb_reads_a_dotted_column_name_as_a_column(tmp_path, capsys):
+    """A csv column called ``prompt.id`` is that column, not field ``id`` of a struct ``prompt`` (item 15)."""
+    pytest.importorskip("duckdb")
+    path = _write_csv(tmp_path / "d.csv", "step,prompt.id,reward", [(s, q, int(i < j)) for s in (1, 2) for j, q in enumerate("ab") for i in range(4)])
+    out = _agree(capsys, "duckdb", path, "--prompt-col", "prompt.id")
+    assert out["prompts"] == 2 and out["rollouts"] == 16
+    want = run(capsys, "scan", str(path), "-G", "8")
+    got = run(capsys, "scan", str(path), "-G", "8", "--engine", "duckdb")
+    assert want == got and want[0] == 2 and "no prompt key column found" in got[2]
+
+
+def test_spark_reads_a_quoted_newline_in_a_prompt_id(tmp_path, capsys, spark_engine, monkeypatch):
+    """A csv prompt id holding a quoted newline is one field (item 18): the same answer as Polars, and
+    nothing but sigmaudit's own lines on stderr; a local session's Python workers run this interpreter."""
+    rows = [(s, '"q\n1"' if j else "q2", int(i < s + j)) for s in (1, 2) for j in (0, 1) for i in range(4)]
+    path = _write_csv(tmp_path / "nl.csv", "step,prompt_id,reward", rows)
+    args = ("scan", str(path), "-G", "2", "-f", "json")
+    want, got = run(capsys, *args), run(capsys, *args, "--engine", "spark")
+    assert want[0] == got[0] == 0 and json.loads(got[1]) == json.loads(want[1])
+    assert json.loads(got[1])["prompts"] == 2
+    assert all(line.startswith("sigmaudit: ") for line in got[2].splitlines())
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    from pyspark.sql import SparkSession
+
+    from sigmaudit.loaders.engines.spark import _local_session
+
+    _local_session(SparkSession)
+    import os
+
+    assert os.environ["PYSPARK_PYTHON"] == sys.executable

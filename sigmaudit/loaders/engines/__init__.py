@@ -144,14 +144,24 @@ def reduce_with(engine: Engine, plan: ColumnMap, opts: LoadOptions, files: list[
                               remedy="fix the file, or pick other columns with --n-col/--k-col")
     elif int(raw["bad"].sum() or 0):
         raise non_binary_error(engine_bad_values(engine, plan, opts, files, schema), plan.reward or "", where)
-    frame = (raw.filter(pl.col("prompt").is_not_null())
-             .select(pl.col("step").cast(pl.Int64), pl.col("gid").cast(pl.Utf8), pl.col("prompt").cast(pl.Utf8),
-                     pl.col("n").cast(pl.Int64), pl.col("k").cast(pl.Int64),
-                     pl.col("missing").cast(pl.Int64), pl.col("rows").cast(pl.Int64))
-             .sort("step", "prompt", "gid", "n", "k", nulls_last=True))
+    frame = _labelled(raw.filter(pl.col("prompt").is_not_null()).sort("step", "prompt", "gid", "n", "k",
+                                                                        nulls_last=True), plan, where)
     rows, missing = int(frame["rows"].sum()), int(frame["missing"].sum())
     duplicates = engine.duplicates(plan, files) if plan.dedupe else 0
     return EngineResult(frame.drop("missing", "rows"), rows, missing, duplicates)
+
+
+def _labelled(raw: pl.DataFrame, plan: ColumnMap, where: str) -> pl.DataFrame:
+    """The query's rows in ``PARTIAL_SCHEMA`` (plus missing, rows). Groups were formed on the step as
+    read (0.5 and 1.5 are two steps); the step is labelled as an integer here exactly as the polars
+    engine labels it (``reduce._finish``: a Polars cast), or refused as it refuses it."""
+    try:
+        return raw.select(pl.col("step").cast(pl.Int64), pl.col("gid").cast(pl.Utf8), pl.col("prompt").cast(pl.Utf8),
+                          pl.col("n").cast(pl.Int64), pl.col("k").cast(pl.Int64),
+                          pl.col("missing").cast(pl.Int64), pl.col("rows").cast(pl.Int64))
+    except (pl.exceptions.InvalidOperationError, pl.exceptions.ComputeError) as exc:
+        raise SchemaError(f"step column {plan.step!r} is not an integer step", location=f"{where}: column {plan.step}",
+                          remedy="pass --step-col with an integer column") from exc
 
 
 def engine_bad_values(engine: Engine, plan: ColumnMap, opts: LoadOptions, files: list[Path | str],

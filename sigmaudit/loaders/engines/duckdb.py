@@ -51,13 +51,15 @@ class DuckDBEngine:
         self.by_file = True
         return [count(f, index=i, digest=i in hashed) for i, f in enumerate(files)]
 
-    def _connect(self, plan: ColumnMap, files: list[Path | str]):  # noqa: ANN202
+    def _connect(self, plan: ColumnMap, files: list[Path | str],
+                 schema: dict[str, pl.DataType] | None = None):  # noqa: ANN202
         remote = [f for f in files if is_remote(f)]
         if remote:
             raise ConfigError("--engine duckdb reads local files only", location=str(remote[0]),
                               remedy="use --engine polars or spark for object-store URLs")
         con = self._duckdb.connect()
-        cols = ", ".join(DUCKDB.ident(c) for c in view_columns(plan))
+        names = view_columns(plan)
+        cols = ", ".join(DUCKDB.ident(c) for c in names)
         if plan.dedupe:
             cols += f", filename AS {FILE}, file_row_number AS {ROW}"
         parts = []
@@ -66,12 +68,12 @@ class DuckDBEngine:
                 raise refuse(plan, self.name, f"{fmt} files carry no row order DuckDB can read back")
             if fmt == "parquet":
                 extra = ", filename = true, file_row_number = true" if plan.dedupe else ""
-                src = f"read_parquet({_literal(paths)}, union_by_name = true{extra})"
+                parts.append(f"SELECT {cols} FROM read_parquet({_literal(paths)}, union_by_name = true{extra})")
             elif fmt == "jsonl":
                 src = f"read_json({_literal(paths)}, format = 'newline_delimited', union_by_name = true)"
+                parts.append(f"SELECT {cols} FROM {src}")
             else:
-                src = f"read_csv({_literal(paths)}, header = true, comment = '#', union_by_name = true)"
-            parts.append(f"SELECT {cols} FROM {src}")
+                parts.extend(_csv_parts(paths, names, schema or {}))
         con.execute(f"CREATE VIEW {TABLE} AS " + " UNION ALL BY NAME ".join(parts))
         return con
 
@@ -90,7 +92,7 @@ class DuckDBEngine:
         types = {c: kind_of(t) for c, t in schema.items()}
         sql = reduce_sql(plan, opts, DUCKDB, TABLE, types, engine=self.name)
         try:
-            con = self._connect(plan, files)
+            con = self._connect(plan, files, schema)
         except self._duckdb.Error as exc:
             raise InputError(f"DuckDB cannot read the logs: {_first(exc)}", location=str(files[0])) from exc
         return self._query(con, sql, str(files[0]))
@@ -101,8 +103,31 @@ class DuckDBEngine:
 
     def bad_values(self, plan: ColumnMap, opts: LoadOptions, files: list[Path | str],
                    schema: dict[str, pl.DataType]) -> list[float]:
-        con = self._connect(plan, files)
+        con = self._connect(plan, files, schema)
         return self._query(con, bad_values_sql(plan, opts, DUCKDB, TABLE), str(files[0]))["x"].to_list()
+
+
+CSV_TYPES = {"int": "BIGINT", "float": "DOUBLE", "bool": "BOOLEAN"}
+
+
+def _csv_parts(paths: list[str], names: list[str], schema: dict[str, pl.DataType]) -> list[str]:
+    """SELECTs reading csv files as the polars engine reads them: comma-separated, ``"`` quoted, only the
+    leading comment lines skipped (a ``#`` inside a field is text), every field read as text and cast
+    to the type Polars gave the column in the sample (a prompt id stays text when Polars keeps it so)."""
+    from ..readers import csv_skip_rows
+
+    by_skip: dict[int, list[str]] = {}
+    for p in paths:
+        by_skip.setdefault(csv_skip_rows(Path(p)), []).append(p)
+    cols = []
+    for c in names:
+        sql_type = CSV_TYPES.get(kind_of(schema[c])) if c in schema else None
+        cols.append(f"CAST({DUCKDB.ident(c)} AS {sql_type}) AS {DUCKDB.ident(c)}" if sql_type else DUCKDB.ident(c))
+    # strict mode miscounts a file's lines after skipped comment lines (DuckDB 1.x-2.0: 0 rows or a failed sniff)
+    return [f"SELECT {', '.join(cols)} FROM read_csv({_literal(group)}, header = true, delim = ',', quote = '\"', "
+            f"escape = '\"', skip = {skip}, all_varchar = true, allow_quoted_nulls = false, union_by_name = true"
+            f"{', strict_mode = false' if skip else ''})"
+            for skip, group in by_skip.items()]
 
 
 def _first(exc: Exception) -> str:

@@ -19,10 +19,12 @@ import polars as pl
 from ...errors import ConfigError, InputError, SchemaError
 from ..columns import ColumnMap
 from ..options import LoadOptions
+from ..remote import is_remote
 from . import by_format, kind_of, needed_columns, view_columns
 from .sql import FILE, ROW, SPARK, bad_values_sql, duplicates_sql, reduce_sql, refuse
 
 TABLE = "sigmaudit_logs"
+CSV_TYPES = {"int": "BIGINT", "float": "DOUBLE", "bool": "BOOLEAN"}
 LOCAL_CONF = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "8",
               "spark.driver.memory": "2g", "spark.sql.session.timeZone": "UTC"}
 """A local session: no web UI, few shuffle partitions (the counts are small)."""
@@ -104,17 +106,11 @@ class SparkEngine:
 
                         self._session = ConnectSession.builder.remote(self.remote).getOrCreate()
                     else:
-                        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # local: no LAN lookup
-                        log4j = Path(__file__).with_name("log4j2.properties").as_uri()
-                        builder = (SparkSession.builder.master("local[*]").appName("sigmaudit")
-                                   .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j}"))
-                        for key, value in LOCAL_CONF.items():
-                            builder = builder.config(key, value)
-                        self._session = builder.getOrCreate()
-                        self._session.sparkContext.setLogLevel("ERROR")
+                        self._session = _local_session(SparkSession)
             except Exception as exc:  # noqa: BLE001 - JVM, network and import errors alike
                 where = self.remote or "local[*]"
-                raise ConfigError(f"cannot start Spark ({where}): {_first(exc)}", location="--engine spark",
+                why = _jvm_said() if "JAVA_GATEWAY_EXITED" in str(exc) else None
+                raise ConfigError(f"cannot start Spark ({where}): {why or _first(exc)}", location="--engine spark",
                                   remedy="check --spark-remote / SPARK_REMOTE, or Java 17+ for a local session"
                                   ) from exc
         return self._session
@@ -150,12 +146,30 @@ class SparkEngine:
                 reader = spark.read.option("mode", "FAILFAST")
                 df = reader.json(paths, schema=ddl) if ddl else reader.json(paths)
             else:
-                df = spark.read.csv(paths, header=True, comment="#", inferSchema=True, mode="FAILFAST")
+                frames.append(self._csv(paths, names, schema))
+                continue
             frames.append(df.selectExpr(*cols, *extra))
         table = frames[0]
         for other in frames[1:]:
             table = table.unionByName(other)
         table.createOrReplaceTempView(TABLE)
+
+    def _csv(self, paths: list[str], names: list[str], schema: dict[str, pl.DataType]):  # noqa: ANN202
+        """csv files read as the polars engine reads them: RFC 4180 quoting (a quoted field may hold a
+        newline or ``""``), every field as text cast to the type Polars gave the column in the sample,
+        and ``#`` lines skipped only when a file starts with comment lines."""
+        from ..readers import csv_skip_rows
+
+        options = {"header": True, "multiLine": True, "quote": '"', "escape": '"', "mode": "FAILFAST",
+                   "inferSchema": False}
+        if any(csv_skip_rows(p) if is_remote(p) else csv_skip_rows(Path(p)) for p in paths):
+            options["comment"] = "#"
+        df = self.session.read.options(**options).csv(paths)
+        cols = []
+        for c in names:
+            sql_type = CSV_TYPES.get(kind_of(schema[c])) if c in schema else None
+            cols.append(f"CAST(`{c}` AS {sql_type}) AS `{c}`" if sql_type else f"`{c}`")
+        return df.selectExpr(*cols)
 
     def _collect(self, sql: str, where: str) -> pl.DataFrame:
         try:
@@ -235,6 +249,51 @@ class SparkEngine:
                    schema: dict[str, pl.DataType]) -> list[float]:
         self._view(plan, files, schema, self._per_file)
         return self._collect(bad_values_sql(plan, opts, SPARK, TABLE), str(files[0]))["x"].to_list()
+
+
+_JVM_LOG: list = []
+"""The file the local session's JVM writes its stdout and stderr to (one per process)."""
+
+
+def _local_session(session_class):  # noqa: ANN001, ANN202
+    """A local session (``local[*]``) whose JVM writes to a private temporary file rather than to the
+    terminal (no banner, no Java stack traces: failures come back as one-line errors), and whose Python
+    workers run this interpreter (``PYSPARK_PYTHON``, unless set: not whatever ``python3`` is on PATH)."""
+    import sys
+    import tempfile
+
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # local: no LAN lookup
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    log4j = Path(__file__).with_name("log4j2.properties").as_uri()
+    settings = {"spark.master": "local[*]", "spark.app.name": "sigmaudit",
+                "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={log4j}", **LOCAL_CONF}
+    if SparkContext._gateway is None:  # noqa: SLF001 - the documented hook (popen_kwargs) needs the launch here
+        log = tempfile.TemporaryFile()
+        _JVM_LOG.append(log)
+        conf = SparkConf(loadDefaults=False)
+        for key, value in settings.items():
+            conf.set(key, value)
+        SparkContext._ensure_initialized(gateway=launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log}))  # noqa: SLF001
+    builder = session_class.builder
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def _jvm_said() -> str | None:
+    """The last line the local JVM wrote (why it could not start), or None."""
+    if not _JVM_LOG:
+        return None
+    log = _JVM_LOG[-1]
+    log.seek(0)
+    lines = [" ".join(line.split()) for line in log.read().decode("utf-8", "replace").splitlines() if line.strip()]
+    return lines[-1][:300] if lines else None
 
 
 MAX_FILE_PARTITIONS = 4096

@@ -35,9 +35,13 @@ class Dialect:
     """An expression unique per input row (ids a group of a grouped layout)."""
 
     def ident(self, name: str) -> str:
-        """A quoted identifier; ``a.b`` is the field ``b`` of struct column ``a``."""
+        """A quoted identifier: the column called ``name``, dots and all (``prompt.id`` is a column)."""
         q = self.quote
-        return ".".join(f"{q}{part.replace(q, q + q)}{q}" for part in name.split("."))
+        return f"{q}{name.replace(q, q + q)}{q}"
+
+    def field(self, path: str) -> str:
+        """The field of a struct column: ``a.b`` is the field ``b`` of column ``a``."""
+        return ".".join(self.ident(part) for part in path.split("."))
 
     def count_where(self, array: str, pred: str) -> str:
         """How many elements ``e`` of ``array`` satisfy ``pred``, 0 for a null list."""
@@ -110,7 +114,7 @@ def _derived(plan: ColumnMap, opts: LoadOptions, d: Dialect, engine: str) -> dic
             field = opts.reward_col or "reward"
             out[name] = d.transform(d.ident("traces"), f"e.{d.ident(field)}")
         elif name.startswith("group.") and name.count(".") == 1:
-            out[name] = d.ident(name)
+            out[name] = d.field(name)
         else:
             raise refuse(plan, engine, f"it derives column {name!r} in a way only the polars engine knows")
     return out
@@ -136,7 +140,9 @@ def reduce_sql(plan: ColumnMap, opts: LoadOptions, d: Dialect, table: str,
     def col(name: str) -> str:
         return derived.get(name) or d.ident(name)
 
-    step = f"CAST({col(plan.step)} AS BIGINT)" if plan.step else "CAST(NULL AS BIGINT)"
+    # the step as read (0.5 and 1.5 stay two steps): labelled as an integer after the query, as the
+    # polars engine labels its groups (reduce._finish), or refused there as it refuses them
+    step = col(plan.step) if plan.step else "CAST(NULL AS BIGINT)"
     prompt_cols = {c: col(c) for c in plan.prompt}
     if any(c in derived for c in plan.prompt):
         parts = ", ".join(f"CAST({e} AS {d.text})" for e in prompt_cols.values())
