@@ -10,6 +10,7 @@ module level, inside functions, and under ``if TYPE_CHECKING``.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -205,3 +206,74 @@ def test_function_lengths_are_measured():
     )
     assert _function_lengths(source) == {"A.m": 60, "f": 6, "f.inner": 2}
     assert _function_lengths(source.replace("x0 = 0\n", "x0 = 0\n        y = 1\n"))["A.m"] == 61
+
+
+# --------------------------------------------------------------------------- options declared once
+
+CLI = PKG / "cli"
+FLAG = re.compile(r"^--?[A-Za-z][\w-]*$")
+
+
+def _flag_declarations(source: str, where: str) -> dict[str, list[str]]:
+    """Each command-line flag (``-G``, ``--max-silent``) declared in ``source``: a positional argument of a
+    ``typer.Option`` or ``typer.Argument`` call, with where; a flag in two calls is declared twice. Flags
+    passed to other calls (``table_suffix(path, "--alloc-out")``, ``location="--by"``) are uses."""
+    found: dict[str, list[str]] = {}
+    for node in ast.walk(ast.parse(source)):
+        func = getattr(node, "func", None)
+        name = getattr(func, "attr", None) or getattr(func, "id", None)
+        if isinstance(node, ast.Call) and name in ("Option", "Argument"):
+            for arg in node.args:
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and FLAG.match(arg.value):
+                    found.setdefault(arg.value, []).append(f"{where}:{node.lineno}")
+    return found
+
+
+def _all_flag_declarations() -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for path in sorted(CLI.rglob("*.py")):
+        rel = path.relative_to(PKG.parent).as_posix()
+        for flag, places in _flag_declarations(path.read_text(encoding="utf-8"), rel).items():
+            out.setdefault(flag, []).extend(places)
+    return out
+
+
+def test_each_option_flag_is_declared_once():
+    twice = {flag: places for flag, places in _all_flag_declarations().items() if len(places) > 1}
+    assert twice == {}, "declare each flag once in sigmaudit/cli/options.py (a factory takes a command's help)"
+
+
+def test_every_flag_of_the_cli_is_found_by_the_declaration_scan():
+    """The scan above sees every flag the CLI has (none built some other way, out of its sight)."""
+    import typer
+
+    from sigmaudit.cli.app import app
+
+    declared = set(_all_flag_declarations())
+    group = typer.main.get_command(app)
+    flags = {opt for cmd in group.commands.values() for p in cmd.params for opt in [*p.opts, *p.secondary_opts]
+             if opt.startswith("-")}
+    assert flags and flags - {"--help", "-h", "--no-keep-duplicates", "--no-post-filter"} <= declared | {
+        "--no-" + f[2:] for f in declared}, sorted(flags - declared)
+
+
+def test_declaration_scan_finds_a_flag_declared_twice():
+    source = ('a = typer.Option("-G", "--group-size", min=1)\n'
+              'b = Option("--max-x", help="help")\n'
+              'c = typer.Option("--group-size", help="again")\n'
+              'raise ConfigError("x", location="--by")\n'
+              'table_suffix(path, "--alloc-out")\n')
+    assert _flag_declarations(source, "m.py") == {"-G": ["m.py:1"], "--group-size": ["m.py:1", "m.py:3"],
+                                                  "--max-x": ["m.py:2"]}
+
+
+def test_each_load_option_has_one_flag_with_the_same_default():
+    """The layout overrides: LoadOptions holds the fields, cli/inputs.py the one flag of each (no third copy)."""
+    import dataclasses
+
+    from sigmaudit.cli import inputs
+    from sigmaudit.loaders import LoadOptions
+
+    fields = {f.name: f.default for f in dataclasses.fields(LoadOptions) if f.name not in inputs.INTERNAL_LOAD_FIELDS}
+    assert set(inputs.LAYOUT_OPTIONS) == set(fields)
+    assert inputs._LAYOUT_DEFAULTS == fields

@@ -76,3 +76,23 @@ def test_every_example_is_a_valid_command_line(name):
         assert words[:2] == ["sigmaudit", name], example
         ctx = cmd.make_context(name, words[2:], parent=group.make_context("sigmaudit", [name]))
         assert ctx.params, example
+
+
+def test_group_size_is_one_rule_in_every_command():
+    """-G/--group-size is declared once (cli/options.py) and means a whole number in [1, 65,536] in every
+    command (it used to be unbounded in eight commands and capped at 65,536 in simulate alone)."""
+    from sigmaudit.cli.options import MAX_GROUP_SIZE
+
+    group = typer.main.get_command(app)
+    bounds = {name: (p.min, p.max) for name, cmd in group.commands.items() for p in cmd.params
+              if "-G" in p.opts}
+    assert sorted(bounds) == sorted(set(COMMANDS) - {"reduce"})
+    assert set(bounds.values()) == {(1, MAX_GROUP_SIZE)} and MAX_GROUP_SIZE == 65_536
+
+
+@pytest.mark.parametrize("name", ["scan", "check", "simulate"])
+def test_group_size_above_the_bound_is_one_line(capsys, name):
+    args = [name, "-G", "65537"] + ([] if name == "simulate" else ["sample_logs/rollouts.parquet"])
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("sigmaudit: error: -G/--group-size: must be at most 65536") and err.count("\n") == 1

@@ -22,7 +22,7 @@ import typer
 from ..errors import SigmauditError
 
 if TYPE_CHECKING:
-    from ..loaders import LoadedCounts
+    from ..loaders import LoadedCounts, LoadOptions
 
 _LAYOUT = "Layout overrides"
 
@@ -123,17 +123,8 @@ QuietOpt = Annotated[
 
 def load_inputs(
     paths: list[str] | list[Path],
+    opts: LoadOptions | None = None,
     *,
-    prompt_col: str | None = None,
-    reward_col: str | None = None,
-    step_col: str | None = None,
-    group_col: str | None = None,
-    n_col: str | None = None,
-    k_col: str | None = None,
-    rate_col: str | None = None,
-    samples: int | None = None,
-    threshold: float | None = None,
-    keep_duplicates: bool = False,
     engine: EngineName | str = EngineName.polars,
     spark_remote: str | None = None,
     quiet: bool = False,
@@ -141,7 +132,8 @@ def load_inputs(
     series_ok: bool = True,
     by: str | None = None,
 ) -> LoadedCounts:
-    """Load per-prompt counts from the given paths; notes go to stderr unless ``quiet``.
+    """Load per-prompt counts from the given paths with the layout overrides ``opts`` (default: detect
+    everything); notes go to stderr unless ``quiet``.
 
     ``engine`` names where the reduction runs (``spark_remote``: a Spark Connect URL).
 
@@ -151,9 +143,7 @@ def load_inputs(
     from ..loaders import LoadOptions
 
     runner = _engine_runner(engine, spark_remote)
-    opts = LoadOptions(prompt_col=prompt_col, reward_col=reward_col, step_col=step_col, group_col=group_col,
-                       n_col=n_col, k_col=k_col, rate_col=rate_col, samples=samples, threshold=threshold,
-                       keep_duplicates=keep_duplicates)
+    opts = opts if opts is not None else LoadOptions()
     if by is not None and runner is not None:
         from ..errors import ConfigError
 
@@ -185,7 +175,7 @@ def _engine_runner(engine: EngineName | str, spark_remote: str | None) -> Any:
 
 
 def _load_paths(
-    paths: list[str] | list[Path], opts: Any, *, runner: Any, progress: bool, by: str | None
+    paths: list[str] | list[Path], opts: LoadOptions, *, runner: Any, progress: bool, by: str | None
 ) -> LoadedCounts:
     """Load the paths (``-``: standard input, named :data:`STDIN_NAME` in errors, notes and files), pooled
     or split ``by`` a column, with a progress indicator when asked for (polars engine only)."""
@@ -267,18 +257,28 @@ def _stdin_to_file(paths: list[str] | list[Path], stack: contextlib.ExitStack) -
     return [str(target) if str(p) == "-" else p for p in paths], str(target)
 
 
-_LAYOUT_PARAMS: tuple[tuple[str, Any, Any], ...] = (
-    ("prompt_col", PromptColOpt, None),
-    ("reward_col", RewardColOpt, None),
-    ("step_col", StepColOpt, None),
-    ("group_col", GroupColOpt, None),
-    ("n_col", NColOpt, None),
-    ("k_col", KColOpt, None),
-    ("rate_col", RateColOpt, None),
-    ("samples", SamplesOpt, None),
-    ("threshold", ThresholdOpt, None),
-    ("keep_duplicates", KeepDuplicatesOpt, False),
-    ("engine", EngineOpt, EngineName.polars),  # not layout overrides, but passed to load_inputs alike
+LAYOUT_OPTIONS: dict[str, Any] = {
+    "prompt_col": PromptColOpt,
+    "reward_col": RewardColOpt,
+    "step_col": StepColOpt,
+    "group_col": GroupColOpt,
+    "n_col": NColOpt,
+    "k_col": KColOpt,
+    "rate_col": RateColOpt,
+    "samples": SamplesOpt,
+    "threshold": ThresholdOpt,
+    "keep_duplicates": KeepDuplicatesOpt,
+}
+"""The flag of each :class:`~sigmaudit.loaders.LoadOptions` field a user sets (its default is the field's;
+``subset`` is set by ``--by``, not by a flag of its own). A field added there gets its flag here, once:
+tests/test_architecture.py checks the two agree."""
+INTERNAL_LOAD_FIELDS = ("subset",)
+"""LoadOptions fields with no flag of their own."""
+_LAYOUT_DEFAULTS = {name: False if name == "keep_duplicates" else None for name in LAYOUT_OPTIONS}
+"""The fields' defaults, without importing the loaders (and Polars) when the CLI starts; the
+architecture test checks them against LoadOptions."""
+_ENGINE_PARAMS: tuple[tuple[str, Any, Any], ...] = (
+    ("engine", EngineOpt, EngineName.polars),
     ("spark_remote", SparkRemoteOpt, None),
 )
 
@@ -314,15 +314,18 @@ def reads_logs(
     def wrapper(**kwargs: Any) -> Any:
         from ..render import Format
 
+        from ..loaders import LoadOptions
+
         paths = kwargs.pop("paths")
-        layout = {name: kwargs.pop(name) for name, _, _ in _LAYOUT_PARAMS}
+        opts = LoadOptions(**{name: kwargs.pop(name) for name in LAYOUT_OPTIONS})
+        engine = {name: kwargs.pop(name) for name, _, _ in _ENGINE_PARAMS}
         quiet = kwargs.pop("quiet")
         by = kwargs.pop("by", None)
         if validate is not None:
             validate(**kwargs)
         _check_format(kwargs, formats)
         progress = sys.stderr.isatty() and sys.stdout.isatty() and kwargs.get("fmt") in (None, Format.table)
-        loaded = load_inputs(paths, **layout, quiet=quiet, progress=progress, series_ok=series_ok, by=by)
+        loaded = load_inputs(paths, opts, **engine, quiet=quiet, progress=progress, series_ok=series_ok, by=by)
         if wants_quiet:
             kwargs["quiet"] = quiet
         return command(loaded=loaded, **kwargs)
@@ -350,7 +353,9 @@ def _command_params(command: Callable[..., Any], by_ok: bool) -> list[inspect.Pa
     if by_ok:
         params.append(inspect.Parameter("by", keyword, default=None, annotation=ByOpt))
     params.append(inspect.Parameter("quiet", keyword, default=False, annotation=QuietOpt))
-    params += [inspect.Parameter(name, keyword, default=dflt, annotation=ann) for name, ann, dflt in _LAYOUT_PARAMS]
+    params += [inspect.Parameter(name, keyword, default=_LAYOUT_DEFAULTS[name], annotation=ann)
+               for name, ann in LAYOUT_OPTIONS.items()]
+    params += [inspect.Parameter(name, keyword, default=dflt, annotation=ann) for name, ann, dflt in _ENGINE_PARAMS]
     return params
 
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.models import OptionInfo
 
 from ..render import Format
 
@@ -22,10 +23,12 @@ def unit_interval(value: float | None) -> float | None:
     return value
 
 
-def open_unit_interval(value: float) -> float:
+def open_unit_interval(value: float | None) -> float | None:
     """Typer callback: ε in [EPS_MIN, 1) (the core's one ε check; ε feeds the exact group-size search)."""
     from ..core._validate import EPS_MIN, as_eps
 
+    if value is None:
+        return None
     try:
         as_eps(value, minimum=EPS_MIN)
     except ValueError as exc:
@@ -33,31 +36,73 @@ def open_unit_interval(value: float) -> float:
     return value
 
 
-EpsOpt = Annotated[
-    float,
-    typer.Option("--eps", callback=open_unit_interval, help="Fidelity shortfall ε for the group-size law (φ ≥ 1 − ε)."),
-]
+MAX_GROUP_SIZE = 65_536
+"""Largest ``-G`` any command takes (one rule for every command). A group of more answers than this to
+one prompt is no training setup, and the exact sums over k = 0..G behind E[σ], the simulation and the
+sweeps stay bounded in time and memory."""
+
+# Each flag below is declared here once and used by every command that takes it (the architecture test
+# refuses a flag declared twice). A factory takes the command's own help text where the flag's meaning
+# there is narrower (``-G``: the sizes to report, the run's size, the next visit's size); ``extra`` passes
+# a command's help panel, callback or ``dir_okay`` through.
+
+
+def group_size_option(help: str, **extra: Any) -> OptionInfo:
+    """``-G/--group-size``: a whole number in [1, :data:`MAX_GROUP_SIZE`] (repeatable when the command's
+    parameter is a list)."""
+    return typer.Option("-G", "--group-size", min=1, max=MAX_GROUP_SIZE, metavar="INT", help=help,
+                        **{"show_default": False} | extra)
+
+
+def g_main_option(help: str) -> OptionInfo:
+    """``--g-main``: the G of wasted compute, finite-G mass and the group-size check."""
+    return typer.Option("--g-main", min=1, max=MAX_GROUP_SIZE, show_default=False, metavar="INT", help=help)
+
+
+def max_silent_option(help: str, **extra: Any) -> OptionInfo:
+    """``--max-silent``: a silent rate in [0, 1] (a gate's threshold, or a target)."""
+    return typer.Option("--max-silent", callback=unit_interval, show_default=False, metavar="FLOAT", help=help,
+                        **extra)
+
+
+def min_fidelity_option(help: str, **extra: Any) -> OptionInfo:
+    """``--min-fidelity``: a mean fidelity φ in [0, 1] (a gate's threshold, or a target)."""
+    return typer.Option("--min-fidelity", callback=unit_interval, show_default=False, metavar="FLOAT", help=help,
+                        **extra)
+
+
+def eps_option(help: str = "Fidelity shortfall ε for the group-size law (φ ≥ 1 − ε).", **extra: Any) -> OptionInfo:
+    """``--eps``: ε in [EPS_MIN, 1) (checked by the core's one ε check unless ``extra`` says otherwise)."""
+    return typer.Option("--eps", help=help, **{"callback": open_unit_interval} | extra)
+
+
+def format_option(help: str = "Output format: table (terminal), json, markdown, csv or html. Default: from -o's "
+                              "suffix, else table.") -> OptionInfo:
+    """``-f/--format``: one of :class:`~sigmaudit.render.Format` (the command says which it offers)."""
+    return typer.Option("--format", "-f", help=help, case_sensitive=False, show_default=False)
+
+
+def output_option(help: str = "Write the report to this file (atomically, after success); its suffix picks the "
+                              "format; - is stdout.", **extra: Any) -> OptionInfo:
+    """``-o/--output``: the command's one output (``-`` is stdout)."""
+    return typer.Option("--output", "-o", help=help, **{"show_default": False} | extra)
+
+
+def estimator_option(help: str = "auto (default: silent rates unbiased where every prompt has n ≥ G, else bayes; "
+                                 "everything else bayes), bayes (posterior under the corpus prior), unbiased, or "
+                                 "plugin (p̂ = k/n). The same rule in scan, plan, check, report and trend.") -> OptionInfo:
+    """``--estimator``: one of the estimator rules (:func:`check_estimator`)."""
+    return typer.Option("--estimator", callback=check_estimator, metavar="NAME", help=help)
+
+
+EpsOpt = Annotated[float, eps_option()]
 PostFilterOpt = Annotated[
     bool,
     typer.Option("--post-filter", help="The log was written after zero-variance filtering (DAPO-style): "
                                        "say so in the output (JSON key 'filtered', source 'flag')."),
 ]
-FormatOpt = Annotated[
-    Format | None,
-    typer.Option(
-        "--format",
-        "-f",
-        help="Output format: table (terminal), json, markdown, csv or html. Default: from -o's suffix, else table.",
-        case_sensitive=False,
-        show_default=False,
-    ),
-]
-OutputOpt = Annotated[
-    Path | None,
-    typer.Option("--output", "-o", help="Write the report to this file (atomically, after success); its suffix "
-                                        "picks the format; - is stdout.",
-                 show_default=False),
-]
+FormatOpt = Annotated[Format | None, format_option()]
+OutputOpt = Annotated[Path | None, output_option()]
 
 
 def emit_result(result: object, fmt: Format | None, output: Path | None, *, default: Format = Format.table,
@@ -110,15 +155,7 @@ def check_replicates(value: int) -> int:
     return value
 
 
-EstimatorOpt = Annotated[
-    str,
-    typer.Option(
-        "--estimator", callback=check_estimator, metavar="NAME",
-        help="auto (default: silent rates unbiased where every prompt has n ≥ G, else bayes; everything else "
-             "bayes), bayes (posterior under the corpus prior), unbiased, or plugin (p̂ = k/n). The same "
-             "rule in scan, plan, check, report and trend.",
-    ),
-]
+EstimatorOpt = Annotated[str, estimator_option()]
 BootstrapOpt = Annotated[
     int,
     typer.Option("--bootstrap", min=0, metavar="INT", callback=check_replicates,

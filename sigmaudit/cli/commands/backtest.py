@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..inputs import reads_logs
-from ..options import FormatOpt, OutputOpt, PostFilterOpt, emit_result, unit_interval
+from ..options import FormatOpt, OutputOpt, PostFilterOpt, emit_result, group_size_option, unit_interval
 
 if TYPE_CHECKING:
     from ...loaders import LoadedCounts
@@ -38,9 +38,8 @@ if TYPE_CHECKING:
 @reads_logs
 def backtest(
     loaded: LoadedCounts,
-    G: Annotated[int | None, typer.Option(
-        "-G", "--group-size", min=1, show_default=False,
-        help="Score silence at G of each group's answers (G <= logged size) [default: each group's logged size].")
+    G: Annotated[int | None, group_size_option(
+        "Score silence at G of each group's answers (G <= logged size) [default: each group's logged size].")
     ] = None,
     max_lost: Annotated[float, typer.Option(
         "--max-lost", callback=unit_interval,

@@ -6,14 +6,14 @@ from typing import Annotated
 
 import typer
 
-from ..options import EpsOpt, FormatOpt, OutputOpt, emit_result, unit_interval
+from ..options import EpsOpt, FormatOpt, OutputOpt, emit_result, group_size_option, unit_interval
 
 
 def calc(
     p: Annotated[list[float], typer.Option("-p", "--pass-rate",
                                            help="Prompt success probability in [0, 1] (repeatable).",
                                            callback=lambda v: [unit_interval(x) for x in v])],
-    G: Annotated[list[int], typer.Option("-G", "--group-size", min=1, help="Group size G >= 1 (repeatable).")],
+    G: Annotated[list[int], group_size_option("Group size G >= 1 (repeatable).", show_default=True)],
     eps: EpsOpt = 0.05,
     fmt: FormatOpt = None,
     output: OutputOpt = None,

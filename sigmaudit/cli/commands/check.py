@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -24,15 +24,16 @@ from ..options import (
     PostFilterOpt,
     check_level,
     emit_result,
+    group_size_option,
+    max_silent_option,
+    min_fidelity_option,
     unit_interval,
 )
 
 _GATE = "Thresholds (at least one)"
-
-
-def _rate(help_text: str, flag: str) -> object:
-    return typer.Option(flag, rich_help_panel=_GATE, show_default=False, metavar="FLOAT", help=help_text,
-                        callback=unit_interval)
+_RATE: dict[str, Any] = {"rich_help_panel": _GATE, "show_default": False, "metavar": "FLOAT",
+                         "callback": unit_interval}
+"""How every threshold flag of the gate is read: a rate in [0, 1]."""
 
 
 def _thresholds(
@@ -52,17 +53,20 @@ def _thresholds(
     return thresholds
 
 
-GroupSizeOpt = Annotated[int | None, typer.Option(
-    "-G", "--group-size", min=1, metavar="INT", show_default=False,
-    help="Group size the training run uses. Default: the log's most common group size (when the log has groups).")]
-MaxSilentOpt = Annotated[float | None, _rate("Fail when the silent rate exceeds X.", "--max-silent")]
-MaxAllWrongOpt = Annotated[float | None, _rate("Fail when the all-wrong rate exceeds X.", "--max-all-wrong")]
-MaxAllCorrectOpt = Annotated[float | None, _rate("Fail when the all-correct rate exceeds X.", "--max-all-correct")]
-MaxExtremeShareOpt = Annotated[float | None, _rate(
-    f"Fail when the share of GRPO gradient mass on {EXTREME.describe('p')} exceeds X.", "--max-extreme-share")]
-MinFidelityOpt = Annotated[float | None, _rate("Fail when the mean fidelity φ at G is below Y.", "--min-fidelity")]
-MaxNeverSolvedOpt = Annotated[float | None, _rate("Fail when the share of never-solved prompts (p = 0) exceeds X.",
-                                                  "--max-never-solved")]
+GroupSizeOpt = Annotated[int | None, group_size_option(
+    "Group size the training run uses. Default: the log's most common group size (when the log has groups).")]
+MaxSilentOpt = Annotated[float | None, max_silent_option("Fail when the silent rate exceeds X.", rich_help_panel=_GATE)]
+MaxAllWrongOpt = Annotated[float | None, typer.Option(
+    "--max-all-wrong", help="Fail when the all-wrong rate exceeds X.", **_RATE)]
+MaxAllCorrectOpt = Annotated[float | None, typer.Option(
+    "--max-all-correct", help="Fail when the all-correct rate exceeds X.", **_RATE)]
+MaxExtremeShareOpt = Annotated[float | None, typer.Option(
+    "--max-extreme-share", help=f"Fail when the share of GRPO gradient mass on {EXTREME.describe('p')} exceeds X.",
+    **_RATE)]
+MinFidelityOpt = Annotated[float | None, min_fidelity_option("Fail when the mean fidelity φ at G is below Y.",
+                                                             rich_help_panel=_GATE)]
+MaxNeverSolvedOpt = Annotated[float | None, typer.Option(
+    "--max-never-solved", help="Fail when the share of never-solved prompts (p = 0) exceeds X.", **_RATE)]
 GroupsGeneratedOpt = Annotated[int | None, typer.Option(
     "--groups-generated", min=1, show_default=False, metavar="INT",
     help="Groups sampled before the zero-variance filter: on a post-filter log, --max-silent is then "

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..inputs import reads_logs
-from ..options import FormatOpt, OutputOpt, PostFilterOpt, emit_result, unit_interval
+from ..options import FormatOpt, OutputOpt, PostFilterOpt, emit_result, group_size_option, unit_interval
 
 if TYPE_CHECKING:
     from ...loaders import LoadedCounts
@@ -45,9 +45,8 @@ def _check_options(*, max_p_silent: float | None, target_saving: float | None, s
 @reads_logs(validate=_check_options)
 def forecast(
     loaded: LoadedCounts,
-    G: Annotated[int | None, typer.Option(
-        "-G", "--group-size", min=1, show_default=False,
-        help="Group size of the next visit (default: the log's most common group size).")] = None,
+    G: Annotated[int | None, group_size_option(
+        "Group size of the next visit (default: the log's most common group size).")] = None,
     max_p_silent: Annotated[float | None, typer.Option(
         "--max-p-silent", callback=unit_interval, rich_help_panel=_SKIP, show_default=False,
         help="Skip prompts whose P(silent) exceeds this.")] = None,

@@ -20,7 +20,10 @@ from ..options import (
     OutputOpt,
     PostFilterOpt,
     emit_result,
-    unit_interval,
+    eps_option,
+    group_size_option,
+    max_silent_option,
+    min_fidelity_option,
 )
 
 _TARGETS = "Targets"
@@ -46,24 +49,21 @@ def _check_options(
 @reads_logs(validate=_check_options, by_ok=True)
 def plan(
     loaded: LoadedCounts,
-    group_sizes: Annotated[list[int] | None, typer.Option(
-        "-G", "--group-size", min=1, show_default=False, metavar="INT",
-        help="Group size to sweep (repeatable). Default: 2 4 8 12 16 24 32 48 64 96 128 192 256.")] = None,
+    group_sizes: Annotated[list[int] | None, group_size_option(
+        "Group size to sweep (repeatable). Default: 2 4 8 12 16 24 32 48 64 96 128 192 256.")] = None,
     batch_prompts: Annotated[int, typer.Option(
         "--batch-prompts", min=1, help="Prompts per batch B for 'signal prompts per batch'.")] = 512,
-    max_silent: Annotated[float | None, typer.Option(
-        "--max-silent", rich_help_panel=_TARGETS, show_default=False, callback=unit_interval, metavar="FLOAT",
-        help="Target: silent rate at most X (recommend the smallest whole G meeting every target, exactly the "
-             "smallest G that 'check' passes).")] = None,
-    min_fidelity: Annotated[float | None, typer.Option(
-        "--min-fidelity", rich_help_panel=_TARGETS, show_default=False, callback=unit_interval, metavar="FLOAT",
-        help="Target: mean fidelity φ at least Y.")] = None,
+    max_silent: Annotated[float | None, max_silent_option(
+        "Target: silent rate at most X (recommend the smallest whole G meeting every target, exactly the "
+        "smallest G that 'check' passes).", rich_help_panel=_TARGETS)] = None,
+    min_fidelity: Annotated[float | None, min_fidelity_option(
+        "Target: mean fidelity φ at least Y.", rich_help_panel=_TARGETS)] = None,
     budget: Annotated[int | None, typer.Option(
         "--budget", rich_help_panel=_ALLOC, show_default=False,
         help="Allocate per-prompt G_i with Σ G_i ≤ N rollouts per pass, maximising total expected signal.")] = None,
-    eps: Annotated[float | None, typer.Option(
-        "--eps", rich_help_panel=_ALLOC, show_default=False,
-        help="Instead of --budget: G_i = exact group size for φ ≥ 1 − ε at each prompt's estimated p.")] = None,
+    eps: Annotated[float | None, eps_option(
+        "Instead of --budget: G_i = exact group size for φ ≥ 1 − ε at each prompt's estimated p.",
+        rich_help_panel=_ALLOC, show_default=False, callback=None)] = None,
     min_g: Annotated[int, typer.Option("--min-g", rich_help_panel=_ALLOC, help="Smallest G_i of a kept prompt.")] = 2,
     max_g: Annotated[int, typer.Option("--max-g", rich_help_panel=_ALLOC, help="Largest G_i.")] = 256,
     alloc_out: Annotated[Path | None, typer.Option(

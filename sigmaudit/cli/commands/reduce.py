@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..inputs import reads_logs
+from ..options import output_option
 
 if TYPE_CHECKING:
     from ...loaders import LoadedCounts
@@ -26,9 +27,8 @@ def _suffix(path: Path) -> Path:
 def reduce(
     loaded: LoadedCounts,
     quiet: bool,
-    table_out: Annotated[Path, typer.Option("--output", "-o", callback=_suffix, dir_okay=False,
-                                         help="The counts table to write (.parquet or .jsonl; "
-                                              "atomically, after success).")],
+    table_out: Annotated[Path, output_option("The counts table to write (.parquet or .jsonl; atomically, after "
+                                             "success).", callback=_suffix, dir_okay=False, show_default=True)],
 ) -> None:
     """Reduce rollout logs to the counts table: one row per logged group (step, group_id, prompt,
     n, k), or per prompt (prompt, n, k) when groups are unknown.

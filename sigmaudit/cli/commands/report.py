@@ -9,7 +9,17 @@ import typer
 
 from ...render import Format
 from ..inputs import reads_logs
-from ..options import EpsOpt, EstimatorOpt, PostFilterOpt, unit_interval
+from ..options import (
+    EpsOpt,
+    EstimatorOpt,
+    PostFilterOpt,
+    format_option,
+    g_main_option,
+    group_size_option,
+    max_silent_option,
+    min_fidelity_option,
+    output_option,
+)
 
 if TYPE_CHECKING:
     from ...loaders import LoadedCounts
@@ -22,30 +32,24 @@ _TARGETS = "Targets (for the recommendation)"
 @reads_logs(formats=(Format.html, Format.json), by_ok=True)
 def report(
     loaded: LoadedCounts,
-    output: Annotated[Path | None, typer.Option(
-        "--output", "-o", show_default=False,
-        help="File to write (atomically, only after success); its suffix picks the format; '-' is stdout. "
-             "Default: sigmaudit-report.html (or .json with --format json) in the current folder.")
+    output: Annotated[Path | None, output_option(
+        "File to write (atomically, only after success); its suffix picks the format; '-' is stdout. "
+        "Default: sigmaudit-report.html (or .json with --format json) in the current folder.")
     ] = None,
-    fmt: Annotated[Format | None, typer.Option(
-        "--format", "-f", case_sensitive=False, show_default=False,
-        help="html (the page, default) or json (every number the page shows).")] = None,
-    G: Annotated[list[int] | None, typer.Option(
-        "-G", "--group-size", min=1, show_default=False,
-        help="Group size for the silent-group table and the G sweep (repeatable; default: scan 4…64, "
-             "sweep 2…256).")] = None,
-    g_main: Annotated[int | None, typer.Option(
-        "--g-main", min=1, show_default=False,
-        help="G for wasted compute, finite-G mass and the group-size check; marked on the charts when no G is "
-             "recommended (default: most common logged group size, else 8).")] = None,
+    fmt: Annotated[Format | None, format_option(
+        "html (the page, default) or json (every number the page shows).")] = None,
+    G: Annotated[list[int] | None, group_size_option(
+        "Group size for the silent-group table and the G sweep (repeatable; default: scan 4…64, "
+        "sweep 2…256).")] = None,
+    g_main: Annotated[int | None, g_main_option(
+        "G for wasted compute, finite-G mass and the group-size check; marked on the charts when no G is "
+        "recommended (default: most common logged group size, else 8).")] = None,
     eps: EpsOpt = 0.05,
     estimator: EstimatorOpt = "auto",
-    max_silent: Annotated[float | None, typer.Option(
-        "--max-silent", callback=unit_interval, rich_help_panel=_TARGETS, show_default=False,
-        help="Recommend the smallest swept G with silent rate at most X.")] = None,
-    min_fidelity: Annotated[float | None, typer.Option(
-        "--min-fidelity", callback=unit_interval, rich_help_panel=_TARGETS, show_default=False,
-        help="Recommend the smallest swept G with mean fidelity φ at least Y.")] = None,
+    max_silent: Annotated[float | None, max_silent_option(
+        "Recommend the smallest swept G with silent rate at most X.", rich_help_panel=_TARGETS)] = None,
+    min_fidelity: Annotated[float | None, min_fidelity_option(
+        "Recommend the smallest swept G with mean fidelity φ at least Y.", rich_help_panel=_TARGETS)] = None,
     title: Annotated[str | None, typer.Option("--title", show_default=False,
                                               help="Page title (default: names the first file).")] = None,
     post_filter: PostFilterOpt = False,

@@ -8,7 +8,16 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..inputs import reads_logs
-from ..options import EpsOpt, EstimatorOpt, FormatOpt, OutputOpt, PostFilterOpt, emit_result
+from ..options import (
+    EpsOpt,
+    EstimatorOpt,
+    FormatOpt,
+    OutputOpt,
+    PostFilterOpt,
+    emit_result,
+    g_main_option,
+    group_size_option,
+)
 
 if TYPE_CHECKING:
     from ...loaders import LoadedCounts
@@ -25,12 +34,11 @@ def _check_paths(*, per_prompt: Path | None, **_: object) -> None:
 @reads_logs(validate=_check_paths, by_ok=True)
 def scan(
     loaded: LoadedCounts,
-    G: Annotated[list[int] | None, typer.Option("-G", "--group-size", min=1, show_default=False, metavar="INT",
-                                                help="Group size G >= 1 to report (repeatable; default 4 8 16 32 64).")
-                 ] = None,
-    g_main: Annotated[int | None, typer.Option("--g-main", min=1, show_default=False, metavar="INT",
-                                               help="G for wasted compute, finite-G mass and the group-size check "
-                                                    "(default: most common logged group size, else 8).")] = None,
+    G: Annotated[list[int] | None, group_size_option(
+        "Group size G >= 1 to report (repeatable; default 4 8 16 32 64).")] = None,
+    g_main: Annotated[int | None, g_main_option(
+        "G for wasted compute, finite-G mass and the group-size check (default: most common logged group size, "
+        "else 8).")] = None,
     eps: EpsOpt = 0.05,
     per_prompt: Annotated[Path | None, typer.Option(
         "--per-prompt", show_default=False, metavar="FILE",

@@ -36,7 +36,7 @@ from typing import Annotated
 
 import typer
 
-from ..options import FormatOpt, OutputOpt, emit_result
+from ..options import FormatOpt, OutputOpt, emit_result, group_size_option
 
 
 def _rules(value: str) -> str:
@@ -60,7 +60,7 @@ def simulate(
     prompts: Annotated[int | None, typer.Option("--prompts", min=1, max=10_000_000, show_default=False,
                                                 help="Simulated prompts M [default: 6000; with --init-from: "
                                                      "every usable corpus prompt, else resampled to M].")] = None,
-    G: Annotated[int, typer.Option("-G", "--group-size", min=1, max=65_536, help="Group size G.")] = 8,
+    G: Annotated[int, group_size_option("Group size G.", show_default=True)] = 8,
     steps: Annotated[int, typer.Option("--steps", min=1, max=1_000_000, help="Training steps.")] = 150,
     lr: Annotated[float, typer.Option("--lr", callback=_positive, help="Step size on the logit θ (> 0).")] = 0.5,
     seed: Annotated[int, typer.Option("--seed", help="Seed of every random draw.")] = 0,

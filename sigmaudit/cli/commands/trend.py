@@ -30,29 +30,19 @@ from ..inputs import reads_logs
 if TYPE_CHECKING:
     from ...loaders import LoadedCounts
 
-from ..options import FormatOpt, OutputOpt, PostFilterOpt, emit_result
+from ..options import FormatOpt, OutputOpt, PostFilterOpt, emit_result, estimator_option, group_size_option
 
 
-def _check_estimator(*, estimator: str, **_: object) -> None:
-    from ...errors import ConfigError
-
-    if estimator not in ("auto", "bayes", "plugin", "unbiased"):
-        raise ConfigError(f"unknown estimator {estimator!r}", location="--estimator",
-                          remedy="choose auto, bayes, plugin or unbiased")
-
-
-@reads_logs(validate=_check_estimator, series_ok=True, by_ok=True)
+@reads_logs(series_ok=True, by_ok=True)
 def trend(
     loaded: LoadedCounts,
-    G: Annotated[list[int] | None, typer.Option("-G", "--group-size", min=1, show_default=False,
-                                                help="Also give the implied silent rate at this G "
-                                                     "(repeatable).")] = None,
+    G: Annotated[list[int] | None, group_size_option(
+        "Also give the implied silent rate at this G (repeatable).")] = None,
     every: Annotated[int, typer.Option("--every", min=1, help="One row per bucket of this many steps.")] = 1,
-    estimator: Annotated[str, typer.Option(
-        "--estimator", metavar="NAME",
-        help="Estimator of the implied rate: auto (default, as in scan, plan and check: unbiased at a -G every "
-             "group reaches, else bayes; bayes at the logged size), bayes (prior fitted to the run), plugin, or "
-             "unbiased (G ≤ n).")] = "auto",
+    estimator: Annotated[str, estimator_option(
+        "Estimator of the implied rate: auto (default, as in scan, plan and check: unbiased at a -G every "
+        "group reaches, else bayes; bayes at the logged size), bayes (prior fitted to the run), plugin, or "
+        "unbiased (G ≤ n).")] = "auto",
     post_filter: PostFilterOpt = False,
     fmt: FormatOpt = None,
     output: OutputOpt = None,
