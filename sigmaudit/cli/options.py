@@ -71,6 +71,17 @@ def min_fidelity_option(help: str, **extra: Any) -> OptionInfo:
                         **extra)
 
 
+def max_p_silent_option(help: str, **extra: Any) -> OptionInfo:
+    """``--max-p-silent``: a forecast P(silent) in [0, 1] above which a prompt is skipped."""
+    return typer.Option("--max-p-silent", callback=unit_interval, metavar="FLOAT", help=help,
+                        **{"show_default": False} | extra)
+
+
+def skip_out_option(help: str, **extra: Any) -> OptionInfo:
+    """``--skip-out``: the per-prompt skip table (.csv, .parquet or .jsonl)."""
+    return typer.Option("--skip-out", dir_okay=False, metavar="FILE", show_default=False, help=help, **extra)
+
+
 def eps_option(help: str = "Fidelity shortfall ε for the group-size law (φ ≥ 1 − ε).", **extra: Any) -> OptionInfo:
     """``--eps``: ε in [EPS_MIN, 1) (checked by the core's one ε check unless ``extra`` says otherwise)."""
     return typer.Option("--eps", help=help, **{"callback": open_unit_interval} | extra)
@@ -194,14 +205,13 @@ WatchWindowOpt = Annotated[
 ]
 WatchMaxPSilentOpt = Annotated[
     float,
-    typer.Option("--max-p-silent", callback=unit_interval, metavar="FLOAT",
-                 help="A prompt is on the skip list when its forecast P(silent) at the next visit exceeds this."),
+    max_p_silent_option("A prompt is on the skip list when its forecast P(silent) at the next visit exceeds this.",
+                        show_default=True),
 ]
 WatchMaxSilentOpt = Annotated[
     float | None,
-    typer.Option("--max-silent", callback=unit_interval, metavar="FLOAT", show_default=False,
-                 rich_help_panel=_WATCH_GUARD,
-                 help="Exit 1 when a completed step's observed silent share exceeds this in --for consecutive steps."),
+    max_silent_option("Exit 1 when a completed step's observed silent share exceeds this in --for consecutive steps.",
+                      rich_help_panel=_WATCH_GUARD),
 ]
 WatchForOpt = Annotated[
     int,
@@ -215,7 +225,6 @@ WatchEventsOpt = Annotated[
 ]
 WatchSkipOutOpt = Annotated[
     Path | None,
-    typer.Option("--skip-out", dir_okay=False, metavar="FILE", show_default=False, rich_help_panel=_WATCH_OUT,
-                 help="Keep FILE (.csv, .parquet or .jsonl) up to date, atomically after each step, with the next "
+    skip_out_option(rich_help_panel=_WATCH_OUT, help="Keep FILE (.csv, .parquet or .jsonl) up to date, atomically after each step, with the next "
                       "step's per-prompt forecast: every prompt with p_silent, expected_useful_rollouts and skip."),
 ]

@@ -22,7 +22,16 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..inputs import reads_logs
-from ..options import FormatOpt, OutputOpt, PostFilterOpt, emit_result, group_size_option, unit_interval
+from ..options import (
+    FormatOpt,
+    OutputOpt,
+    PostFilterOpt,
+    emit_result,
+    group_size_option,
+    max_p_silent_option,
+    skip_out_option,
+    unit_interval,
+)
 
 if TYPE_CHECKING:
     from ...loaders import LoadedCounts
@@ -47,16 +56,14 @@ def forecast(
     loaded: LoadedCounts,
     G: Annotated[int | None, group_size_option(
         "Group size of the next visit (default: the log's most common group size).")] = None,
-    max_p_silent: Annotated[float | None, typer.Option(
-        "--max-p-silent", callback=unit_interval, rich_help_panel=_SKIP, show_default=False,
-        help="Skip prompts whose P(silent) exceeds this.")] = None,
+    max_p_silent: Annotated[float | None, max_p_silent_option(
+        "Skip prompts whose P(silent) exceeds this.", rich_help_panel=_SKIP)] = None,
     target_saving: Annotated[float | None, typer.Option(
         "--target-saving", callback=unit_interval, rich_help_panel=_SKIP, show_default=False,
         help="Skip the most likely silent prompts until this share of rollouts is saved.")] = None,
-    skip_out: Annotated[Path | None, typer.Option(
-        "--skip-out", rich_help_panel=_SKIP, dir_okay=False, show_default=False,
-        help="Write the per-prompt table (every prompt, with its skip flag) here: .csv, .parquet or .jsonl.")
-    ] = None,
+    skip_out: Annotated[Path | None, skip_out_option(
+        "Write the per-prompt table (every prompt, with its skip flag) here: .csv, .parquet or .jsonl.",
+        rich_help_panel=_SKIP)] = None,
     post_filter: PostFilterOpt = False,
     fmt: FormatOpt = None,
     output: OutputOpt = None,

@@ -49,6 +49,7 @@ from ..options import (
     WatchSkipOutOpt,
     WatchUntilIdleOpt,
     WatchWindowOpt,
+    group_size_option,
 )
 
 if TYPE_CHECKING:
@@ -66,9 +67,8 @@ def _on_sigterm(signum: int, frame: object) -> None:
 
 def watch(
     paths: PathsArg,
-    G: Annotated[int | None, typer.Option("-G", "--group-size", min=1, metavar="INT", show_default=False,
-                                          help="Group size of the next-step forecast (default: the most common "
-                                               "logged group size so far).")] = None,
+    G: Annotated[int | None, group_size_option(
+        "Group size of the next-step forecast (default: the most common logged group size so far).")] = None,
     window: WatchWindowOpt = 5,
     max_p_silent: WatchMaxPSilentOpt = 0.9,
     max_silent: WatchMaxSilentOpt = None,
