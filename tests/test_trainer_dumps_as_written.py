@@ -125,3 +125,12 @@ def test_trainer_readers_implement_one_protocol():
         own = {m for m in ("recognize", "claims_path", "claims", "read") if m in type(f).__dict__}
         assert own, f.name
         assert ("read" in own) == bool({"claims_path", "claims"} & own)
+
+
+def test_watch_counts_a_relogged_trl_batch_once():
+    """``watch`` reads file by file: a batch logged again (num_iterations = 2) is still counted once."""
+    from sigmaudit.loaders.follow import Follower
+
+    with Follower([SAMPLE_LOGS / "trl"], LoadOptions()) as follower:
+        snap = follower.poll()
+    assert int(snap.per_group["n"].sum()) == load_counts([SAMPLE_LOGS / "trl"]).n_rows == 288

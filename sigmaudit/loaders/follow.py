@@ -116,6 +116,9 @@ class Follower:
         local = [f for f in files if isinstance(f, Path)]
         named = {Path(p).resolve() for p in self.paths if not str(p).count("://") and Path(p).is_file()}
         skipped = {f for f in trainers.skip_reasons(local) if f.resolve() not in named}
+        # a file logging again the batch of the file before it (TRL) is counted once, as a load does
+        kept, _ = trainers.drop_repeats([f for f in local if f not in skipped], self.opts.keep_duplicates)
+        skipped |= set(local) - set(kept)
         return [f for f in files if f not in skipped]
 
     def _refresh(self, f: Path | str) -> bool:
