@@ -27,6 +27,7 @@ ALLOWED: dict[str, set[str]] = {
     "views": {"views", "audits", "core"} | BASE,
     "render": {"render", "views"} | BASE,
     "cli": {"cli", "render", "views", "audits", "core", "loaders", "writers"} | BASE,
+    "integrations": {"integrations", "audits", "core", "loaders"} | BASE,
 }
 """Layer -> the layers it may import."""
 

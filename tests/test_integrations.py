@@ -1,0 +1,107 @@
+"""The trainer hooks' own logic (sigmaudit/integrations/core.py), with no trainer installed.
+
+The TRL callback and the verl sampler themselves are NOT tested against TRL or verl (both need torch,
+beyond this project's CI budget); docs/integrations.md says so and names the commits they follow. What
+is tested here is every number they log or act on, computed from the rewards they read.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import sigmaudit
+from sigmaudit.audits.forecast import forecast
+from sigmaudit.integrations.core import SilentGroupMetrics, SkipPolicy, group_counts
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_group_counts_by_blocks_and_by_ids():
+    rewards = [1, 1, 1, 0, 0, 0, 1, 0.5, np.nan]
+    prompts = ["a", "a", "a", "b", "b", "b", "c", "c", "c"]
+    p, n, k, silent = group_counts(prompts, rewards, group_size=3, threshold=1.0)
+    assert (p, n.tolist(), k.tolist(), silent.tolist()) == (["a", "b", "c"], [3, 3, 2], [3, 0, 1],
+                                                            [True, True, False])
+    shuffled = [4, 0, 8, 2, 6, 1, 3, 5, 7]
+    p2, n2, k2, s2 = group_counts([prompts[i] for i in shuffled], [rewards[i] for i in shuffled],
+                                  group_ids=[f"g{i // 3}" for i in shuffled], threshold=1.0)
+    assert (p2, n2.tolist(), k2.tolist(), s2.tolist()) == (p, n.tolist(), k.tolist(), silent.tolist())
+    with pytest.raises(ValueError, match="not whole groups of 4"):
+        group_counts(prompts, rewards, group_size=4)
+
+
+def _steps(seed: int = 1, steps: int = 5, prompts: int = 12, G: int = 4):
+    """Rewards of a GRPO-like run, TRL's layout: G completions of a prompt next to each other; prompts
+    q0 to q3 drawn at every step (never / always solved), 4 of the others at random."""
+    rng = np.random.default_rng(seed)
+    ability = rng.uniform(0, 1, size=prompts)
+    ability[:4] = (0.0, 0.0, 1.0, 1.0)  # never / always solved: silent at every visit
+    for step in range(1, steps + 1):
+        drawn = np.r_[0:4, rng.choice(np.arange(4, prompts), size=4, replace=False)]
+        ids = np.repeat([f"q{i}" for i in drawn], G).tolist()
+        rewards = (rng.random((8, G)) < ability[drawn, None] ** (1 / step)).astype(float).ravel()
+        yield step, ids, rewards
+
+
+def test_silent_group_metrics_are_the_trainers_zero_std_share_and_sigmaudits_forecast():
+    m = SilentGroupMetrics(other_G=(8,))
+    fed = []
+    for step, ids, rewards in _steps():
+        out = m.step(step, ids, rewards, group_size=4)
+        grouped = rewards.reshape(-1, 4)
+        zero_std = np.isclose(grouped.std(axis=1, ddof=1), 0.0)  # TRL: nanstd(rewards.view(-1, G)) == 0
+        assert out["sigmaudit/silent_observed"] == zero_std.mean()
+        assert out["sigmaudit/all_wrong_observed"] == (grouped.sum(axis=1) == 0).mean()
+        assert out["sigmaudit/all_correct_observed"] == (grouped.sum(axis=1) == 4).mean()
+        fed.append((step, ids[::4], grouped.sum(axis=1)))
+        if step == 1:
+            assert "sigmaudit/silent_forecast_next_G4" not in out
+            continue
+        import polars as pl
+
+        per_group = pl.DataFrame({"step": [s for s, p, _ in fed for _ in p],
+                                  "prompt": [x for _, p, _ in fed for x in p],
+                                  "n": [4] * sum(len(p) for _, p, _ in fed),
+                                  "k": [int(x) for _, _, k in fed for x in k]})
+        for G in (4, 8):
+            r = forecast(per_group, G, max_p_silent=0.9)
+            assert out[f"sigmaudit/silent_forecast_next_G{G}"] == pytest.approx(r.expected_silent / r.prompts,
+                                                                                rel=1e-12)
+        assert out["sigmaudit/skip_list"] == forecast(per_group, 4, max_p_silent=0.9).skipped
+
+
+def test_skip_policy_draws_skip_listed_prompts_at_the_floor():
+    policy = SkipPolicy(max_p_silent=0.5, floor=0.1, seed=3)
+    for step, ids, rewards in _steps(seed=2):
+        policy.observe(step, ids, rewards, group_ids=[f"{step}-{i // 4}" for i in range(len(ids))])
+    assert policy.skipped == frozenset(policy.forecaster.skip_list())
+    listed = sorted(policy.skipped)
+    free = sorted({f"q{i}" for i in range(12)} - policy.skipped)
+    assert listed and free
+    draws = 20_000
+    kept = sum(policy.keep(listed[0]) for _ in range(draws)) / draws
+    assert abs(kept - 0.1) < 4 * np.sqrt(0.1 * 0.9 / draws)
+    assert all(policy.keep(p) for p in free for _ in range(50))
+    assert (policy.weight(listed[0]), policy.weight(free[0])) == (0.1, 1.0)
+    with pytest.raises(ValueError, match="floor must lie in"):
+        SkipPolicy(floor=1.5)
+
+
+def test_the_integrations_package_imports_no_trainer():
+    import sigmaudit.integrations  # noqa: F401
+
+    assert not {"transformers", "trl", "verl", "torch"} & set(sys.modules)
+
+
+def test_docs_name_the_trainer_commits_the_adapters_follow():
+    page = (ROOT / "docs" / "integrations.md").read_text(encoding="utf-8")
+    for module in ("trl", "verl"):
+        source = (ROOT / "sigmaudit" / "integrations" / f"{module}.py").read_text(encoding="utf-8")
+        (commit,) = set(re.findall(r"\b[0-9a-f]{40}\b", source))
+        assert commit in page and "NOT TESTED AGAINST" in source
+    assert sigmaudit.Forecaster is not None
