@@ -193,3 +193,31 @@ def test_s3_framework_dump_on_an_engine_is_refused_in_one_line(s3, capsys, engin
     code, out, err = run(capsys, "scan", "s3://bucket/areal3/", "--engine", engine)
     assert (code, out) == (2, "")
     assert len(err.strip().splitlines()) == 1 and "read with --engine polars only" in err
+
+
+def test_s3_watch_polls_the_listing_and_reads_each_object_once(s3, capsys):
+    """``watch`` on a prefix: objects appear whole (a store publishes an object at once), each is read
+    when the listing first shows it, and the steps equal the local watch's."""
+    import boto3
+
+    from sigmaudit.loaders.follow import Follower
+
+    client = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1")
+    steps = sorted((SAMPLES / "verl" / "rollout_data").glob("*.jsonl"), key=lambda f: int(f.stem))
+    for f in steps[:3]:
+        client.upload_file(str(f), "bucket", f"live/{f.name}")
+    with Follower(["s3://bucket/live/"]) as follower:
+        first = follower.poll()
+        assert (first.changed, follower.files_read, first.pending) == (True, 3, ())
+        assert sorted(first.per_group["step"].unique().to_list()) == [1, 2, 3]
+        assert (follower.poll().changed, follower.files_read) == (False, 3)
+        client.upload_file(str(steps[3]), "bucket", f"live/{steps[3].name}")
+        assert (follower.poll().changed, follower.files_read) == (True, 4)
+    code, out, err = run(capsys, "watch", "s3://bucket/live/", "--once", "--interval", "0.01", "-f", "json", "-q")
+    assert code == 0, err
+    remote = [json.loads(line) for line in out.splitlines()]
+    local_dir = SAMPLES.parent / "sample_logs" / "verl"
+    code, out, _ = run(capsys, "watch", str(local_dir), "--once", "--interval", "0.01", "-f", "json", "-q")
+    local = [json.loads(line) for line in out.splitlines()]
+    assert [e.get("step") for e in remote[:-1]] == [1, 2, 3, 4]
+    assert remote[:-1] == local[:4]

@@ -220,19 +220,23 @@ def test_unchanged_files_are_not_read_again(tmp_path):
         assert (fourth.pending, f.files_read, fourth.per_group.height) == ((), 3, 3 * PROMPTS_PER_STEP)
 
 
-def test_sigterm_ends_the_watch_cleanly(tmp_path):
+@pytest.mark.parametrize(("sig", "how"), [(signal.SIGTERM, "terminated (SIGTERM)"),
+                                          (signal.SIGINT, "interrupted (Ctrl-C)")])
+def test_a_signal_ends_the_watch_cleanly_with_a_summary(tmp_path, sig, how):
     folder = _write_prefix(tmp_path / "run", range(1, 3))
     events = tmp_path / "ev.jsonl"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    summary = tmp_path / "summary.json"
     proc = subprocess.Popen([sys.executable, "-m", "sigmaudit", "watch", str(folder), "--interval", "0.05",
-                             "--events", str(events), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             "--events", str(events), "-o", str(summary), "-q"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE,
                             text=True, env=env)
     try:
         deadline = time.monotonic() + 60
         while not (events.exists() and events.read_text().count("\n") >= 1):
             assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.stderr else ""
             time.sleep(0.05)
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(sig)
         out, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
@@ -240,7 +244,9 @@ def test_sigterm_ends_the_watch_cleanly(tmp_path):
     assert proc.returncode == 0, err
     assert err == ""
     assert out.splitlines()[0].startswith("step 1 · ")
-    assert "watch ended: terminated (SIGTERM)" in out and "step 2 was still being written: not reported" in out
+    assert f"watch ended: {how}" in out and "step 2 was still being written: not reported" in out
+    written = json.loads(summary.read_text())["summary"]
+    assert (written["steps"], written["last_step"], written["unreported_step"]) == (1, 1, 2)
     assert [json.loads(x)["step"] for x in events.read_text().splitlines()] == [1]
     assert not list(folder.parent.glob(".*.tmp"))
     shutil.rmtree(folder)

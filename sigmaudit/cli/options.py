@@ -225,6 +225,7 @@ WatchEventsOpt = Annotated[
 ]
 WatchSkipOutOpt = Annotated[
     Path | None,
-    skip_out_option(rich_help_panel=_WATCH_OUT, help="Keep FILE (.csv, .parquet or .jsonl) up to date, atomically after each step, with the next "
-                      "step's per-prompt forecast: every prompt with p_silent, expected_useful_rollouts and skip."),
+    skip_out_option(rich_help_panel=_WATCH_OUT,
+                    help="Keep FILE (.csv, .parquet or .jsonl) up to date, atomically after each step, with the next "
+                         "step's per-prompt forecast: every prompt with p_silent, expected_useful_rollouts and skip."),
 ]

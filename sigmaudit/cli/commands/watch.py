@@ -58,11 +58,26 @@ if TYPE_CHECKING:
 
 
 class _Stop(Exception):
-    """SIGTERM arrived during the watch."""
+    """A second Ctrl-C or SIGTERM: stop now, not after the step being reported."""
 
 
-def _on_sigterm(signum: int, frame: object) -> None:
-    raise _Stop
+class _Signals:
+    """Ctrl-C and SIGTERM end the watch between two polls, never halfway through a step's outputs
+    (its line, --events object and --skip-out file go out together); a second one stops at once."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.how: str | None = None
+        self.wake = threading.Event()
+
+    def handler(self, signum: int, frame: object) -> None:
+        import signal
+
+        if self.how is not None:
+            raise _Stop
+        self.how = "interrupt" if signum == signal.SIGINT else "terminate"
+        self.wake.set()
 
 
 def watch(
@@ -143,25 +158,24 @@ def _follow(follower: Follower, state: Watch, live: _Live, *, once: bool, interv
     import signal
     import threading
 
-    previous = None
+    signals = _Signals()
+    previous = {}
     if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+        previous = {sig: signal.signal(sig, signals.handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        return _loop(follower, state, live, once=once, interval=interval, until_idle=until_idle)
-    except KeyboardInterrupt:
-        return "interrupt"
-    except _Stop:
-        return "terminate"
+        return _loop(follower, state, live, signals, once=once, interval=interval, until_idle=until_idle)
+    except (KeyboardInterrupt, _Stop):
+        return signals.how or "interrupt"
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
-def _loop(follower: Follower, state: Watch, live: _Live, *, once: bool, interval: float,
+def _loop(follower: Follower, state: Watch, live: _Live, signals: _Signals, *, once: bool, interval: float,
           until_idle: float | None) -> str:
     """Poll every ``interval`` seconds. ``--once`` ends at the second poll, ``--until-idle`` once nothing
     changed for that long; either way the last step is completed only if nothing changed since the poll
-    before and no file ends in a half-written line."""
+    before and no file ends in a half-written line. A signal ends the loop after the poll in progress."""
     last_change = time.monotonic()
     polls = 0
     while True:
@@ -172,14 +186,16 @@ def _loop(follower: Follower, state: Watch, live: _Live, *, once: bool, interval
             last_change = time.monotonic()
         end = (once and polls >= 2) or (
             until_idle is not None and polls >= 2 and time.monotonic() - last_change >= until_idle)
-        settled = end and not snap.changed and not snap.pending
+        settled = end and not snap.changed and not snap.pending and signals.how is None
         for report in state.advance(snap.per_group, final=settled):
             live.step(report, state)
         if state.failed:
             return "guard"
+        if signals.how is not None:
+            return signals.how
         if end:
             return "once" if once else "idle"
-        time.sleep(interval)
+        signals.wake.wait(interval)
 
 
 class _Live:
