@@ -9,11 +9,14 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import signal
+import socket
 import stat
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -401,20 +404,18 @@ def test_gz_input_leaves_no_temporary_data(tmp_path, monkeypatch):
 
 
 def test_stale_run_folders_are_cleaned_by_the_next_run(tmp_path):
+    """A folder whose run died on this host (its lock free) is removed; the live run's own is kept."""
     from sigmaudit.loaders.tempdirs import clean_stale, run_folder
 
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    stale = tmp_path / f"run-{dead.pid}-abc"
+    stale = tmp_path / "run-4242-abc"
     stale.mkdir()
+    (stale / ".lock").write_text(f"{socket.gethostname()} 4242\n")  # written on this host, lock not held
     (stale / "0_big.jsonl").write_text("x")
-    mine = tmp_path / f"run-{os.getpid()}-live"
-    mine.mkdir()
-    assert clean_stale(tmp_path) == 1
-    assert not stale.exists() and mine.exists()
-    with run_folder() as folder:
-        assert folder.name.startswith(f"run-{os.getpid()}-")
-    assert not folder.exists()
+    with run_folder() as mine:
+        assert clean_stale(tmp_path) == 1 and clean_stale(mine.parent) == 0
+        assert not stale.exists() and mine.exists() and (mine / ".lock").exists()
+        assert mine.name.startswith(f"run-{os.getpid()}-")
+    assert not mine.exists()
 
 
 def test_sigterm_mid_run_cleans_up_and_exits_2(tmp_path, monkeypatch, capsys):
@@ -502,3 +503,135 @@ def test_thin_verl_fixture_reads_as_before_and_is_refused(capsys):
     p_hat = (loaded.per_prompt["k"] / loaded.per_prompt["n"]).to_numpy()
     assert p_hat.mean() == pytest.approx(0.35178571428571426)
     assert ((p_hat == 0).mean(), (p_hat == 1).mean()) == pytest.approx((16 / 28, 8 / 28))
+
+
+# ---------------------------------------------------------------- issue 23: temp folders, signals
+
+def _hold_lock(folder: Path, host: str, pid: int) -> subprocess.Popen:
+    """Another process (as if in another container: a pid that means nothing here) holding ``folder``'s lock."""
+    folder.mkdir()
+    code = ("import fcntl, os, sys, time\n"
+            f"fd = os.open({str(folder / '.lock')!r}, os.O_RDWR | os.O_CREAT)\n"
+            "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+            f"os.write(fd, b'{host} {pid}\\n')\n"
+            "print('locked', flush=True)\n"
+            "time.sleep(60)\n")
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline().strip() == "locked"
+    return child
+
+
+def test_stale_temp_sweep_keeps_a_live_run_of_another_pid_namespace(tmp_path):
+    """Item 9: a live run of another host or container (its pid unknown here, or reused) keeps its folder
+    while it holds the lock, whatever its pid and age; once the lock is free, this host's folder goes at
+    once, another host's only after a day untouched; a folder without a lock only after a day."""
+    from sigmaudit.loaders.tempdirs import STALE_SECONDS, clean_stale
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    live_here = _hold_lock(tmp_path / f"run-{dead.pid}-live", socket.gethostname(), dead.pid)
+    live_there = _hold_lock(tmp_path / "run-1-other", "other-host", 1)
+    bare = tmp_path / f"run-{dead.pid}-bare"
+    bare.mkdir()
+    old = tmp_path / "run-7-old"
+    old.mkdir()
+    (old / ".lock").write_text("other-host 7\n")
+    os.utime(old, (0, 0))
+    young = tmp_path / "run-8-young"
+    young.mkdir()
+    (young / ".lock").write_text("other-host 8\n")
+    try:
+        for folder in (tmp_path / f"run-{dead.pid}-live", tmp_path / "run-1-other"):
+            os.utime(folder, (0, 0))  # older than STALE_SECONDS: still live while locked
+        assert clean_stale(tmp_path) == 1 and not old.exists()
+        assert all(f.exists() for f in (tmp_path / f"run-{dead.pid}-live", tmp_path / "run-1-other", bare, young))
+    finally:
+        live_here.kill()
+        live_there.kill()
+        live_here.wait()
+        live_there.wait()
+    assert time.time() - STALE_SECONDS > 0
+    assert clean_stale(tmp_path) == 2  # both lock holders gone: the old folders go (this host's at any age)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [bare.name, young.name]
+
+
+def test_vanished_temp_file_is_not_blamed_on_the_input(tmp_path):
+    """Item 9: a decompressed copy removed under a running read is the temporary folder's failure."""
+    from sigmaudit.loaders.readers import read_error
+
+    path = _jsonl_gz(tmp_path / "log.jsonl.gz")
+    gone = tmp_path / "run-1-gone"
+    err = read_error(path, gone / "0_log.jsonl", "jsonl",
+                     FileNotFoundError(2, "No such file or directory", str(gone / "0_log.jsonl")))
+    line = err.one_line()
+    assert "temporary folder" in line and "removed while this run used it" in line and "the input is not at fault" in line
+    assert "corrupt" not in line and "malformed" not in line
+
+
+@pytest.mark.parametrize("how", ["gz", "stdin"])
+def test_full_tmpdir_is_not_blamed_on_the_input(tmp_path, capsys, monkeypatch, how):
+    """Item 11: ENOSPC while writing a temporary copy names TMPDIR and the fix, not the input."""
+    import errno
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    if how == "gz":
+        monkeypatch.setattr("sigmaudit.loaders.readers._copy_bounded", full)
+        code, out, err = run(capsys, "scan", str(_jsonl_gz(tmp_path / "log.jsonl.gz")))
+    else:
+        monkeypatch.setattr(Path, "write_bytes", full)
+        monkeypatch.setattr(sys, "stdin", type("In", (), {"buffer": open(ROOT / "sample_logs" / "long.csv", "rb")})())
+        code, out, err = run(capsys, "scan", "-")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "not enough free space in TMPDIR" in err and "point TMPDIR at a larger disk" in err
+    assert "corrupt" not in err
+
+
+def test_ctrl_c_inside_typer_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
+    """Item 13: Typer turns a KeyboardInterrupt into a silent exit 130; the CLI reports it."""
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("sigmaudit.loaders.engines.polars.scan", interrupted)
+    code, out, err = run(capsys, "scan", ROLLOUTS)
+    assert (code, out) == (2, "") and err.strip().splitlines()[-1] == "sigmaudit: error: interrupted (SIGINT)"
+
+
+def _big_csv(folder: Path) -> Path:
+    path = folder / "big.csv"
+    rng = np.random.default_rng(0)
+    rows = 2_000_000
+    ids = rng.integers(0, 20_000, rows)
+    with open(path, "w") as fh:
+        fh.write("step,prompt_id,reward\n")
+        fh.writelines(f"{i // 800},p{p},{r}\n" for i, (p, r) in enumerate(zip(ids, rng.integers(0, 2, rows))))
+    return path
+
+
+def _signalled(args: list[str], signum: int, delay: float, env: dict | None = None) -> tuple[int, str, float]:
+    """``python -m sigmaudit *args`` sent ``signum`` after ``delay`` s: (exit code, stderr, seconds to exit)."""
+    child = subprocess.Popen([sys.executable, "-m", "sigmaudit", *args], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, **(env or {})},
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    time.sleep(delay)
+    child.send_signal(signum)
+    sent = time.monotonic()
+    _, err = child.communicate(timeout=60)
+    return child.returncode, err, time.monotonic() - sent
+
+
+@pytest.mark.parametrize(("signum", "delay"), [(signal.SIGINT, 0.4), (signal.SIGINT, 3.0), (signal.SIGTERM, 3.0)])
+def test_signal_at_any_moment_is_one_line_exit_2_and_no_temp_left(tmp_path, signum, delay):
+    """Item 13: SIGINT during the imports (0.4 s) or the read, and SIGTERM, exit 2 with one line and
+    leave no temporary folder (the gzip input is decompressed to one)."""
+    big = _big_csv(tmp_path)
+    data = tmp_path / "big.csv.gz"
+    data.write_bytes(gzip.compress(big.read_bytes(), compresslevel=1))
+    (tmp_path / "tmp").mkdir()
+    code, err, _ = _signalled(["scan", str(data)], signum, delay, {"TMPDIR": str(tmp_path / "tmp")})
+    name = {signal.SIGINT: "interrupted (SIGINT)", signal.SIGTERM: "terminated (SIGTERM)"}[signum]
+    assert code == 2, err
+    assert "Traceback" not in err and err.strip().splitlines()[-1] == f"sigmaudit: error: {name}"
+    assert [line for line in err.splitlines() if "error" in line] == [f"sigmaudit: error: {name}"]
+    assert list((tmp_path / "tmp" / "sigmaudit").glob("run-*")) == [] if (tmp_path / "tmp" / "sigmaudit").exists() else True

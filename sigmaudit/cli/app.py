@@ -113,6 +113,8 @@ def _flag_first(message: str) -> str:
     return f"{PARAM_FLAGS[name]}: must {rest}" if sep and name in PARAM_FLAGS else message
 
 
+TYPER_CTRL_C = 130
+"""What Typer's command returns (with ``standalone_mode=False``) when a KeyboardInterrupt reached it."""
 MAX_MESSAGE = 400
 """An error line longer than this is cut (a hostile value must not flood the terminal)."""
 
@@ -120,7 +122,12 @@ MAX_MESSAGE = 400
 def _fail(message: str) -> int:
     from ..fmt import printable
 
-    text = printable(" ".join(str(message).split()))
+    text = " ".join(str(message).split())
+    if "://" in text:  # a URL's credentials and signatures never reach the terminal or a CI log
+        from ..loaders.remote import redact
+
+        text = redact(text)
+    text = printable(text)
     if len(text) > MAX_MESSAGE:
         text = text[: MAX_MESSAGE - 1] + "…"
     sys.stderr.write(f"sigmaudit: error: {text}\n")
@@ -128,14 +135,6 @@ def _fail(message: str) -> int:
         escaped = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
         sys.stderr.write(f"::error title=sigmaudit could not run::{escaped}\n")
     return int(ExitCode.ERROR)
-
-
-class Terminated(Exception):
-    """SIGTERM arrived: unwind (temporary files are removed on the way out) and exit 2."""
-
-
-def _on_sigterm(signum: int, frame: object) -> None:
-    raise Terminated
 
 
 def _os_error(exc: OSError) -> str:
@@ -176,15 +175,13 @@ def main(argv: list[str] | None = None) -> int:
 
     Exit 1 comes only from a gate or target verdict (``typer.Exit(1)`` raised by ``check`` or
     ``plan``); every other way out, including a native crash (a Rust panic in a reader derives
-    from BaseException), SIGINT and SIGTERM, is exit 2 with one line on stderr.
+    from BaseException), SIGINT and SIGTERM (:mod:`.signals`), is exit 2 with one line on stderr.
     """
-    import signal
-    import threading
     import warnings
 
-    previous = None
-    if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    from . import signals
+
+    previous = signals.handle()
     try:
         with warnings.catch_warnings():
             # numerical warnings (overflow in a closed form at extreme p, a long --title in matplotlib)
@@ -192,12 +189,15 @@ def main(argv: list[str] | None = None) -> int:
             warnings.simplefilter("ignore")
             return _main(argv)
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        signals.restore(previous)
 
 
 def _main(argv: list[str] | None) -> int:
+    import signal
+
     from typer.exceptions import TyperException
+
+    from .signals import MESSAGES, Stop
 
     from ..writers import guarding_inputs
 
@@ -206,7 +206,11 @@ def _main(argv: list[str] | None) -> int:
         _tidy_metavars(command)
         with guarding_inputs():
             rv = command.main(args=argv, prog_name="sigmaudit", standalone_mode=False)
+    except Stop as stop:
+        return _fail(stop.message)
     except typer.Exit as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):  # Typer's own Ctrl-C handling (exit 130, silent)
+            return _fail(MESSAGES[signal.SIGINT])
         code = int(exc.exit_code)
         return code if code in (0, 1, 2) else int(ExitCode.ERROR)
     except typer.Abort:
@@ -230,9 +234,7 @@ def _main(argv: list[str] | None) -> int:
     except ValueError as exc:
         return _fail(_flag_first(str(exc)))
     except KeyboardInterrupt:
-        return _fail("interrupted")
-    except Terminated:
-        return _fail("terminated (SIGTERM)")
+        return _fail(MESSAGES[signal.SIGINT])
     except BrokenPipeError:
         return int(ExitCode.ERROR)
     except OSError as exc:
@@ -243,9 +245,13 @@ def _main(argv: list[str] | None) -> int:
         return _fail(f"internal error: {type(exc).__name__}: {exc} (please report this)")
     except BaseException as exc:  # noqa: BLE001 - e.g. pyo3's PanicException (a Rust panic)
         return _fail(f"internal error: a native library failed ({type(exc).__name__}: {exc}) (please report this)")
+    if rv == TYPER_CTRL_C:  # Typer's own Ctrl-C handling: a silent return of 130
+        return _fail(MESSAGES[signal.SIGINT])
     return int(rv) if isinstance(rv, int) else int(ExitCode.OK)
 
 
 def run() -> None:
-    """Console-script entry point."""
-    sys.exit(main())
+    """Console-script entry point (signal handling from the first instant: see :func:`sigmaudit.cli.run`)."""
+    from . import run as run_cli
+
+    run_cli()

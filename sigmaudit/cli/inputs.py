@@ -180,6 +180,7 @@ def _load_paths(
     """Load the paths (``-``: standard input, named :data:`STDIN_NAME` in errors, notes and files), pooled
     or split ``by`` a column, with a progress indicator when asked for (polars engine only)."""
     from ..loaders import load_by, load_counts
+    from ..loaders.remote import redact
     from ..writers import protect
 
     load = load_counts if by is None else functools.partial(load_by, column=by)
@@ -202,6 +203,8 @@ def _load_paths(
         if stdin_file is not None:
             loaded = replace(loaded, files=tuple(STDIN_NAME if f == stdin_file else f for f in loaded.files),
                              notes=tuple(n.replace(stdin_file, STDIN_NAME) for n in loaded.notes))
+    if any(redact(t) != t for t in (*loaded.files, *loaded.notes)):  # URLs' secrets never reach an output
+        loaded = replace(loaded, files=tuple(map(redact, loaded.files)), notes=tuple(map(redact, loaded.notes)))
     return loaded
 
 
@@ -233,7 +236,7 @@ def _stdin_to_file(paths: list[str] | list[Path], stack: contextlib.ExitStack) -
     if not any(str(p) == "-" for p in paths):
         return list(paths), None
     from ..errors import ConfigError, InputError
-    from ..loaders.tempdirs import run_folder
+    from ..loaders.tempdirs import run_folder, temp_failure
 
     if sum(str(p) == "-" for p in paths) > 1:
         raise ConfigError("standard input can be read once", location="-", remedy="give '-' once")
@@ -253,7 +256,13 @@ def _stdin_to_file(paths: list[str] | list[Path], stack: contextlib.ExitStack) -
         raise InputError("gzip-compressed parquet is not supported", location=STDIN_NAME,
                          remedy="pipe the parquet file itself")
     target = stack.enter_context(run_folder()) / f"stdin{kind}{suffix}"
-    target.write_bytes(data)
+    try:
+        target.write_bytes(data)
+    except OSError as exc:
+        own = temp_failure(exc, target.parent, STDIN_NAME)
+        if own is None:
+            raise
+        raise own from exc
     return [str(target) if str(p) == "-" else p for p in paths], str(target)
 
 

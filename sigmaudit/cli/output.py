@@ -70,6 +70,10 @@ def note(message: str) -> None:
     """A one-line note on stderr (never mixed into the report); control characters escaped."""
     from ..fmt import printable
 
+    if "://" in message:  # a URL's credentials and signatures never reach the terminal or a CI log
+        from ..loaders.remote import redact
+
+        message = redact(message)
     sys.stderr.write(f"sigmaudit: {printable(message)}\n")
 
 

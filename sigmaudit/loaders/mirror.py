@@ -21,8 +21,8 @@ from . import trainers
 from .detect import detect
 from .options import LoadedCounts, LoadOptions
 from .paths import file_kind
-from .remote import head_lines, parse_url, store_error
-from .tempdirs import run_folder
+from .remote import head_lines, parse_url, redact, store_error
+from .tempdirs import run_folder, temp_failure
 
 MAX_PROBES = 8
 """Inputs looked at (first line and schema) before deciding that a remote load is not a framework dump."""
@@ -69,8 +69,14 @@ def _fetch(url: str, dest: Path) -> Path:
             dest = dest.with_suffix("")
         lines = pl.scan_lines(url).collect().to_series().to_list()
     except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
-        raise store_error(url, exc) from exc
-    dest.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        raise (temp_failure(exc, dest.parent, redact(url)) or store_error(url, exc)) from exc
+    try:
+        dest.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    except OSError as exc:
+        own = temp_failure(exc, dest.parent, redact(url))
+        if own is None:
+            raise
+        raise own from exc
     return dest
 
 

@@ -20,6 +20,7 @@ import polars as pl
 from ..errors import InputError, SchemaError
 from .paths import file_kind
 from .remote import all_lines, comment_lines, head_lines, parse_url, store_error
+from .tempdirs import temp_failure
 
 PARQUET_MAGIC = b"PAR1"
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -45,8 +46,8 @@ def _copy_bounded(src, dst, path: Path, limit: int, folder: Path) -> None:  # no
             raise InputError(f"decompresses to more than {MAX_EXPANSION}x its size (a compression bomb?)",
                              location=str(path), remedy="decompress it yourself if the data are real")
         if written % (64 * _CHUNK) < _CHUNK and shutil.disk_usage(folder).free < FREE_RESERVE + _CHUNK:
-            raise InputError(f"not enough free space in {folder} to decompress it",
-                             location=str(path), remedy="free space or point TMPDIR at a larger disk")
+            raise InputError(f"not enough free space in TMPDIR ({folder.parent}) to decompress it",
+                             location=str(path), remedy="point TMPDIR at a larger disk, or free space there")
         dst.write(chunk)
 
 
@@ -74,6 +75,9 @@ def _decompress(path: Path, compression: str, tmpdir: Path) -> Path:
         raise
     except (OSError, EOFError, zlib.error) as exc:
         target.unlink(missing_ok=True)
+        own = temp_failure(exc, tmpdir, str(path))  # a full or vanished temporary folder is not the input's fault
+        if own is not None:
+            raise own from exc
         raise InputError(f"corrupt or truncated {compression} data ({_first_line(exc)})",
                          location=str(path)) from exc
     except Exception as exc:  # zstandard.ZstdError ("not a zstd frame") and the like
@@ -234,6 +238,10 @@ def read_error(path: Path | str, local: Path | str, fmt: str, exc: BaseException
     panic (corrupt data pages) says the file is corrupt."""
     if isinstance(local, str):
         return remote_read_error(local, fmt, exc)
+    if local != path:  # a temporary copy: a full or vanished temporary folder is not the input's fault
+        own = temp_failure(exc, local.parent, str(path))
+        if own is not None:
+            return own
     if fmt == "jsonl":
         line = bad_json_line(local)
         if line is not None:

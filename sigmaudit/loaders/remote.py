@@ -36,6 +36,17 @@ CREDENTIALS = {
     "http": "a URL the machine can fetch",
 }
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)[^/\s@]+@")
+_QUERY = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://[^\s?#]*)\?[^\s#]*")
+_CONNECT_PARAMS = re.compile(r"\b(sc://[^\s/]*/?);[^\s]*")
+
+
+def redact(text: str) -> str:
+    """``text`` with every URL's secrets hidden: credentials (``user:password@``), query strings
+    (presigned signatures, SAS tokens) and Spark Connect parameters (``;token=...``) become ``***``."""
+    text = _USERINFO.sub(r"\1***@", text)
+    text = _QUERY.sub(r"\1?***", text)
+    return _CONNECT_PARAMS.sub(r"\1;***", text)
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,26 @@
 """Where decompressed inputs live while a run reads them, and how leftovers are cleaned.
 
 Each run works in ``$TMPDIR/sigmaudit/run-<pid>-<random>``, removed when the run ends (also on
-SIGINT/SIGTERM: the CLI turns both into an exception, so the ``with`` block unwinds). A run
-killed outright (SIGKILL, power loss) cannot clean up; the next run removes every
-``run-<pid>-*`` folder whose process no longer exists (or that is older than a day).
+SIGINT/SIGTERM: the CLI turns both into an exception, so the ``with`` block unwinds; if native code
+does not return, its watchdog removes the live folders, :func:`remove_live`). A run killed outright
+(SIGKILL, power loss) cannot clean up, so each run first sweeps the folders left by others. A folder is
+live while its run holds an exclusive ``flock`` on the folder's ``.lock`` file (which names the host);
+the lock, not the pid, decides (a pid means nothing across hosts or containers sharing TMPDIR):
+
+- lock held: live, never removed, however old;
+- lock free and written on this host: its run is gone, removed;
+- lock free but written on another host (whose locks this host may not see, e.g. over NFS), or no lock
+  file (a folder being created, or left by an older version): removed only when untouched for
+  :data:`STALE_SECONDS`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
+import socket
 import sys
 import tempfile
 import time
@@ -18,7 +28,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 STALE_SECONDS = 24 * 3600
-"""A run folder older than this is removed even if its pid was reused by another process."""
+"""A folder whose lock this host cannot judge is removed once untouched for this long."""
+LOCK = ".lock"
+_LIVE: dict[Path, int] = {}
+"""This process's run folders and the descriptors holding their locks."""
 
 
 def temp_root() -> Path:
@@ -28,27 +41,56 @@ def temp_root() -> Path:
     return root
 
 
-def _alive(pid: int) -> bool:
+def _host() -> str:
+    return socket.gethostname() or "?"
+
+
+def _lock(folder: Path) -> int:
+    """Create and hold ``folder/.lock`` (exclusive flock, released when this process dies), naming the host."""
+    import fcntl
+
+    fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True
-    return True
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # a file system without flock: the age rule alone protects this folder
+        pass
+    os.write(fd, f"{_host()} {os.getpid()}\n".encode())
+    return fd
+
+
+def _is_stale(entry: Path, age: float) -> bool:
+    """The rule of the module docstring for one folder."""
+    import fcntl
+
+    try:
+        fd = os.open(entry / LOCK, os.O_RDWR)
+    except OSError:  # no lock file (being created, or an older version's folder)
+        return age > STALE_SECONDS
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # held: the run is alive
+        except OSError:  # no flock here: age only
+            return age > STALE_SECONDS
+        host = os.read(fd, 4096).decode("utf-8", "replace").split(" ")[0]
+        return host == _host() or age > STALE_SECONDS
+    finally:
+        os.close(fd)
 
 
 def clean_stale(root: Path) -> int:
-    """Remove run folders left by runs that no longer exist; returns how many were removed."""
+    """Remove run folders left by runs that no longer exist (see the module docstring); returns how many."""
     removed = 0
     now = time.time()
     for entry in root.glob("run-*"):
-        try:
-            pid = int(entry.name.split("-")[1])
-            old = now - entry.stat().st_mtime > STALE_SECONDS
-        except (ValueError, IndexError, OSError):
+        if entry in _LIVE:
             continue
-        if pid != os.getpid() and (old or not _alive(pid)):
+        try:
+            age = now - entry.stat().st_mtime
+        except OSError:
+            continue
+        if _is_stale(entry, age):
             shutil.rmtree(entry, ignore_errors=True)
             removed += 1
     return removed
@@ -56,14 +98,59 @@ def clean_stale(root: Path) -> int:
 
 @contextlib.contextmanager
 def run_folder() -> Iterator[Path]:
-    """A private folder for this run's temporary files, removed on exit; stale ones are cleaned first."""
+    """A private folder for this run's temporary files, locked while in use and removed on exit; stale
+    ones are cleaned first."""
     root = temp_root()
     clean_stale(root)
     folder = Path(tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=root))
+    _LIVE[folder] = _lock(folder)
     try:
         yield folder
     finally:
+        fd = _LIVE.pop(folder)
         shutil.rmtree(folder, ignore_errors=True)
+        os.close(fd)
+
+
+def remove_live() -> None:
+    """Remove this process's run folders now (the CLI's last resort when a signal finds it stuck)."""
+    for folder in list(_LIVE):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def no_space(exc: BaseException) -> bool:
+    """``exc`` (or an error it wraps) says the disk is full."""
+    while exc is not None:
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if "No space left on device" in str(exc) or "os error 28" in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def temp_failure(exc: BaseException, folder: Path, location: str):  # noqa: ANN201
+    """The InputError for a failure of the temporary folder itself (full disk, or the folder removed
+    under a running read), which must not be blamed on the input; None for any other failure."""
+    from ..errors import InputError
+
+    if no_space(exc):
+        free = _free(folder)
+        return InputError(f"not enough free space in TMPDIR ({folder.parent if folder.name.startswith('run-') else folder}"
+                          f"{free}) to hold this run's temporary copy", location=location,
+                          remedy="point TMPDIR at a larger disk, or free space there")
+    if isinstance(exc, FileNotFoundError) and not folder.exists():
+        return InputError(f"the temporary folder {folder} was removed while this run used it (by another "
+                          "process sharing TMPDIR?); the input is not at fault", location=location,
+                          remedy="run again, or give this run its own TMPDIR")
+    return None
+
+
+def _free(folder: Path) -> str:
+    try:
+        return f": {shutil.disk_usage(folder if folder.exists() else folder.parent).free / 2**20:,.0f} MiB free"
+    except OSError:
+        return ""
 
 
 @contextlib.contextmanager

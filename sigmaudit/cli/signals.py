@@ -1,0 +1,115 @@
+"""SIGINT (Ctrl-C) and SIGTERM on the command line: one line on stderr, exit 2, temporary files removed.
+
+:func:`install` runs first thing in the console script, before the heavy imports (a Ctrl-C in the
+first fraction of a second used to print an import traceback). Each signal raises :class:`Stop` in
+the main thread, which unwinds (``with`` blocks remove the run's temporary folder) to the CLI's edge,
+where it becomes ``sigmaudit: error: interrupted (SIGINT)`` and exit 2.
+
+Native code (a Polars read stalled on a network socket, a JVM call) does not return to Python, so a
+handler alone could wait forever: the C-level handler also writes the signal to a wake-up socket, and
+a watchdog thread that wakes on it gives the main thread :data:`GRACE` seconds to unwind; if the run
+is still going, the watchdog removes the live temporary folders itself, writes the same line and
+ends the process with exit 2.
+
+Light on purpose: nothing here imports Polars or Typer.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import threading
+
+GRACE = 3.0
+"""Seconds the main thread has to unwind after a signal before the watchdog ends the process."""
+MESSAGES = {signal.SIGINT: "interrupted (SIGINT)", signal.SIGTERM: "terminated (SIGTERM)"}
+
+_finished = threading.Event()
+
+
+class Stop(BaseException):  # noqa: N818 - not an error: a request to stop
+    """SIGINT or SIGTERM arrived: unwind and exit 2 (a BaseException, so no ``except Exception`` and
+    no Typer/Click ``KeyboardInterrupt`` handler swallows it)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def message(self) -> str:
+        return MESSAGES.get(self.signum, f"stopped by signal {self.signum}")
+
+
+def _raise(signum: int, frame: object) -> None:
+    raise Stop(signum)
+
+
+def handle() -> dict[int, object]:
+    """Install the raising handlers (main thread only); returns the previous ones for :func:`restore`."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {s: signal.signal(s, _raise) for s in MESSAGES}
+
+
+def restore(previous: dict[int, object]) -> None:
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)  # type: ignore[arg-type]
+
+
+def install() -> None:
+    """Handlers and the watchdog, for the life of this process (the console script only)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    handle()
+    try:
+        reader, writer = socket.socketpair()
+        writer.setblocking(False)
+        signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    except (OSError, ValueError):  # no wake-up: the handlers alone
+        return
+    threading.Thread(target=_watch, args=(reader, writer), name="sigmaudit-signals", daemon=True).start()
+
+
+def finished() -> None:
+    """The run has reported its outcome: the watchdog stands down."""
+    _finished.set()
+
+
+def _watch(reader: socket.socket, writer: socket.socket) -> None:
+    while True:
+        data = reader.recv(64)
+        if not data:
+            return
+        signums = [b for b in data if b in MESSAGES]
+        if signums:
+            break
+    if _finished.wait(GRACE):
+        return
+    last_resort(signums[0])
+
+
+def last_resort(signum: int) -> None:
+    """The main thread is stuck in native code: remove the live temporary folders, one line, exit 2."""
+    tempdirs = sys.modules.get("sigmaudit.loaders.tempdirs")
+    if tempdirs is not None:
+        try:
+            tempdirs.remove_live()
+        except Exception:  # noqa: BLE001, S110 - leave the rest to the next run's sweep
+            pass
+    line = f"sigmaudit: error: {MESSAGES.get(signum, 'stopped')}\n"
+    try:
+        os.write(2, line.encode())
+    finally:
+        os._exit(2)
+
+
+def report(stop: Stop) -> int:
+    """One line on stderr for a signal that arrived before the CLI proper was running; exit 2."""
+    try:
+        sys.stderr.write(f"sigmaudit: error: {stop.message}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    return 2
