@@ -1,14 +1,14 @@
-"""Regenerate (or check) the example outputs in README.md from the current code.
+"""Regenerate (or check) the example outputs in README.md and docs/*.md from the current code.
 
 Every fenced block whose first line starts with ``$ sigmaudit`` is an example: each ``$ CMD``
 line in it is run from the repository root (``COLUMNS=100``, no colour; ``$ echo $?`` prints
 the previous command's exit code) and the block is rewritten as the commands followed by what
 they printed (stderr notes, then stdout). A ``# comment`` after a command is kept but not run.
 
-    python scripts/readme_examples.py          # rewrite README.md in place
+    python scripts/readme_examples.py          # rewrite README.md and docs/*.md in place
     python scripts/readme_examples.py --check  # exit 1 and show the first difference if stale
 
-``tests/test_docs.py`` runs the check, so the README cannot drift from the tool.
+``tests/test_docs.py`` runs the check, so neither the README nor the docs can drift from the tool.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```[a-z]*\n(\$ sigmaudit.*?)^```\n", re.M | re.S)
 
 
@@ -58,18 +59,22 @@ def regenerate(text: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    text = README.read_text(encoding="utf-8")
-    new = regenerate(text)
-    if "--check" in argv:
+    stale = 0
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        new = regenerate(text)
         if new == text:
-            return 0
-        import difflib
+            continue
+        stale += 1
+        if "--check" in argv:
+            import difflib
 
-        diff = difflib.unified_diff(text.splitlines(), new.splitlines(), "README.md", "regenerated", lineterm="")
-        sys.stdout.write("\n".join(list(diff)[:40]) + "\n")
-        return 1
-    README.write_text(new, encoding="utf-8")
-    return 0
+            name = str(page.relative_to(ROOT))
+            diff = difflib.unified_diff(text.splitlines(), new.splitlines(), name, "regenerated", lineterm="")
+            sys.stdout.write("\n".join(list(diff)[:40]) + "\n")
+        else:
+            page.write_text(new, encoding="utf-8")
+    return 1 if stale and "--check" in argv else 0
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""The README is tested, not trusted (the sqlite-utils way): its example outputs are what the
-current code prints, and every command, option and JSON key it names exists."""
+"""README and docs are tested, not trusted (the sqlite-utils way): their example outputs are what the
+current code prints, every command, option and JSON key they name exists, and the site builds strictly."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ from sigmaudit.cli.app import app, main
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+DOCS = {p.name: p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").glob("*.md"))}
+EVERYTHING = "\n".join([README, *DOCS.values()])
 SAMPLE = str(ROOT / "sample_logs" / "rollouts.parquet")
 
 _spec = importlib.util.spec_from_file_location("readme_examples", ROOT / "scripts" / "readme_examples.py")
@@ -36,16 +38,39 @@ def _in_process(command: str) -> tuple[int, str]:
     return code, err.getvalue() + out.getvalue()
 
 
-def test_readme_examples_are_what_the_code_prints(monkeypatch):
+@pytest.mark.parametrize("page", ["README.md", *DOCS])
+def test_examples_are_what_the_code_prints(monkeypatch, page):
     monkeypatch.chdir(ROOT)
     monkeypatch.setenv("COLUMNS", "100")
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     monkeypatch.setattr(examples, "_run", _in_process)
-    blocks = examples.FENCE.findall(README)
-    assert len(blocks) >= 6
-    for block in blocks:
+    text = README if page == "README.md" else DOCS[page]
+    for block in examples.FENCE.findall(text):
         assert examples.render_block(block) == block, (
-            f"README example is stale; run: python scripts/readme_examples.py\n{block[:200]}")
+            f"{page}: example is stale; run: python scripts/readme_examples.py\n{block[:200]}")
+
+
+def test_the_readme_and_the_tour_show_real_output():
+    assert len(examples.FENCE.findall(README)) >= 3
+    assert len(examples.FENCE.findall(DOCS["commands.md"])) >= 6
+
+
+def test_readme_is_short():
+    assert README.count("\n") <= 250
+
+
+def test_nothing_points_outside_the_repository():
+    for name, text in {"README.md": README, **DOCS}.items():
+        assert "../shared" not in text, name
+
+
+def test_docs_site_builds_strictly(tmp_path):
+    mkdocs = pytest.importorskip("mkdocs.commands.build")
+    from mkdocs.config import load_config
+
+    config = load_config(str(ROOT / "mkdocs.yml"), site_dir=str(tmp_path / "site"), strict=True)
+    mkdocs.build(config)
+    assert (tmp_path / "site" / "index.html").is_file()
 
 
 def _commands() -> dict[str, set[str]]:
@@ -61,17 +86,21 @@ COMMANDS = _commands()
 
 
 def test_every_command_the_readme_names_exists():
-    named = set(re.findall(r"(?:\$ |`|^[ \t]+|entry: )sigmaudit ([a-z]+)\b", README, flags=re.M))
+    named = set(re.findall(r"(?:\$ |`|^[ \t]+|entry: )sigmaudit ([a-z]+)\b", EVERYTHING, flags=re.M))
     assert {"scan", "plan", "check", "calc", "trend", "simulate", "report"} <= named
     missing = sorted(n for n in named if n not in COMMANDS)
-    assert not missing, f"README names commands that do not exist: {missing}"
+    assert not missing, f"README or docs name commands that do not exist: {missing}"
 
 
 def test_every_option_the_readme_names_exists():
     every = set().union(*COMMANDS.values()) | {"--version", "--help"}
-    named = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*[a-z])", README))
-    missing = sorted(named - every)
-    assert not missing, f"README names options that no command has: {missing}"
+    named = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*[a-z])", EVERYTHING))
+    missing = sorted(named - every - NOT_SIGMAUDIT_OPTIONS)
+    assert not missing, f"README or docs name options that no command has: {missing}"
+
+
+# options of other tools the docs show (pip, pytest, mkdocs)
+NOT_SIGMAUDIT_OPTIONS = {"--strict", "--durations", "--no-deps", "--resolution"}
 
 
 def _keys(obj: object) -> set[str]:
@@ -95,7 +124,7 @@ CONTRACT_RUNS = {
 
 
 def _contract_sections() -> dict[str, str]:
-    body = README.split("## JSON contracts", 1)[1].split("\n## ", 1)[0]
+    body = DOCS["json.md"].split("## JSON contracts", 1)[1].split("\n## ", 1)[0]
     parts = re.split(r"^### `([a-z]+)`\n", body, flags=re.M)
     return dict(zip(parts[1::2], parts[2::2], strict=True))
 
@@ -114,7 +143,7 @@ def test_every_json_key_the_readme_names_exists(capsys, command):
     ignore = {"null", "true", "false", "bool", "rule", "p", "n", "k", "groups", "series", "rate", "sqrt", "or",
               "ceil", "e", "g", "i", "bins", "extreme", "middle", "unbiased", "bayes", "plugin", "max", "min"}
     missing = sorted(k for k in named - ignore - present if not k.isdigit())
-    assert not missing, f"README's {command} contract names keys the JSON lacks: {missing}"
+    assert not missing, f"docs/json.md's {command} contract names keys the JSON lacks: {missing}"
 
 
 def test_the_docs_test_fails_on_a_renamed_key(capsys):

@@ -1,4 +1,4 @@
-"""`sigmaudit reduce`: the counts hand-off loads back to the same audit; the README's SQL writes it too."""
+"""`sigmaudit reduce`: the counts hand-off loads back to the same audit; the SQL in docs/scaling.md writes it too."""
 
 from __future__ import annotations
 
@@ -84,13 +84,12 @@ def test_reduce_refuses_unknown_output_type(capsys, tmp_path, name):
     assert not (tmp_path / name).exists()
 
 
-# ---- the README's SQL, run in DuckDB ---------------------------------------------------------
+# ---- the docs' SQL (docs/scaling.md), run in DuckDB ---------------------------------------------------------
 
 def readme_sql() -> str:
-    """The SQL block of the README's "Scaling" section."""
-    text = (ROOT / "README.md").read_text()
-    section = text.split("## Scaling", 1)[1]
-    return re.search(r"```sql\n(.*?)```", section, re.S).group(1)
+    """The SQL block of docs/scaling.md."""
+    text = (ROOT / "docs" / "scaling.md").read_text()
+    return re.search(r"```sql\n(.*?)```", text, re.S).group(1)
 
 
 VIEWS = {
