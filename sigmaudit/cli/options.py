@@ -223,6 +223,11 @@ WatchEventsOpt = Annotated[
     typer.Option("--events", dir_okay=False, metavar="FILE", show_default=False, rich_help_panel=_WATCH_OUT,
                  help="Write one JSON object per completed step to FILE (jsonl, flushed per step; replaced at start)."),
 ]
+WatchFormatOpt = Annotated[Format | None, format_option(
+    "Output format: table (one line per completed step, then the summary) or json (one object per step, then "
+    '{"summary": ...}).')]
+WatchOutputOpt = Annotated[Path | None, output_option(
+    "Also write the summary here when the watch ends (atomically): JSON for .json, else text (.txt).")]
 WatchSkipOutOpt = Annotated[
     Path | None,
     skip_out_option(rich_help_panel=_WATCH_OUT,

@@ -38,14 +38,14 @@ from ..inputs import (
     ThresholdOpt,
 )
 from ..options import (
-    FormatOpt,
-    OutputOpt,
     WatchEventsOpt,
+    WatchFormatOpt,
     WatchForOpt,
     WatchIntervalOpt,
     WatchMaxPSilentOpt,
     WatchMaxSilentOpt,
     WatchOnceOpt,
+    WatchOutputOpt,
     WatchSkipOutOpt,
     WatchUntilIdleOpt,
     WatchWindowOpt,
@@ -93,8 +93,8 @@ def watch(
     until_idle: WatchUntilIdleOpt = None,
     events: WatchEventsOpt = None,
     skip_out: WatchSkipOutOpt = None,
-    fmt: FormatOpt = None,
-    output: OutputOpt = None,
+    fmt: WatchFormatOpt = None,
+    output: WatchOutputOpt = None,
     quiet: QuietOpt = False,
     prompt_col: PromptColOpt = None,
     reward_col: RewardColOpt = None,
@@ -182,6 +182,11 @@ def _loop(follower: Follower, state: Watch, live: _Live, signals: _Signals, *, o
         snap = follower.poll()
         polls += 1
         live.notes(snap.new_notes)
+        if snap.files and not snap.has_steps:
+            from ...audits.forecast import NO_STEPS, STEPS_REMEDY
+            from ...errors import SchemaError
+
+            raise SchemaError(NO_STEPS, remedy=STEPS_REMEDY)
         if snap.changed:
             last_change = time.monotonic()
         end = (once and polls >= 2) or (
