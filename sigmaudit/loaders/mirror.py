@@ -21,7 +21,7 @@ from . import trainers
 from .detect import detect
 from .options import LoadedCounts, LoadOptions
 from .paths import file_kind
-from .remote import head_lines, parse_url, redact, store_error
+from .remote import all_lines, head_lines, http_download, parse_url, redact, storage_options, store_error
 from .tempdirs import run_folder, temp_failure
 
 MAX_PROBES = 8
@@ -47,7 +47,7 @@ def framework_dump(urls: list[str], opts: LoadOptions) -> bool:
                 if trainers.needs_reader(stub):
                     return True
             try:
-                schema = scan_remote(url).schema
+                schema = scan_remote(url, tmp).schema
                 if trainers.reader(stub, schema) is not None:
                     return True
                 detect(schema, opts, url)
@@ -61,13 +61,16 @@ def _fetch(url: str, dest: Path) -> Path:
     """The object at ``url`` copied to ``dest`` (decompressed text keeps its name without .gz/.zst)."""
     kind = file_kind(parse_url(url).pure)
     dest.parent.mkdir(parents=True, exist_ok=True)
+    http = parse_url(url).store == "http"
     try:
         if kind is not None and kind[0] == "parquet":
-            pl.read_parquet(url).write_parquet(dest)
+            if http:
+                return http_download(url, dest)
+            pl.read_parquet(url, glob=False, storage_options=storage_options(url)).write_parquet(dest)
             return dest
         if kind is not None and kind[1] is not None:
             dest = dest.with_suffix("")
-        lines = pl.scan_lines(url).collect().to_series().to_list()
+        lines = all_lines(url, strict=True)
     except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
         raise (temp_failure(exc, dest.parent, redact(url)) or store_error(url, exc)) from exc
     try:

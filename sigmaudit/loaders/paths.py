@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path, PurePath
 
 from ..errors import InputError
-from .remote import is_remote, list_objects, parse_url
+from .remote import is_remote, list_objects, normalized, parse_url
 
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl",
            ".ndjson": "jsonl", ".eval": "eval"}
@@ -82,7 +82,9 @@ def expand_paths(paths: Sequence[str | Path]) -> list[Path | str]:
 
 
 def expand_remote(text: str) -> list[str]:
-    """The supported files a URL names: itself, the files under a prefix, or a glob's matches."""
+    """The supported files a URL names: itself, the files under a prefix, or a glob's matches (the
+    scheme in lower case: ``HTTP://`` is ``http://``)."""
+    text = normalized(text)
     url = parse_url(text)
     if not url.has_glob and not url.is_prefix and file_kind(url.pure) is not None:
         return [text]

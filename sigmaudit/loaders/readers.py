@@ -11,15 +11,16 @@ import gzip
 import json
 import shutil
 import zlib
+import dataclasses
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import polars as pl
 
 from ..errors import InputError, SchemaError
 from .paths import file_kind
-from .remote import all_lines, comment_lines, head_lines, parse_url, store_error
+from .remote import all_lines, comment_lines, head_lines, parse_url, storage_options, store_error
 from .tempdirs import temp_failure
 
 PARQUET_MAGIC = b"PAR1"
@@ -189,7 +190,7 @@ def scan(path: Path | str, tmpdir: Path, like: Source | None = None) -> Source:
     A jsonl file shaped like the jsonl Source ``like`` (see :mod:`.jsonl`) is scanned with its schema
     instead of inferring one."""
     if isinstance(path, str):
-        return scan_remote(path)
+        return scan_remote(path, tmpdir)
     kind = file_kind(path)
     assert kind is not None, path
     fmt, compression = kind
@@ -293,26 +294,31 @@ def bad_json_line(path: Path) -> tuple[int, str, bool] | None:
     return None
 
 
-def scan_remote(url: str) -> Source:
-    """A lazy scan of one remote file, like :func:`.readers.scan` (Polars decompresses .gz/.zst)."""
+def scan_remote(url: str, tmpdir: Path | None = None) -> Source:
+    """A lazy scan of one remote file, like :func:`.readers.scan` (Polars decompresses .gz/.zst). An
+    http(s) file is downloaded to ``tmpdir`` first (with the read and connect timeouts) and scanned there.
+    A URL is one object's name here, never a glob (a listed key may hold ``?`` or ``[``)."""
     kind = file_kind(parse_url(url).pure)
     assert kind is not None, url
     fmt = kind[0]
     if fmt not in ("parquet", "csv", "jsonl"):
         raise InputError(f"{fmt} files are read from local disk only", location=url,
                          remedy="download it first")
+    if parse_url(url).store == "http" and tmpdir is not None:
+        return _scan_http(url, tmpdir)
+    options = storage_options(url)
     try:
         if fmt == "parquet":
-            lf = pl.scan_parquet(url)
+            lf = pl.scan_parquet(url, glob=False, storage_options=options)
         elif fmt == "csv":
             lines = head_lines(url, 1_000)
             skip = comment_lines(lines)
             if not any(line.strip() for line in lines[skip + 1:]):
                 raise InputError("no data rows (header only)" if len(lines) > skip else "empty file",
                                  location=url)
-            lf = pl.scan_csv(url, skip_rows=skip, infer_schema_length=10_000)
+            lf = pl.scan_csv(url, skip_rows=skip, infer_schema_length=10_000, glob=False, storage_options=options)
         else:
-            lf = pl.scan_ndjson(url, infer_schema_length=JSONL_SCHEMA_LINES)
+            lf = pl.scan_ndjson(url, infer_schema_length=JSONL_SCHEMA_LINES, storage_options=options)
         schema = dict(lf.collect_schema())
     except FileNotFoundError as exc:
         raise store_error(url, exc) from exc
@@ -321,6 +327,25 @@ def scan_remote(url: str) -> Source:
     if not schema:
         raise InputError("empty file (no columns)", location=url)
     return Source(url, url, fmt, lf, schema)
+
+
+def _scan_http(url: str, tmpdir: Path) -> Source:
+    """An http(s) file downloaded into ``tmpdir`` (under its own name, so .gz/.zst are read as such) and
+    scanned there; errors name the URL."""
+    from .remote import http_download
+
+    folder = tmpdir / f"http-{len(list(tmpdir.iterdir()))}"
+    folder.mkdir()
+    local = folder / (PurePosixPath(parse_url(url).key).name or "download")
+    try:
+        src = scan(http_download(url, local), tmpdir)
+    except OSError as exc:
+        raise (temp_failure(exc, folder, url) or InputError(f"cannot fetch: {exc}", location=url)) from exc
+    except InputError as exc:
+        exc.message = exc.message.replace(str(local), url)
+        exc.location = None if exc.location is None else exc.location.replace(str(local), url)
+        raise
+    return dataclasses.replace(src, path=url)
 
 
 def remote_read_error(url: str, fmt: str, exc: Exception) -> InputError:

@@ -19,9 +19,10 @@ file under it is read. Globs (``*``, ``?``, ``[``, ``**``) are expanded by the s
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from ..errors import InputError
 
@@ -36,7 +37,7 @@ CREDENTIALS = {
     "http": "a URL the machine can fetch",
 }
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
-_USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)[^/\s@]+@")
+_USERINFO = re.compile(r"\b((?:[Hh][Tt][Tt][Pp][Ss]?)://[^/\s@]+|[A-Za-z][A-Za-z0-9+.-]*://[^/\s@:]*:[^/\s@]*)@")
 _QUERY = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://[^\s?#]*)\?[^\s#]*")
 _CONNECT_PARAMS = re.compile(r"\b(sc://[^\s/]*/?);[^\s]*")
 
@@ -44,7 +45,7 @@ _CONNECT_PARAMS = re.compile(r"\b(sc://[^\s/]*/?);[^\s]*")
 def redact(text: str) -> str:
     """``text`` with every URL's secrets hidden: credentials (``user:password@``), query strings
     (presigned signatures, SAS tokens) and Spark Connect parameters (``;token=...``) become ``***``."""
-    text = _USERINFO.sub(r"\1***@", text)
+    text = _USERINFO.sub(lambda m: m.group(1).split("://")[0] + "://***@", text)
     text = _QUERY.sub(r"\1?***", text)
     return _CONNECT_PARAMS.sub(r"\1;***", text)
 
@@ -72,7 +73,7 @@ class RemoteURL:
     @property
     def is_prefix(self) -> bool:
         """The URL names a "directory": it ends in ``/`` or its key is empty."""
-        return not self.key or self.url.endswith("/")
+        return not self.key or self.key.endswith("/")
 
     @property
     def pure(self) -> PurePosixPath:
@@ -97,6 +98,8 @@ def parse_url(text: str) -> RemoteURL:
                          remedy="copy the files locally, or use one of those stores")
     store = STORES[scheme]
     rest = text[m.end():]
+    if store == "http":  # a query (a presigned URL's signature) is part of one object's address, not a glob
+        rest = rest.split("#", 1)[0].split("?", 1)[0]
     parts = rest.split("/")
     head = 3 if store == "hf" else 1  # hf://datasets/<owner>/<name>/path
     if store == "hf" and (len(parts) < 3 or parts[0] not in ("datasets", "spaces", "models")
@@ -110,8 +113,141 @@ def parse_url(text: str) -> RemoteURL:
     url = RemoteURL(text, scheme, store, bucket, key)
     if store == "http" and (url.has_glob or url.is_prefix):
         raise InputError("http(s) URLs cannot be listed: name each file (no directories or globs)",
-                         location=text, remedy="pass one URL per file, or use an object store URL")
+                         location=redact(text), remedy="pass one URL per file, or use an object store URL")
     return url
+
+
+def normalized(text: str) -> str:
+    """``text`` with its scheme in lower case (``HTTP://`` reads as ``http://``)."""
+    m = _SCHEME.match(text)
+    return text if m is None else m.group(1).lower() + text[m.end(1):]
+
+
+READ_TIMEOUT_ENV, CONNECT_TIMEOUT_ENV = "SIGMAUDIT_READ_TIMEOUT", "SIGMAUDIT_CONNECT_TIMEOUT"
+DEFAULT_READ_TIMEOUT, DEFAULT_CONNECT_TIMEOUT = 60.0, 10.0
+"""Seconds a remote read may wait for data, and a connection (object store, http, Spark Connect) to open."""
+
+
+def timeouts() -> tuple[float, float]:
+    """(read, connect) timeouts in seconds, from ``SIGMAUDIT_READ_TIMEOUT`` / ``SIGMAUDIT_CONNECT_TIMEOUT``."""
+    import os
+
+    from ..errors import ConfigError
+
+    out = []
+    for name, default in ((READ_TIMEOUT_ENV, DEFAULT_READ_TIMEOUT), (CONNECT_TIMEOUT_ENV, DEFAULT_CONNECT_TIMEOUT)):
+        text = os.environ.get(name, "").strip()
+        try:
+            value = float(text) if text else default
+        except ValueError:
+            value = -1.0
+        if not 0 < value < 1e6:
+            raise ConfigError(f"{name} must be a number of seconds above 0, got {text!r}", location=name)
+        out.append(value)
+    return out[0], out[1]
+
+
+def storage_options(url: str) -> dict | None:
+    """Polars' object-store client options for ``url``: the read and connect timeouts, two retries
+    (without them a stalled store holds a read for minutes)."""
+    if STORES.get(url.split("://", 1)[0].lower()) not in ("s3", "gcs", "azure"):
+        return None
+    read, connect = timeouts()
+    return {"timeout": f"{read:g}s", "connect_timeout": f"{connect:g}s", "max_retries": 2}
+
+
+def http_open(url: str, decompress: bool = True):  # noqa: ANN201
+    """An open http(s) response for ``url`` (decompressed for .gz/.zst unless ``decompress`` is False),
+    with the connect timeout for the connection and the read timeout for every wait for data; failures
+    are one-line InputErrors."""
+    import socket
+    import urllib.error
+    import urllib.request
+
+    read, connect = timeouts()
+    try:
+        response = urllib.request.urlopen(_request(url), timeout=connect)  # noqa: S310 - http(s) only (parse_url)
+        with contextlib.suppress(AttributeError, OSError):
+            response.fp.raw._sock.settimeout(read)  # noqa: SLF001 - no public way to set it after connecting
+    except urllib.error.HTTPError as exc:
+        if exc.code in (404, 410):
+            raise InputError("no such object (HTTP 404)", location=redact(url), remedy="check the URL") from exc
+        raise InputError(f"the server answered HTTP {exc.code} ({exc.reason})", location=redact(url),
+                         remedy="check the URL (a presigned URL may have expired)") from exc
+    except (TimeoutError, socket.timeout) as exc:
+        raise timeout_error(url, connect, CONNECT_TIMEOUT_ENV) from exc
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        if isinstance(reason, TimeoutError | socket.timeout):
+            raise timeout_error(url, connect, CONNECT_TIMEOUT_ENV) from exc
+        raise InputError(f"cannot fetch: {reason}", location=redact(url), remedy="check the URL and the network") from exc
+    suffix = parse_url(url).pure.suffix.lower()
+    if decompress and suffix == ".gz":
+        import gzip
+
+        return gzip.GzipFile(fileobj=response)
+    if decompress and suffix == ".zst":
+        import zstandard
+
+        return zstandard.ZstdDecompressor().stream_reader(response)
+    return response
+
+
+def _request(url: str):  # noqa: ANN202
+    """A urllib request for ``url``: credentials in it (``user:password@``) sent as HTTP basic auth."""
+    import base64
+    import urllib.parse
+    import urllib.request
+
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None:
+        return urllib.request.Request(url)
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port:
+        netloc += f":{parts.port}"
+    plain = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    user = urllib.parse.unquote(parts.username)
+    secret = urllib.parse.unquote(parts.password or "")
+    token = base64.b64encode(f"{user}:{secret}".encode()).decode()
+    return urllib.request.Request(plain, headers={"Authorization": f"Basic {token}"})
+
+
+def timeout_error(url: str, seconds: float, env: str) -> InputError:
+    return InputError(f"no answer within {seconds:g} s", location=redact(url),
+                      remedy=f"check the network and the server, or raise {env} (seconds)")
+
+
+def http_download(url: str, dest: Path) -> Path:
+    """The object at ``url`` copied to ``dest`` as served (a .gz stays compressed), with the timeouts."""
+    import shutil
+    import socket
+
+    read, _ = timeouts()
+    try:
+        with contextlib.closing(http_open(url, decompress=False)) as response, open(dest, "wb") as out:
+            shutil.copyfileobj(response, out, 1 << 20)
+    except (TimeoutError, socket.timeout) as exc:
+        raise timeout_error(url, read, READ_TIMEOUT_ENV) from exc
+    return dest
+
+
+def http_lines(url: str, n: int | None) -> list[str]:
+    """The first ``n`` lines (all for None) of an http(s) text file, decompressed, with the timeouts."""
+    import io
+    import socket
+
+    read, _ = timeouts()
+    out: list[str] = []
+    try:
+        with contextlib.closing(http_open(url)) as raw:
+            for line in io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline=""):
+                if n is not None and len(out) >= n:
+                    break
+                out.append(line.rstrip("\r\n"))
+    except (TimeoutError, socket.timeout) as exc:
+        raise timeout_error(url, read, READ_TIMEOUT_ENV) from exc
+    return out
 
 
 def store_error(url: str, exc: Exception) -> InputError:
@@ -120,6 +256,8 @@ def store_error(url: str, exc: Exception) -> InputError:
     store = STORES.get(url.split("://", 1)[0].lower(), "s3")
     if isinstance(exc, FileNotFoundError) or "not found" in first.lower():
         return InputError("no such object", location=url, remedy="check the URL")
+    if isinstance(exc, TimeoutError) or "timed out" in str(exc).lower():
+        return timeout_error(url, timeouts()[0], READ_TIMEOUT_ENV)
     return InputError(f"cannot read from the object store: {first[:300]}", location=url,
                       remedy=f"check the URL and the credentials ({CREDENTIALS[store]})")
 
@@ -134,29 +272,52 @@ def list_objects(url: str) -> list[str]:
         raise InputError("this polars version cannot list object stores", location=url,
                          remedy="name each file, or install polars>=1.30") from exc
     try:
-        return list(_expand_paths(url).collect()["path"].to_list())
+        return list(_expand_paths(url, storage_options=storage_options(url)).collect()["path"].to_list())
     except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
-        raise store_error(url, exc) from exc
+        raise (odd_key_error(url, exc) or store_error(url, exc)) from exc
+
+
+def odd_key_error(url: str, exc: Exception) -> InputError | None:
+    """The listing failed on one object whose key the object-store reader cannot address (an empty
+    segment, ``run//x.jsonl``): name that key, not the credentials."""
+    m = re.search(r'path: Path "([^"]*)" contained (an? )?empty path segment', str(exc)) or \
+        re.search(r'Path "([^"]*)" contained (an? )?empty path segment', str(exc))
+    if m is None:
+        return None
+    u = parse_url(url)
+    key = f"{u.scheme}://{u.bucket}/{m.group(1)}"
+    return InputError(f"the listing holds an object the reader cannot address: {key} (an empty path segment, "
+                      "'//'); the other objects were not read", location=url,
+                      remedy="name the objects or a narrower prefix/glob that leaves it out, or rename that object")
 
 
 def head_lines(url: str, n: int) -> list[str]:
     """The first ``n`` lines of a remote text file (decompressed)."""
     import polars as pl
 
+    if parse_url(url).store == "http":
+        return http_lines(url, n)
     try:
-        return pl.scan_lines(url).head(n).collect().to_series().to_list()
+        return (pl.scan_lines(url, glob=False, storage_options=storage_options(url)).head(n).collect()
+                .to_series().to_list())
     except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
         raise store_error(url, exc) from exc
 
 
-def all_lines(url: str) -> list[str]:
-    """Every line of a remote text file (error reporting only)."""
+def all_lines(url: str, strict: bool = False) -> list[str]:
+    """Every line of a remote text file (decompressed); errors give ``[]`` (error reporting) unless ``strict``."""
     import polars as pl
 
     try:
-        return pl.scan_lines(url).collect().to_series().to_list()
-    except (pl.exceptions.PolarsError, OSError, ValueError):
-        return []
+        if parse_url(url).store == "http":
+            return http_lines(url, None)
+        return pl.scan_lines(url, glob=False, storage_options=storage_options(url)).collect().to_series().to_list()
+    except (pl.exceptions.PolarsError, OSError, ValueError, InputError) as exc:
+        if not strict:
+            return []
+        if isinstance(exc, InputError):
+            raise
+        raise store_error(url, exc) from exc
 
 
 def comment_lines(lines: list[str]) -> int:
