@@ -134,3 +134,13 @@ def test_watch_counts_a_relogged_trl_batch_once():
     with Follower([SAMPLE_LOGS / "trl"], LoadOptions()) as follower:
         snap = follower.poll()
     assert int(snap.per_group["n"].sum()) == load_counts([SAMPLE_LOGS / "trl"]).n_rows == 288
+
+
+def test_prime_rl_effective_glob_over_step_folders_reads():
+    """'glob matches no supported files' for ``…/rollouts/step_*/train/effective``: a glob whose
+    matches are folders reads the folders' files."""
+    lc = load_counts([str(SAMPLE_LOGS / "prime-rl" / "rollouts" / "step_*" / "train" / "effective")])
+    files = sorted((SAMPLE_LOGS / "prime-rl").rglob("effective/traces.jsonl"))
+    assert len(lc.files) == len(files) == 4
+    assert lc.per_group.equals(load_counts(files).per_group)
+    assert lc.filtered is not None and lc.filtered.source == "structure"

@@ -37,7 +37,8 @@ def expand_paths(paths: Sequence[str | Path]) -> list[Path | str]:
     """Files to read, in a stable order, each once: local files as Paths, remote ones as URLs.
 
     A named file must be supported; a directory (or URL prefix) contributes every supported file
-    inside it (recursively, others skipped) and must hold at least one; a glob must match something.
+    inside it (recursively, others skipped) and must hold at least one; a glob must match something
+    (a folder it matches contributes its files, as a directory argument does).
     """
     if isinstance(paths, str | Path):
         paths = [paths]
@@ -65,7 +66,9 @@ def expand_paths(paths: Sequence[str | Path]) -> list[Path | str]:
             out.append(p)
         elif _has_glob(str(raw)):
             matches = sorted(Path(m) for m in glob.glob(str(raw), recursive=True))
-            found = [m for m in matches if m.is_file() and file_kind(m)]
+            # a match that is a folder contributes its supported files, as a folder argument does
+            found = [f for m in matches for f in ([m] if m.is_file() else sorted(m.rglob("*")) if m.is_dir() else [])
+                     if f.is_file() and file_kind(f)]
             if not found:
                 raise InputError("glob matches no supported files", location=str(raw))
             out.extend(found)
