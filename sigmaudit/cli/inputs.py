@@ -82,14 +82,21 @@ ThresholdOpt = Annotated[
 ByOpt = Annotated[
     str | None,
     typer.Option("--by", metavar="COLUMN", show_default=False,
-                 help="Also audit each value of this column on its own (e.g. data_source, dataset, model, run), "
-                      "beside the pooled audit; JSON key 'by'."),
+                 help="Also audit each value of this column on its own (e.g. data_source, dataset, model), "
+                      "beside the pooled audit; JSON key 'by'. 'run' and 'file' (when no column has the name) "
+                      "audit each run folder or each file."),
 ]
 KeepDuplicatesOpt = Annotated[
     bool,
     typer.Option("--keep-duplicates", help="Keep rows written twice (a log appended to itself, a TRL step "
                  "written twice) and byte-for-byte copies of an input file (dropped by default, with a note).",
                  rich_help_panel=_LAYOUT),
+]
+PoolRunsOpt = Annotated[
+    bool,
+    typer.Option("--pool-runs", help="Pool several runs whose groups meet (two run folders with the same steps and "
+                 "prompts, one eval folder per model), each logged group kept within its run; refused by default "
+                 "(audit each with --by run).", rich_help_panel=_LAYOUT),
 ]
 _ENGINE = "Engine (where the reduction runs)"
 
@@ -277,13 +284,14 @@ LAYOUT_OPTIONS: dict[str, Any] = {
     "samples": SamplesOpt,
     "threshold": ThresholdOpt,
     "keep_duplicates": KeepDuplicatesOpt,
+    "pool_runs": PoolRunsOpt,
 }
 """The flag of each :class:`~sigmaudit.loaders.LoadOptions` field a user sets (its default is the field's;
 ``subset`` is set by ``--by``, not by a flag of its own). A field added there gets its flag here, once:
 tests/test_architecture.py checks the two agree."""
 INTERNAL_LOAD_FIELDS = ("subset",)
 """LoadOptions fields with no flag of their own."""
-_LAYOUT_DEFAULTS = {name: False if name == "keep_duplicates" else None for name in LAYOUT_OPTIONS}
+_LAYOUT_DEFAULTS = {name: False if name in ("keep_duplicates", "pool_runs") else None for name in LAYOUT_OPTIONS}
 """The fields' defaults, without importing the loaders (and Polars) when the CLI starts; the
 architecture test checks them against LoadOptions."""
 _ENGINE_PARAMS: tuple[tuple[str, Any, Any], ...] = (

@@ -16,13 +16,16 @@ from .columns import ColumnMap, key_note
 from .options import FileCounts, LoadedCounts
 from .reduce import PARTIAL_SCHEMA
 from .rules import copies_note, skip_notes
+from .runs import separate
 
 
 def conclude(files: Sequence[Any], counted: Sequence[FileCounts], copies: Sequence[str],
-             skipped: dict[Any, str], relogged: Sequence[str] = ()) -> LoadedCounts:
+             skipped: dict[Any, str], relogged: Sequence[str] = (), pool_runs: bool = False) -> LoadedCounts:
     """The load of ``files`` from their counts (one :class:`FileCounts` per file, or one for all the
-    files an engine reduced at once): assembled, checked by the framework, with every note
-    (``relogged``: the notes of :func:`.rules.drop_relogged`)."""
+    files an engine reduced at once): runs kept apart (:func:`.runs.separate`: refused, or pooled with
+    ``pool_runs``), assembled, checked by the framework, with every note (``relogged``: the notes of
+    :func:`.rules.drop_relogged`)."""
+    counted, pooled = separate(files, counted, pool_runs)
     plans = [c.plan for c in counted]
     read = sum(c.rows for c in counted)
     null_keys = sum(c.null_keys for c in counted)
@@ -42,7 +45,7 @@ def conclude(files: Sequence[Any], counted: Sequence[FileCounts], copies: Sequen
     norms = [(c.filtered, c.reward_source) for c in counted if c.framework]
     filtered = norms[0][0] if norms and all(n[0] for n in norms) else None
     extra = [*relogged, *(note for c in counted for note in c.extra_notes)]
-    notes = [*loaded.notes, *mine, *extra[:3]]
+    notes = [*loaded.notes, *pooled, *mine, *extra[:3]]
     if len(extra) > 3:
         notes.append(f"... and {len(extra) - 3} more such notes")
     notes.extend(skip_notes(skipped))

@@ -13,6 +13,7 @@ from .engines.polars import Opened, open_file
 from .options import LoadedCounts, LoadOptions
 from .pipeline import load_counts
 from .readers import POLARS_ERRORS
+from .runs import PSEUDO_COLUMNS, split
 from .tempdirs import run_folder
 
 
@@ -21,14 +22,18 @@ def load_by(paths: Sequence[str | Path], column: str, opts: LoadOptions | None =
     """:func:`load_counts` of every row, with ``parts``: the counts of each value of ``column``.
 
     Each part is its own load (its own corpus, so its own prior fit); rows whose ``column`` is
-    null belong to no part (a note says how many values there are).
+    null belong to no part (a note says how many values there are). ``run`` and ``file``, when no
+    file has such a column, split by run folder or by file (:mod:`.runs`).
     """
     opts = opts or LoadOptions()
-    pooled = load_counts(paths, opts, progress)
+    pseudo = column in PSEUDO_COLUMNS
+    pooled = load_counts(paths, dataclasses.replace(opts, pool_runs=True) if pseudo else opts, progress)
     if pooled.layout == "series":
         raise SchemaError("a per-step series has no rows to split", location=pooled.files[0],
                           remedy="drop --by")
     files = [Path(f) for f in pooled.files]
+    if pseudo and not any(column in _schema(f, opts) for f in files):
+        return _by_runs(pooled, files, column, opts)
     values: set[str] = set()
     seen = False
     with run_folder() as tmp:
@@ -57,6 +62,24 @@ def load_by(paths: Sequence[str | Path], column: str, opts: LoadOptions | None =
     parts = tuple((v, load_counts(files, dataclasses.replace(opts, subset=(column, v))))
                   for v in sorted(values, key=_natural))
     notes = (*pooled.notes, f"split by {column}: {len(parts)} values, each audited on its own")
+    return dataclasses.replace(pooled, by=column, parts=parts, notes=notes)
+
+
+def _schema(path: Path, opts: LoadOptions) -> dict:
+    with run_folder() as tmp:
+        item = open_file(path, tmp, opts, series_ok=False)
+        return item.src.schema if isinstance(item, Opened) else {}
+
+
+def _by_runs(pooled: LoadedCounts, files: list[Path], column: str, opts: LoadOptions) -> LoadedCounts:
+    """``--by run`` / ``--by file`` when no file has such a column: each run folder (or file) its own load."""
+    groups = split(files, pooled.layout, column)
+    if len(groups) > MAX_BY_VALUES:
+        raise SchemaError(f"--by {column}: {len(groups):,} {column}s; --by audits each on its own (at most "
+                          f"{MAX_BY_VALUES})", location=str(files[0]), remedy="pass fewer files")
+    parts = tuple((name, load_counts(members, opts)) for name, members in groups)
+    what = "run folders" if column == "run" else "files"
+    notes = (*pooled.notes, f"split by {column}: {len(parts)} {what}, each audited on its own")
     return dataclasses.replace(pooled, by=column, parts=parts, notes=notes)
 
 

@@ -54,6 +54,9 @@ class LoadOptions:
     keep_duplicates: bool = False
     """Keep rows written twice (a log's block repeated) and byte-for-byte copies of an input file,
     which are dropped by default."""
+    pool_runs: bool = False
+    """Pool several runs whose group keys meet (refused by default: see :mod:`.runs`), each logged
+    group kept within its run."""
 
 
 @dataclass(frozen=True)

@@ -137,4 +137,4 @@ def load_per_file(engine: Engine, inputs: Inputs, opts: LoadOptions) -> LoadedCo
     for r in opened:
         if r.error is not None:
             raise r.error
-    return conclude([r.path for r in opened], opened, copies, inputs.skipped, relogged)
+    return conclude([r.path for r in opened], opened, copies, inputs.skipped, relogged, opts.pool_runs)

@@ -149,7 +149,7 @@ def load_local(inputs: Inputs, opts: LoadOptions, progress: Progress | None = No
             read += out[-1].rows
             if progress is not None:
                 progress(read)
-    return conclude([o.path for o in opened], out, copies, inputs.skipped, relogged)
+    return conclude([o.path for o in opened], out, copies, inputs.skipped, relogged, opts.pool_runs)
 
 
 def _open_all(inputs: Inputs, files: list[Path], tmp: Path, opts: LoadOptions) -> list[Opened] | LoadedCounts:
@@ -222,7 +222,7 @@ def load_remote(inputs: Inputs, opts: LoadOptions, progress: Progress | None = N
             out.append(FileCounts(url, plan, part.frame, part.rows, part.missing, part.duplicates, part.null_keys))
             if progress is not None:
                 progress(sum(c.rows for c in out))
-    return conclude(files, out, [], inputs.skipped)
+    return conclude(files, out, [], inputs.skipped, pool_runs=opts.pool_runs)
 
 
 def _tick(progress: Progress, before: int, rows: int) -> None:

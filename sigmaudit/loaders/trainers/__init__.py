@@ -39,7 +39,7 @@ FRAMEWORKS: tuple[TrainerReader, ...] = tuple(m.READER for m in (
 BY_LAYOUT = {r.name: r for r in FRAMEWORKS}
 
 __all__ = ["BY_LAYOUT", "FRAMEWORKS", "Normalised", "Repeats", "TrainerReader", "check", "drop_repeats",
-           "needs_reader", "reader", "recognize", "skip_reasons"]
+           "needs_reader", "reader", "recognize", "run_root", "skip_reasons"]
 
 
 def recognize(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> ColumnMap | None:
@@ -96,6 +96,13 @@ def drop_repeats(files: list[Path], keep: bool) -> tuple[list[Path], list[str]]:
                      *(n for n in notes if "counted once" not in n)]
         return files, notes
     return [f for f in files if f not in dropped], notes
+
+
+def run_root(path: Path, layout: str) -> Path:
+    """The run a file belongs to: its framework's run folder (:meth:`TrainerReader.run_root`); a file
+    of a generic layout (long, grouped, counts) is its own run."""
+    framework = BY_LAYOUT.get(layout)
+    return framework.run_root(path) if framework is not None else path
 
 
 def check(layout: str, plans: Sequence[ColumnMap], per_group: pl.DataFrame | None,

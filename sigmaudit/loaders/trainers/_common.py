@@ -88,6 +88,7 @@ class TrainerReader:
     - :meth:`skip`: a file the framework writes beside its rollouts that is not rollouts.
     - :meth:`repeats`: files that log again rows of another file (TRL's re-logged batches).
     - :meth:`check`: refuse group counts the dump cannot give.
+    - :meth:`run_root`: the run a file belongs to (two runs are never pooled silently).
     """
 
     name: str = ""
@@ -122,6 +123,11 @@ class TrainerReader:
     def check(self, per_group: pl.DataFrame, missing: int, plans: list[ColumnMap], where: str) -> None:
         """Raise when the group counts are ones the dump cannot give."""
         return None
+
+    def run_root(self, path: Path) -> Path:
+        """The folder (or file) of the run that wrote ``path``, from the writer's layout: files under
+        one root are one run (their groups may be split over files); by default the dump folder."""
+        return path.parent
 
 
 def plain_name(path: Path) -> str:

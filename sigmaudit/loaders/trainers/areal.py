@@ -52,7 +52,7 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
     reward = opts.reward_col or "reward"
     frame = pl.DataFrame({
         "step": [r.get("tail_version") for r in rows],
-        "group": [f"{r.get('tail_version')}:{r.get('task_id')}" for r in rows],
+        "group": [f"{run_root(path)}:{r.get('tail_version')}:{r.get('task_id')}" for r in rows],
         "prompt": [r.get("prompt") for r in rows],
         "reward": [None if r.get(reward) is None else float(r[reward]) for r in rows]},
         schema={"step": pl.Int64, "group": pl.Utf8, "prompt": pl.Utf8, "reward": pl.Float64})
@@ -61,10 +61,16 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
                       f"reward from {reward}", reward)
 
 
+def run_root(path: Path) -> Path:
+    """The trial folder of ``{trial}/rollout/{version}/{task}.jsonl``."""
+    return path.parents[2] if path.parent.parent.name in ("rollout", "eval-rollout") else path.parent
+
+
 class AReaL(TrainerReader):
     """AReaL trajectory dumps (see the module docstring)."""
 
     name = NAME
+    run_root = staticmethod(run_root)
     claims_path = staticmethod(claims_path)
     skip = staticmethod(skip)
     read = staticmethod(read)

@@ -101,7 +101,7 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
                                       f"C/I/P/N", location=f"{path}: {name}",
                                       remedy="pass --reward-col with a scalar scorer") from exc
                 sid = str(sample.get("id", m.group(1)))
-                rows.append((f"{task} | {sid}", f"{path.name}:{sid}", value))
+                rows.append((f"{task} | {sid}", f"{path}:{sid}", value))
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
         if isinstance(exc, SchemaError):
             raise
@@ -122,6 +122,10 @@ class InspectAI(TrainerReader):
     """inspect_ai ``.eval`` logs (see the module docstring)."""
 
     name = NAME
+
+    def run_root(self, path: Path) -> Path:
+        """Each ``.eval`` log is one evaluation run."""
+        return path
     claims_path = staticmethod(claims_path)
     read = staticmethod(read)
 

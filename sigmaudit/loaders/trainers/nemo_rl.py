@@ -74,7 +74,7 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
                           location=f"{path}:1", remedy="pass --reward-col KEY")
     prompts = pl.Series("prompt", [_prompt(r.get("content")) for r in rows], pl.Utf8)
     rewards = [_one(r.get(key)) for r in rows]
-    frame = pl.DataFrame({"step": [step] * len(rows), "group": run_groups(prompts, path.name),
+    frame = pl.DataFrame({"step": [step] * len(rows), "group": run_groups(prompts, str(path)),
                           "prompt": prompts,
                           "reward": pl.Series([None if v is None else float(v) for v in rewards],
                                               dtype=pl.Float64)})

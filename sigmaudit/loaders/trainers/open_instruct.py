@@ -116,8 +116,7 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
     if opts.threshold is None and len(values) == 2 and values[0] == 0 and values[1] not in (1, -1):
         reward = reward / values[1]
         scaled = f" (values {{0, {values[1]:g}}} read as binary: {values[1]:g} = right)"
-    m = SHARD.fullmatch(plain_name(path))
-    run = f"{path.parent}/{m.group(1)}" if m else str(path.parent)
+    run = str(run_root(path))
     frame = df.select(pl.col("step"),
                       pl.format("{}:{}:{}", pl.lit(run), "step", "prompt_idx").alias("group"),
                       prompt.alias("prompt"), reward.alias("reward"), pl.col("dataset"))
@@ -137,10 +136,17 @@ def _filtered(frame: pl.DataFrame) -> Filtered | None:
     return None
 
 
+def run_root(path: Path) -> Path:
+    """``{rollouts_save_path}/{run_name}``: the shards of one run share their folder and run name."""
+    m = SHARD.fullmatch(plain_name(path))
+    return path.parent / m.group(1) if m else path.parent
+
+
 class OpenInstruct(TrainerReader):
     """open-instruct rollout shards (see the module docstring)."""
 
     name = NAME
+    run_root = staticmethod(run_root)
     claims_path = staticmethod(claims_path)
     claims = staticmethod(claims)
     skip = staticmethod(skip)

@@ -178,10 +178,19 @@ def recognize(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> 
                           f"prompt = {key_note(prompt)}, reward from traces[].{reward_field}")
 
 
+def run_root(path: Path) -> Path:
+    """``{output_dir}`` of ``{output_dir}/rollouts/step_{N}/...``."""
+    for parent in path.parents:
+        if parent.name == "rollouts" and parent != path.parent:
+            return parent.parent
+    return path.parent
+
+
 class PrimeRL(TrainerReader):
     """prime-rl episode records, and the older one-group-per-row layout (see the module docstring)."""
 
     name = NAME
+    run_root = staticmethod(run_root)
     recognize = staticmethod(recognize)
     claims_path = staticmethod(claims_path)
     skip = staticmethod(skip)

@@ -54,7 +54,7 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
                         pl.Utf8)
     m = FILE.fullmatch(plain_name(path))
     steps = data.get("global_step") or [int(m.group(1)) if m else None] * n
-    cols = {"step": pl.Series(steps, dtype=pl.Int64), "group": run_groups(prompts, path.name),
+    cols = {"step": pl.Series(steps, dtype=pl.Int64), "group": run_groups(prompts, str(path)),
             "prompt": prompts,
             "reward": pl.Series([None if v is None else float(v) for v in data[reward]],
                                 dtype=pl.Float64)}

@@ -61,7 +61,7 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
     prompt = [r.get("input_prompt") for r in rows]
     frame = pl.DataFrame({
         "step": [step] * len(rows),
-        "group": [f"{step}:{s}:{p}" for s, p in zip(source, prompt, strict=True)],
+        "group": [f"{path}:{step}:{s}:{p}" for s, p in zip(source, prompt, strict=True)],
         "prompt": prompt, "reward": [_score(r.get(reward)) for r in rows],
         "data_source": source},
         schema={"step": pl.Int64, "group": pl.Utf8, "prompt": pl.Utf8, "reward": pl.Float64,
@@ -71,10 +71,16 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
                       f"reward from {reward} (last token)", reward)
 
 
+def run_root(path: Path) -> Path:
+    """``{export_path}`` of ``{export_path}/dumped_evals/global_step_{N}_evals/{data_source}.jsonl``."""
+    return path.parents[2] if path.parent.parent.name == "dumped_evals" else path.parent
+
+
 class SkyRL(TrainerReader):
     """SkyRL per-dataset eval dumps (see the module docstring)."""
 
     name = NAME
+    run_root = staticmethod(run_root)
     claims_path = staticmethod(claims_path)
     skip = staticmethod(skip)
     read = staticmethod(read)

@@ -181,6 +181,10 @@ class TRL(TrainerReader):
                 notes.extend(found.notes)
         return Repeats(dropped, tuple(notes))
 
+    def run_root(self, path: Path) -> Path:
+        """``{output_dir}`` of ``{output_dir}/completions/completions_N.parquet``."""
+        return path.parent.parent if path.parent.name == "completions" else path.parent
+
     def read(self, path: Path, opts: LoadOptions) -> Normalised:
         """One completions file as a long frame (every row)."""
         df = _table(path)
@@ -195,7 +199,7 @@ class TRL(TrainerReader):
         except POLARS_ERRORS as exc:
             raise SchemaError("step column 'step' is not an integer step",
                               location=f"{path}: column step") from exc
-        groups = run_groups(key, path.name)
+        groups = run_groups(key, str(path))
         frame = pl.DataFrame({"step": step, "group": groups, "prompt": key,
                               "reward": df[reward].cast(pl.Float64)})
         half = df.height // 2

@@ -1,0 +1,111 @@
+"""Issue 21 item 6 and issue 23 item 16: a load holding several runs (the same (step, prompt) groups, or
+the same prompts of an eval, under different run folders or files) is never pooled silently: refused
+in one line naming the runs and ``--by run``; ``--by run`` / ``--by file`` audit each; ``--pool-runs``
+pools with every logged group kept within its run (groups of 8 never become groups of 16)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from cli_runner import run
+
+from sigmaudit.errors import SchemaError
+from sigmaudit.loaders import LoadOptions, load_by, load_counts
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("make_sample_logs", ROOT / "scripts" / "make_sample_logs.py")
+make = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(make)
+
+
+@pytest.fixture(scope="module")
+def two_verl_runs(tmp_path_factory) -> Path:
+    """Two verl ``rollout_data_dir``s of one experiment (two seeds over the same 300 prompts and 5 steps)."""
+    exp = tmp_path_factory.mktemp("exp")
+    for seed in (1, 2):
+        make.verl(np.random.default_rng(seed), exp / f"seed{seed}")
+    return exp
+
+
+def test_two_verl_runs_of_one_experiment_are_refused_naming_the_runs(two_verl_runs):
+    with pytest.raises(SchemaError) as err:
+        load_counts([two_verl_runs])
+    line = err.value.one_line()
+    assert "2 runs in one load (seed1/verl/rollout_data, seed2/verl/rollout_data)" in line
+    assert "--by run" in line and "--pool-runs" in line
+    assert "drawn twice" not in line and "--group-col" not in line  # not the wrong cause
+
+
+def test_two_verl_runs_by_run_equal_each_run_alone(two_verl_runs):
+    lc = load_by([two_verl_runs], "run")
+    assert [name for name, _ in lc.parts] == ["seed1/verl/rollout_data", "seed2/verl/rollout_data"]
+    for name, part in lc.parts:
+        alone = load_counts([two_verl_runs / name])
+        assert part.per_group.equals(alone.per_group) and part.per_prompt.equals(alone.per_prompt)
+    assert lc.parts[0][1].per_group["n"].max() == 8
+
+
+def test_pooled_runs_keep_groups_of_8_apart(two_verl_runs):
+    """Issue 23 item 16: pooled by (step, prompt), groups of 8 became groups of 16."""
+    alone = [load_counts([two_verl_runs / f"seed{s}"]) for s in (1, 2)]
+    lc = load_counts([two_verl_runs], LoadOptions(pool_runs=True))
+    assert lc.per_group.height == sum(a.per_group.height for a in alone)
+    assert set(lc.per_group["n"].to_list()) == {8}
+    assert lc.n_rows == sum(a.n_rows for a in alone)
+    assert any(n.startswith("pooled 2 runs (seed1/verl/rollout_data, seed2/verl/rollout_data; --pool-runs)")
+               for n in lc.notes)
+
+
+@pytest.fixture(scope="module")
+def model_evals(tmp_path_factory) -> Path:
+    """One eval folder per model, the same 81 problems, 5 samples each (a long log without steps)."""
+    root = tmp_path_factory.mktemp("evals")
+    rng = np.random.default_rng(7)
+    for m, skill in enumerate((0.2, 0.4, 0.6, 0.8)):
+        rows = [{"problem_id": f"aime-{i}", "sample_idx": s, "reward": float(rng.random() < skill)}
+                for i in range(81) for s in range(5)]
+        (root / f"model_{m}").mkdir()
+        pl.DataFrame(rows).write_ndjson(root / f"model_{m}" / "samples.jsonl")
+    return root
+
+
+def test_per_model_eval_folders_are_not_pooled(model_evals, capsys):
+    code, out, err = run(capsys, "scan", str(model_evals))
+    assert code == 2 and out == ""
+    assert "4 runs in one load (model_0/samples.jsonl, model_1/samples.jsonl, model_2/samples.jsonl, " \
+           "model_3/samples.jsonl): 81 prompts appear in more than one" in err
+    assert "--by run" in err and len(err.strip().splitlines()) == 1
+
+
+def test_per_model_eval_folders_by_run_and_by_file(model_evals, capsys):
+    code, out, _ = run(capsys, "scan", str(model_evals), "--by", "run", "-G", "4", "-f", "json")
+    assert code == 0
+    groups = json.loads(out)["by"]["groups"]
+    assert [g["value"] for g in groups] == [f"model_{m}/samples.jsonl" for m in range(4)]
+    assert all(g["prompts"] == 81 and g["rollouts"] == 405 for g in groups)
+    by_file = load_by([model_evals], "file")
+    assert [p.n_rows for _, p in by_file.parts] == [405] * 4
+    pooled = load_counts([model_evals], LoadOptions(pool_runs=True))  # asked for: 81 prompts x 20
+    assert pooled.per_prompt.height == 81 and set(pooled.per_prompt["n"].to_list()) == {20}
+
+
+def test_a_real_run_column_wins_over_the_pseudo_column(tmp_path):
+    rows = [{"prompt": f"p{i}", "run": r, "reward": float((i + j) % 2)} for r in ("a", "b")
+            for i in range(6) for j in range(4)]
+    pl.DataFrame(rows).write_ndjson(tmp_path / "log.jsonl")
+    lc = load_by([tmp_path / "log.jsonl"], "run")
+    assert [v for v, _ in lc.parts] == ["a", "b"]
+
+
+def test_per_step_shards_of_one_run_are_one_corpus(tmp_path):
+    """Files whose keys never meet (one file per step) are one run, as before."""
+    for step in (1, 2):
+        rows = [{"step": step, "prompt": f"p{i}", "reward": float(i % 2)} for i in range(4) for _ in range(4)]
+        pl.DataFrame(rows).write_ndjson(tmp_path / f"step{step}.jsonl")
+    lc = load_counts([tmp_path])
+    assert lc.per_group.height == 8 and not any("runs" in n for n in lc.notes)
