@@ -30,7 +30,8 @@ PSEUDO_COLUMNS = ("run", "file")
 
 def roots(files: Sequence[Any], layouts: Sequence[str]) -> list[Any]:
     """The run of each file (a URL is its own run)."""
-    return [trainers.run_root(f, layout) if isinstance(f, Path) else f for f, layout in zip(files, layouts, strict=True)]
+    return [trainers.run_root(f, layout) if isinstance(f, Path) else f
+            for f, layout in zip(files, layouts, strict=True)]
 
 
 def labels(runs: Sequence[Any]) -> dict[Any, str]:
