@@ -14,6 +14,7 @@ CORE_MODULES = [
     "sigmaudit.core.silent",
     "sigmaudit.core.fidelity",
     "sigmaudit.core.group_size",
+    "sigmaudit.core.knapsack",
     "sigmaudit.core.weighting",
     "sigmaudit.core.estimators",
     "sigmaudit.core.prior",
@@ -23,7 +24,8 @@ CORE_MODULES = [
 ]
 # modules whose docstrings carry examples today; an example silently dropped fails here
 WITH_EXAMPLES = {"sigmaudit.core.forecast", "sigmaudit.core.silent", "sigmaudit.core.fidelity",
-                 "sigmaudit.core.group_size", "sigmaudit.core.identify"}
+                 "sigmaudit.core.group_size",
+    "sigmaudit.core.knapsack", "sigmaudit.core.identify"}
 
 
 @pytest.mark.parametrize("name", CORE_MODULES)

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from ..core.corpus import Corpus
     from ..loaders import LoadedCounts
     from .allocate import AllocationResult  # the plan carries an allocation; allocate never imports plan
+    from .objective import ObjectiveChoice
 
 DEFAULT_G_GRID: tuple[int, ...] = (2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 """Group sizes swept when ``-G`` is not given."""
@@ -133,6 +134,42 @@ def recommend(sweep: Sequence[SweepRow], targets: Targets) -> int | None:
 
 
 @dataclass(frozen=True)
+class PriceAt:
+    """Predicted cost and yield of one step at one G (a batch of ``batch_prompts`` prompts)."""
+
+    G: int
+    """Group size."""
+    rollouts_per_step: int
+    """B × G."""
+    silent_rate: float | None
+    """Predicted silent-group share (the sweep's estimator rule)."""
+    informative_groups_per_step: float | None
+    """B × (1 − silent): groups with σ > 0 in a step."""
+    rollouts_per_signal_prompt: float | None
+    """G / (1 − silent): rollouts spent per prompt that teaches something."""
+    objective_per_step: float | None
+    """B × f(G) for the plan's objective (None when targets chose G)."""
+    estimator: str
+    """Estimator of the silent share at this G."""
+
+
+@dataclass(frozen=True)
+class Price:
+    """What the recommendation costs against the logged G (or G = 8 when no groups are logged)."""
+
+    reference_G: int
+    """The logged group size, else :data:`~sigmaudit.audits.objective.DEFAULT_REFERENCE_G`."""
+    reference: str
+    """``logged`` (the log's most common group size) or ``default`` (no groups logged)."""
+    batch_prompts: int
+    """Prompts per step B."""
+    before: PriceAt
+    """At ``reference_G``."""
+    after: PriceAt
+    """At the recommended G."""
+
+
+@dataclass(frozen=True)
 class PlanResult:
     """The G sweep, the recommendation and (optionally) a per-prompt allocation."""
 
@@ -173,6 +210,13 @@ class PlanResult:
     """Bootstrap replicates behind the intervals (0: none)."""
     warnings: tuple[str, ...] = ()
     """Why the figures may deserve less trust (few prompts, extrapolation past the logged samples)."""
+    objective: str = "none"
+    """What chose ``recommended_G``: ``targets``, an objective (``signal``, ``informative``,
+    ``knapsack``: :mod:`.objective`) or ``none``."""
+    objective_choice: ObjectiveChoice | None = None
+    """The objective's curve, knee, saturation cap and reasoning (None when targets chose G)."""
+    price: Price | None = None
+    """The recommendation against the logged G (or G = 8): None without a recommendation."""
 
     @property
     def target_failed(self) -> bool:
@@ -189,6 +233,9 @@ class PlanResult:
         return {
             "sweep": [asdict(r) for r in self.sweep],
             "recommended_G": self.recommended_G,
+            "objective": self.objective,
+            "objective_detail": None if self.objective_choice is None else asdict(self.objective_choice),
+            "price": None if self.price is None else asdict(self.price),
             "recommended_G_range": None if self.recommended_G_range is None else list(self.recommended_G_range),
             "reason": self.reason,
             "level": self.level,
@@ -330,6 +377,8 @@ def plan(
     *,
     batch_prompts: int = DEFAULT_BATCH_PROMPTS,
     targets: Targets | None = None,
+    objective: str | None = None,
+    reference_G: int | None = None,
     allocation: AllocationResult | None = None,
     filtered: Filtered | None = None,
     by: ByResult | None = None,
@@ -337,25 +386,33 @@ def plan(
     replicates: int = 0,
     level: float = 0.9,
 ) -> PlanResult:
-    """Sweep G over ``Gs`` (default :data:`DEFAULT_G_GRID`) and recommend the smallest whole G meeting
-    ``targets`` (searched up to the largest swept G)."""
+    """Sweep G over ``Gs`` (default :data:`DEFAULT_G_GRID`); recommend the smallest whole G meeting ``targets``
+    (searched up to the largest swept G), else the G ``objective`` chooses (:mod:`.objective`; None: none),
+    priced against ``reference_G`` (the logged group size; None: G = 8)."""
     from ..core.estimates import warnings as fit_warnings
+    from .objective import DEFAULT_REFERENCE_G, choose
 
-    targets = targets or Targets()
+    targets = targets or Targets()  # the library default: no target and no objective, so no recommendation
     rows = sweep(corpus, Gs or DEFAULT_G_GRID, batch_prompts, estimator=estimator, replicates=replicates, level=level)
     at0, at1 = corpus.unreachable_parts()
     u0, u1 = corpus.mean(at0), corpus.mean(at1)
     G_max = max(r.G for r in rows)
+    ref = DEFAULT_REFERENCE_G if reference_G is None else int(reference_G)
     chosen, g_range = smallest_G(corpus, targets, G_max, estimator=estimator, replicates=replicates, level=level)
+    choice = None if targets.given or objective is None else choose(
+        corpus, objective, G_max, estimator=estimator, shown=[*(r.G for r in rows), ref])
+    chosen = chosen if choice is None else choice.recommended_G
     if chosen is not None and chosen not in {r.G for r in rows}:
-        rows = tuple(sorted((*rows, *sweep(corpus, [chosen], batch_prompts, estimator=estimator,
-                                           replicates=replicates, level=level)), key=lambda r: r.G))
+        extra = sweep(corpus, [chosen], batch_prompts, estimator=estimator, replicates=replicates, level=level)
+        rows = tuple(sorted((*rows, *extra), key=lambda r: r.G))
     warns = fit_warnings(corpus.n_prompts, int(corpus.n.max()), [r.G for r in rows], None,
                          tuple({r.estimator for r in rows} | {"bayes"}), level)
+    price = None if chosen is None else _price(corpus, chosen, ref, reference_G is not None, batch_prompts,
+                                               None if choice is None else choice.name, estimator)
     return PlanResult(
         sweep=rows,
         recommended_G=chosen,
-        reason=_reason(rows, targets, chosen, u0 + u1),
+        reason=(_reason(rows, targets, chosen, u0 + u1) if choice is None else _objective_reason(choice)),
         targets=targets,
         unreachable_share=u0 + u1,
         unreachable_all_wrong=u0,
@@ -370,7 +427,50 @@ def plan(
         level=level,
         replicates=int(replicates),
         warnings=tuple(warns),
+        objective="targets" if targets.given else (objective or "none"),
+        objective_choice=choice,
+        price=price,
     )
+
+
+def _price(corpus: Corpus, chosen: int, ref: int, logged: bool, batch_prompts: int, objective: str | None,
+           estimator: str) -> Price:
+    """The recommendation's cost and yield per step at the reference G and at ``chosen``."""
+    from .objective import objective_values
+
+    B = int(batch_prompts)
+    rows = {r.G: r for r in sweep(corpus, sorted({ref, chosen}), B, estimator=estimator)}
+    f = (dict(zip([ref, chosen], objective_values(corpus, objective, [ref, chosen], estimator)[0].tolist(),
+                  strict=True)) if objective is not None else {})
+
+    def at(g: int) -> PriceAt:
+        r = rows[g]
+        return PriceAt(G=g, rollouts_per_step=B * g, silent_rate=r.silent,
+                       informative_groups_per_step=r.signal_prompts_per_batch,
+                       rollouts_per_signal_prompt=r.rollouts_per_signal_prompt,
+                       objective_per_step=B * f[g] if g in f else None, estimator=r.estimator)
+
+    return Price(reference_G=ref, reference="logged" if logged else "default", batch_prompts=B,
+                 before=at(ref), after=at(chosen))
+
+
+def _objective_reason(choice: ObjectiveChoice) -> str:
+    """Why the objective chose its G (or none)."""
+    rec, name = choice.recommended_G, choice.noun
+    if rec is None:
+        return f"no G up to {choice.G_end:,} gives any {name}: every prompt looks never or always solved"
+    point = {c.G: c for c in choice.curve}[rec]
+    why = (f"the most {name} per step while a rollout still returns {point.efficiency:.0%} (≥ "
+           f"{choice.efficiency_floor:.0%}) of the best per-rollout value, at G = {choice.best_per_rollout_G}")
+    cap = ("returns saturate beyond the sweep's end, so the cap is G = "
+           f"{choice.G_end:,}" if choice.saturation_G is None else
+           f"returns saturate at G = {choice.saturation_G:,} ({choice.saturation_share:.0%} of the G → ∞ limit), "
+           "the cap")
+    stop = {"efficiency": "a larger G returns less than that per rollout",
+            "saturation": "capped where returns saturate",
+            "sweep end": f"the sweep ends at G = {choice.G_end:,}: give larger -G to search further",
+            }[choice.bound or ""]
+    return f"{why}; {stop}; {cap}"
 
 
 def plan_logs(
@@ -379,6 +479,7 @@ def plan_logs(
     *,
     batch_prompts: int = DEFAULT_BATCH_PROMPTS,
     targets: Targets | None = None,
+    objective: str | None = "signal",
     budget: int | None = None,
     eps: float | None = None,
     min_g: int = 2,
@@ -391,10 +492,11 @@ def plan_logs(
     """:func:`plan` on loaded logs, with a per-prompt allocation when ``budget`` or ``eps`` is given
     (:func:`sigmaudit.audits.allocate.allocate`; its rows are ``result.allocation.per_prompt``),
     the post-filter state (:mod:`.filtered`) and, with ``--by``, one plan per value (the
-    allocation is for the pooled log only)."""
+    allocation is for the pooled log only). Without targets ``objective`` (default ``signal``;
+    None: none) chooses G; prices are against the log's most common group size (else G = 8)."""
     import functools
 
-    from . import corpus_of
+    from . import corpus_of, logged_group_size
     from .allocate import allocate
     from .filtered import resolve
     from .scan import statistical_filter
@@ -407,9 +509,11 @@ def plan_logs(
     by = None
     if loaded.by is not None:
         by = ByResult(loaded.by, tuple(
-            ByGroup(value, plan_logs(part, Gs, batch_prompts=batch_prompts, targets=targets, post_filter=post_filter,
-                                     estimator=estimator, replicates=replicates, level=level))
+            ByGroup(value, plan_logs(part, Gs, batch_prompts=batch_prompts, targets=targets, objective=objective,
+                                     post_filter=post_filter, estimator=estimator, replicates=replicates,
+                                     level=level))
             for value, part in loaded.parts))
-    return plan(corpus, Gs, batch_prompts=batch_prompts, targets=targets, allocation=alloc,
+    return plan(corpus, Gs, batch_prompts=batch_prompts, targets=targets, objective=objective,
+                reference_G=logged_group_size(loaded), allocation=alloc,
                 filtered=resolve(loaded, post_filter, functools.partial(statistical_filter, loaded)), by=by,
                 estimator=estimator, replicates=replicates, level=level)

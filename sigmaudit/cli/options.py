@@ -234,3 +234,25 @@ WatchSkipOutOpt = Annotated[
                     help="Keep FILE (.csv, .parquet or .jsonl) up to date, atomically after each step, with the next "
                          "step's per-prompt forecast: every prompt with p_silent, expected_useful_rollouts and skip."),
 ]
+
+
+def check_objective(value: str | None) -> str | None:
+    """Typer callback: one of the plan's objectives (None passes: the default applies)."""
+    from ..audits.objective import OBJECTIVE_NAMES
+
+    if value is not None and value not in OBJECTIVE_NAMES:
+        raise typer.BadParameter(f"{value!r} is not an objective; choose one of {', '.join(OBJECTIVE_NAMES)}")
+    return value
+
+
+ObjectiveOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--objective", callback=check_objective, metavar="NAME", show_default=False,
+        help="Without a target, what G should buy: signal (default: expected GRPO update Σ E[σ]), informative "
+             "(groups with σ > 0, as DAPO keeps them) or knapsack (Knapsack-RL's value (1 − p^G − (1 − p)^G)·"
+             "p(1 − p)², arXiv:2509.25849). Per rollout each is best at G = 2 or 3, the noisiest updates, so the "
+             "recommendation is the knee: the most per step while a rollout still returns at least half the best "
+             "per-rollout value, capped where returns saturate (90% of the G → ∞ limit).",
+    ),
+]

@@ -12,7 +12,8 @@ from .model import Section, Table, View
 
 if TYPE_CHECKING:
     from ..audits.allocate import AllocationResult, AllocationStats
-    from ..audits.plan import PlanResult
+    from ..audits.objective import ObjectiveChoice
+    from ..audits.plan import PlanResult, Price
 
 
 def plan_view(result: PlanResult) -> View:
@@ -43,8 +44,10 @@ def plan_view(result: PlanResult) -> View:
         lo, hi = result.recommended_G_range
         rec += (f" ({pct} intervals allow G from {'—' if lo is None else f'{lo:,}'} to "
                 f"{f'beyond {max(r.G for r in result.sweep):,}' if hi is None else f'{hi:,}'})")
+    chooser = (f"targets: {result.targets.describe()}" if result.objective in ("targets", "none") else
+               f"objective: {result.objective} (no target given; --objective)")
     lines = (
-        f"{result.prompts:,} prompts; targets: {result.targets.describe()}",
+        f"{result.prompts:,} prompts; {chooser}",
         f"recommended G: {rec} — {result.reason}",
         f"unreachable at any G: {pct_(result.unreachable_share)} of prompts "
         f"(never solved {pct_(result.unreachable_all_wrong)}, always solved "
@@ -55,6 +58,11 @@ def plan_view(result: PlanResult) -> View:
         lines += (filtered_line(result.filtered, "pass rates lean toward mixed prompts, so silent rates are "
                                                  "understated"),)
     sections = [Section("G sweep", tables=(sweep,)), Section("recommendation", lines=lines)]
+    if result.objective_choice is not None:
+        sections.append(objective_section(result.objective_choice, result.batch_prompts, result.prompts,
+                                          result.price.reference_G if result.price else None))
+    if result.price is not None:
+        sections.append(price_section(result.price, result.prompts, result.objective))
     if result.allocation is not None:
         sections.append(allocation_section(result.allocation))
     if result.by is not None:
@@ -99,3 +107,60 @@ def allocation_section(result: AllocationResult) -> Section:
                   row_digits=tuple(AMOUNT if name == "expected_signal" else None for _, name in measures))
     return Section("per-prompt allocation", lines=lines, tables=(table,))
 
+
+
+def objective_section(choice: ObjectiveChoice, B: int, prompts: int, reference_G: int | None) -> Section:
+    """The objective's curve, its knee and its saturation cap."""
+    named = ((choice.recommended_G, "recommended"), (choice.best_per_rollout_G, "best per rollout"),
+             (choice.saturation_G, "saturation cap"), (reference_G, "reference"))
+    marks = {c.G: ", ".join(m for g, m in named if g == c.G) for c in choice.curve}
+    rows = tuple((c.G, c.value, B * c.value, c.per_rollout, c.efficiency, c.share_of_limit, marks.get(c.G, ""))
+                 for c in choice.curve)
+    cols = ("G", f"{choice.noun} / group", f"{choice.noun} / step of {B:,}", f"{choice.noun} / rollout",
+            "vs best / rollout", "share of limit", "")
+    digits = (RATE, RATE, AMOUNT, RATE, RATE, RATE, RATE)
+    sat = (f"not reached by G = {choice.G_end:,} (the sweep's end caps the search)" if choice.saturation_G is None
+           else f"G = {choice.saturation_G:,}")
+    lines = (
+        f"objective {choice.name}: {choice.per_group}; {choice.definition}",
+        f"predicted for these {prompts:,} prompts' pass rates (estimator {choice.estimator}); "
+        f"G → ∞ limit {choice.limit:.4f} = {choice.limit_definition}",
+        f"rule: {choice.rule}",
+        f"knee: G = {'—' if choice.recommended_G is None else f'{choice.recommended_G:,}'}; most per rollout at "
+        f"G = {'—' if choice.best_per_rollout_G is None else choice.best_per_rollout_G} (a per-rollout objective "
+        "alone always favours the smallest groups, the noisiest updates)",
+        f"saturation cap ({choice.saturation_share:.0%} of the limit): {sat}",
+    )
+    table = Table("objective curve", cols, rows, digits=digits,
+                  note="per group: mean over prompts; vs best / rollout: this G's value per rollout over the best "
+                       "of any G")
+    return Section("objective", lines=lines, tables=(table,))
+
+
+def price_section(price: Price, prompts: int, objective: str) -> Section:
+    """The recommendation's cost and yield per step against the reference G."""
+    b, a = price.before, price.after
+    ref = "logged group size" if price.reference == "logged" else "default: no groups logged"
+    measures = [
+        ("rollouts per step", "rollouts_per_step"),
+        ("silent share", "silent_rate"),
+        ("informative groups per step", "informative_groups_per_step"),
+        ("rollouts per signal prompt", "rollouts_per_signal_prompt"),
+    ]
+    if b.objective_per_step is not None and objective != "informative":  # informative: the row above
+        from ..audits.objective import OBJECTIVES
+
+        measures.append((f"{OBJECTIVES[objective].noun} per step", "objective_per_step"))
+
+    def ratio(x: float | None, y: float | None) -> float | None:
+        return None if x is None or y is None or x == 0 else y / x
+
+    rows = tuple((label, getattr(b, name), getattr(a, name), ratio(getattr(b, name), getattr(a, name)))
+                 for label, name in measures)
+    table = Table("price", ("", f"G = {b.G:,} ({ref})", f"G = {a.G:,} (recommended)", "after / before"), rows,
+                  digits=(RATE, AMOUNT, AMOUNT, AMOUNT),
+                  row_digits=tuple(RATE if name == "silent_rate" else None for _, name in measures),
+                  note=f"predicted for a step of {price.batch_prompts:,} prompts (--batch-prompts) drawn like these "
+                       f"{prompts:,}; silent share by estimator {b.estimator} at G = {b.G:,}, {a.estimator} at "
+                       f"G = {a.G:,}")
+    return Section("price", tables=(table,))

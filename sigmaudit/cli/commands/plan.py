@@ -10,13 +10,16 @@ import typer
 from ..inputs import reads_logs
 
 if TYPE_CHECKING:
+    from ...audits.plan import PlanResult
     from ...loaders import LoadedCounts
+    from ...render import Format
 
 from ..options import (
     BootstrapOpt,
     EstimatorOpt,
     FormatOpt,
     LevelOpt,
+    ObjectiveOpt,
     OutputOpt,
     PostFilterOpt,
     emit_result,
@@ -32,7 +35,7 @@ _ALLOC = "Per-prompt allocation"
 
 def _check_options(
     *, max_silent: float | None, min_fidelity: float | None, budget: int | None, eps: float | None,
-    min_g: int, max_g: int, alloc_out: Path | None, **_: object,
+    min_g: int, max_g: int, alloc_out: Path | None, objective: str | None = None, **_: object,
 ) -> None:
     """Reject impossible options before any log is read."""
     from ...audits.allocate import validate_options
@@ -40,6 +43,9 @@ def _check_options(
     from ...writers import table_suffix
 
     validate_options(budget, eps, min_g, max_g)  # raises with the parameter's name; the edge adds the flag
+    if objective is not None and (max_silent is not None or min_fidelity is not None):
+        raise ConfigError("--objective chooses G only when no target is given", location="--objective",
+                          remedy="drop --objective, or drop --max-silent/--min-fidelity")
     if alloc_out is not None and budget is None and eps is None:
         raise ConfigError("nothing to write", location="--alloc-out", remedy="add --budget N or --eps E")
     if alloc_out is not None:
@@ -58,6 +64,7 @@ def plan(
         "smallest G that 'check' passes).", rich_help_panel=_TARGETS)] = None,
     min_fidelity: Annotated[float | None, min_fidelity_option(
         "Target: mean fidelity φ at least Y.", rich_help_panel=_TARGETS)] = None,
+    objective: ObjectiveOpt = None,
     budget: Annotated[int | None, typer.Option(
         "--budget", rich_help_panel=_ALLOC, show_default=False,
         help="Allocate per-prompt G_i with Σ G_i ≤ N rollouts per pass, maximising total expected signal.")] = None,
@@ -76,25 +83,36 @@ def plan(
     fmt: FormatOpt = None,
     output: OutputOpt = None,
 ) -> None:
-    """Predict, for each group size G, the silent rate, signal per batch, DAPO cost and fidelity.
+    """Recommend a group size G, with its price, from what each G would do to this corpus.
 
-    Every column uses the estimator rule of scan and check (--estimator; default auto: unbiased where every prompt
-    has n ≥ G, else bayes) with a bootstrap interval. --max-silent/--min-fidelity: recommends the smallest whole G
-    meeting every target (the smallest G 'sigmaudit check' passes; at most the largest swept G) and the range the
-    intervals allow; exit 1 if none. --budget/--eps: also a G_i per prompt (--alloc-out writes them).
+    The sweep predicts per G the silent rate, signal per batch, DAPO cost and fidelity (--estimator: the rule of
+    scan and check) with bootstrap intervals. Without a target, --objective (default signal) picks the knee of its
+    curve: the most per step while a rollout still returns at least half the best per-rollout value, capped where
+    returns saturate. --max-silent/--min-fidelity instead: the smallest whole G meeting every target (the smallest
+    G 'sigmaudit check' passes; at most the largest swept G) and the range the intervals allow; exit 1 if none.
+    Every recommendation is priced against the logged G (else G = 8): rollouts and informative groups per step,
+    silent share, rollouts per signal prompt. --budget/--eps: also a G_i per prompt (--alloc-out writes them).
 
     \b
-    Example:
+    Examples:
+      sigmaudit plan rollouts.parquet --objective knapsack
       sigmaudit plan rollouts.parquet --max-silent 0.3 \\
           --budget 20000 --alloc-out alloc.csv
     """
     from ...audits.plan import Targets, plan_logs
+
+    result = plan_logs(loaded, group_sizes or None, batch_prompts=batch_prompts,
+                       targets=Targets(max_silent, min_fidelity), objective=objective or "signal",
+                       budget=budget, eps=eps, min_g=min_g, max_g=max_g,
+                       post_filter=post_filter, estimator=estimator, replicates=replicates, level=level)
+    _finish(result, alloc_out, fmt, output)
+
+
+def _finish(result: PlanResult, alloc_out: Path | None, fmt: Format | None, output: Path | None) -> None:
+    """Write the allocation and the report, note failing ``--by`` values, exit 1 when a target failed."""
     from ...exitcodes import ExitCode
     from ...writers import write_table
 
-    result = plan_logs(loaded, group_sizes or None, batch_prompts=batch_prompts,
-                       targets=Targets(max_silent, min_fidelity), budget=budget, eps=eps, min_g=min_g, max_g=max_g,
-                       post_filter=post_filter, estimator=estimator, replicates=replicates, level=level)
     if result.allocation is not None and alloc_out is not None:
         write_table(result.allocation.per_prompt, alloc_out, "--alloc-out")
     emit_result(result, fmt, output)
