@@ -160,7 +160,7 @@ def test_plan_table_names_objective_knee_cap_and_price(capsys):
     assert "objective: knapsack (no target given; --objective)" in text
     assert "recommended G: 8 —" in text
     assert "saturation cap (90% of the limit): G = 11" in text
-    assert "G = 8 (logged group size)" in text and "G = 8 (recommended)" in text
+    assert "G = 8 (logged)" in text and "G = 8 (recommended)" in text
     assert "predicted for these 200 prompts' pass rates (estimator bayes)" in text
     assert "Knapsack-RL value per step" in text
 

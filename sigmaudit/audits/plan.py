@@ -460,7 +460,7 @@ def _objective_reason(choice: ObjectiveChoice) -> str:
     if rec is None:
         return f"no G up to {choice.G_end:,} gives any {name}: every prompt looks never or always solved"
     point = {c.G: c for c in choice.curve}[rec]
-    why = (f"the most {name} per step while a rollout still returns {point.efficiency:.0%} (≥ "
+    why = (f"the most {name} per step while a rollout still returns {point.efficiency:.1%} (≥ "
            f"{choice.efficiency_floor:.0%}) of the best per-rollout value, at G = {choice.best_per_rollout_G}")
     cap = ("returns saturate beyond the sweep's end, so the cap is G = "
            f"{choice.G_end:,}" if choice.saturation_G is None else

@@ -114,11 +114,10 @@ def objective_section(choice: ObjectiveChoice, B: int, prompts: int, reference_G
     named = ((choice.recommended_G, "recommended"), (choice.best_per_rollout_G, "best per rollout"),
              (choice.saturation_G, "saturation cap"), (reference_G, "reference"))
     marks = {c.G: ", ".join(m for g, m in named if g == c.G) for c in choice.curve}
-    rows = tuple((c.G, c.value, B * c.value, c.per_rollout, c.efficiency, c.share_of_limit, marks.get(c.G, ""))
+    rows = tuple((c.G, marks.get(c.G, ""), c.value, B * c.value, c.per_rollout, c.efficiency, c.share_of_limit)
                  for c in choice.curve)
-    cols = ("G", f"{choice.noun} / group", f"{choice.noun} / step of {B:,}", f"{choice.noun} / rollout",
-            "vs best / rollout", "share of limit", "")
-    digits = (RATE, RATE, AMOUNT, RATE, RATE, RATE, RATE)
+    cols = ("G", "", "per group", f"per step of {B:,}", "per rollout", "vs best", "of limit")
+    digits = (RATE, RATE, RATE, AMOUNT, RATE, RATE, RATE)
     sat = (f"not reached by G = {choice.G_end:,} (the sweep's end caps the search)" if choice.saturation_G is None
            else f"G = {choice.saturation_G:,}")
     lines = (
@@ -131,16 +130,16 @@ def objective_section(choice: ObjectiveChoice, B: int, prompts: int, reference_G
         "alone always favours the smallest groups, the noisiest updates)",
         f"saturation cap ({choice.saturation_share:.0%} of the limit): {sat}",
     )
-    table = Table("objective curve", cols, rows, digits=digits,
-                  note="per group: mean over prompts; vs best / rollout: this G's value per rollout over the best "
-                       "of any G")
+    table = Table(f"objective curve: {choice.noun}", cols, rows, digits=digits,
+                  note="per group: mean over prompts; vs best: this G's value per rollout over the best of any G; "
+                       "of limit: over the G → ∞ limit")
     return Section("objective", lines=lines, tables=(table,))
 
 
 def price_section(price: Price, prompts: int, objective: str) -> Section:
     """The recommendation's cost and yield per step against the reference G."""
     b, a = price.before, price.after
-    ref = "logged group size" if price.reference == "logged" else "default: no groups logged"
+    ref = "logged" if price.reference == "logged" else "default: none logged"
     measures = [
         ("rollouts per step", "rollouts_per_step"),
         ("silent share", "silent_rate"),
@@ -157,10 +156,10 @@ def price_section(price: Price, prompts: int, objective: str) -> Section:
 
     rows = tuple((label, getattr(b, name), getattr(a, name), ratio(getattr(b, name), getattr(a, name)))
                  for label, name in measures)
-    table = Table("price", ("", f"G = {b.G:,} ({ref})", f"G = {a.G:,} (recommended)", "after / before"), rows,
+    table = Table("price", ("", f"G = {b.G:,} ({ref})", f"G = {a.G:,} (recommended)", "after/before"), rows,
                   digits=(RATE, AMOUNT, AMOUNT, AMOUNT),
                   row_digits=tuple(RATE if name == "silent_rate" else None for _, name in measures),
                   note=f"predicted for a step of {price.batch_prompts:,} prompts (--batch-prompts) drawn like these "
-                       f"{prompts:,}; silent share by estimator {b.estimator} at G = {b.G:,}, {a.estimator} at "
-                       f"G = {a.G:,}")
+                       f"{prompts:,}; silent share by estimator {b.estimator} at G = {b.G:,}"
+                       + ("" if a.G == b.G else f", {a.estimator} at G = {a.G:,}"))
     return Section("price", tables=(table,))
