@@ -88,9 +88,9 @@ ByOpt = Annotated[
 ]
 KeepDuplicatesOpt = Annotated[
     bool,
-    typer.Option("--keep-duplicates", help="Keep rows written twice (a log appended to itself, a TRL step "
-                 "written twice) and byte-for-byte copies of an input file (dropped by default, with a note).",
-                 rich_help_panel=_LAYOUT),
+    typer.Option("--keep-duplicates", help="Keep rows written twice (a log appended to itself, a TRL "
+                 "generation batch logged again) and byte-for-byte copies of an input file (dropped by default, "
+                 "with a note).", rich_help_panel=_LAYOUT),
 ]
 PoolRunsOpt = Annotated[
     bool,
