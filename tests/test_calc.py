@@ -97,7 +97,7 @@ def test_output_file_written_and_stdout_empty(capsys, tmp_path):
         (["-p", "0.5", "-G", "8", "--eps", "0"], "--eps"),
         (["-p", "0.5", "-G", "8", "--format", "xml"], "--format"),
         (["-G", "8"], "-p"),
-        (["-p", "0.5", "-G", "99999999999999999999"], "-G/--group-size: must be at most 65536"),
+        (["-p", "0.5", "-G", "99999999999999999999"], "-G/--group-size: must be at most 2**62"),
     ],
 )
 def test_bad_input_one_line_exit_2(capsys, args, needle):

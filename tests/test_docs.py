@@ -93,7 +93,8 @@ def test_every_command_the_readme_names_exists():
 
 
 def test_every_option_the_readme_names_exists():
-    every = set().union(*COMMANDS.values()) | {"--version", "--help"}
+    root = {o for p in typer.main.get_command(app).params for o in p.opts}  # --version, --debug
+    every = set().union(*COMMANDS.values()) | root | {"--help"}
     named = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*[a-z])", EVERYTHING))
     missing = sorted(named - every - NOT_SIGMAUDIT_OPTIONS)
     assert not missing, f"README or docs name options that no command has: {missing}"

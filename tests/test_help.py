@@ -79,20 +79,24 @@ def test_every_example_is_a_valid_command_line(name):
 
 
 def test_group_size_is_one_rule_in_every_command():
-    """-G/--group-size is declared once (cli/options.py) and means a whole number in [1, 65,536] in every
-    command (it used to be unbounded in eight commands and capped at 65,536 in simulate alone)."""
-    from sigmaudit.cli.options import MAX_GROUP_SIZE
-
+    """-G/--group-size is declared once (cli/options.py) and means a whole number in [1, 2**62] in every
+    command: plan -G 1e20 overflowed, check -G 1e20 passed, and simulate alone had a bound (65,536, its
+    cost, which it still checks on its own)."""
     group = typer.main.get_command(app)
-    bounds = {name: (p.min, p.max) for name, cmd in group.commands.items() for p in cmd.params
-              if "-G" in p.opts}
-    assert set(bounds) >= set(COMMANDS) - {"reduce"}
-    assert set(bounds.values()) == {(1, MAX_GROUP_SIZE)} and MAX_GROUP_SIZE == 65_536
+    rules = {name: (p.min, p.max, p.callback.__name__) for name, cmd in group.commands.items() for p in cmd.params
+             if "-G" in p.opts}
+    assert set(rules) >= set(COMMANDS) - {"reduce"}
+    assert set(rules.values()) == {(1, None, "group_size_bound")}
 
 
-@pytest.mark.parametrize("name", ["scan", "check", "simulate"])
+@pytest.mark.parametrize("name", ["scan", "plan", "check", "forecast", "trend", "report"])
 def test_group_size_above_the_bound_is_one_line(capsys, name):
-    args = [name, "-G", "65537"] + ([] if name == "simulate" else ["sample_logs/rollouts.parquet"])
-    assert main(args) == 2
+    assert main([name, "-G", "99999999999999999999", "sample_logs/rollouts.parquet"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("sigmaudit: error: -G/--group-size: must be at most 65536") and err.count("\n") == 1
+    assert err.startswith("sigmaudit: error: -G/--group-size: must be at most 2**62") and err.count("\n") == 1
+
+
+def test_simulate_keeps_its_own_cost_bound(capsys):
+    assert main(["simulate", "-G", "65537"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("sigmaudit: error: -G/--group-size: simulate draws every group's answers") and "65,536" in err

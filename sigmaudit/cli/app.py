@@ -39,10 +39,30 @@ def _version(value: bool) -> None:
         raise typer.Exit(0)
 
 
+DEBUG_ENV = "SIGMAUDIT_DEBUG"
+"""Set to 1 (or ``--debug`` before the command): an error prints its Python traceback before its one line."""
+_debug = False
+
+
+def _set_debug(value: bool) -> None:
+    global _debug
+    _debug = _debug or value
+
+
+def debugging() -> bool:
+    """``--debug`` was given, or ``SIGMAUDIT_DEBUG`` is set to anything but 0 or empty."""
+    return _debug or os.environ.get(DEBUG_ENV, "").strip() not in ("", "0")
+
+
 @app.callback()
 def _root(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+    debug: bool = typer.Option(
+        False, "--debug", callback=_set_debug, is_eager=True,
+        help=f"On an error, print its Python traceback on stderr before the one-line message (also {DEBUG_ENV}=1): "
+             "for a bug report.",
     ),
 ) -> None:
     """Audit RL-with-verifiable-rewards rollout logs (see --help of each command)."""
@@ -119,8 +139,28 @@ MAX_MESSAGE = 400
 """An error line longer than this is cut (a hostile value must not flood the terminal)."""
 
 
+def _traceback() -> None:
+    """Under :func:`debugging`, the traceback of the exception being handled (not of a usage error: that
+    one-line message is the whole story) on stderr."""
+    import traceback
+
+    from typer.exceptions import TyperException
+
+    exc = sys.exc_info()[1]
+    if exc is None or not debugging() or isinstance(exc, TyperException | typer.Exit | typer.Abort):
+        return
+    text = "".join(traceback.format_exception(exc))
+    if "://" in text:  # a presigned URL's signature stays out of a bug report too
+        from ..loaders.remote import redact
+
+        text = redact(text)
+    sys.stderr.write(text)
+
+
 def _fail(message: str) -> int:
     from ..fmt import printable
+
+    _traceback()
 
     text = " ".join(str(message).split())
     if "://" in text:  # a URL's credentials and signatures never reach the terminal or a CI log
@@ -179,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     """
     import warnings
 
+    global _debug
+    _debug = False  # --debug holds for one run (tests call main() many times in one process)
     from . import signals
 
     previous = signals.handle()
@@ -242,9 +284,11 @@ def _main(argv: list[str] | None) -> int:
     except SystemExit as exc:  # a library calling sys.exit: never let it read as "gate failed"
         return int(ExitCode.OK) if exc.code in (0, None) else int(ExitCode.ERROR)
     except Exception as exc:  # noqa: BLE001 - a crash must never read as "gate failed"
-        return _fail(f"internal error: {type(exc).__name__}: {exc} (please report this)")
+        return _fail(f"internal error: {type(exc).__name__}: {exc} (please report this, with the traceback "
+                     f"'sigmaudit --debug ...' prints)")
     except BaseException as exc:  # noqa: BLE001 - e.g. pyo3's PanicException (a Rust panic)
-        return _fail(f"internal error: a native library failed ({type(exc).__name__}: {exc}) (please report this)")
+        return _fail(f"internal error: a native library failed ({type(exc).__name__}: {exc}) (please report this, "
+                     f"with the traceback 'sigmaudit --debug ...' prints)")
     if rv == TYPER_CTRL_C:  # Typer's own Ctrl-C handling: a silent return of 130
         return _fail(MESSAGES[signal.SIGINT])
     return int(rv) if isinstance(rv, int) else int(ExitCode.OK)

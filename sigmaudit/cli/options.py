@@ -36,10 +36,18 @@ def open_unit_interval(value: float | None) -> float | None:
     return value
 
 
-MAX_GROUP_SIZE = 65_536
-"""Largest ``-G`` any command takes (one rule for every command). A group of more answers than this to
-one prompt is no training setup, and the exact sums over k = 0..G behind E[σ], the simulation and the
-sweeps stay bounded in time and memory."""
+MAX_GROUP_SIZE = 2**62
+"""Largest ``-G`` any command takes (one rule for every command, the core's: larger values wrap around
+in 64-bit integers). Before it was declared once, ``plan -G 1e20`` overflowed, ``check -G 1e20`` passed
+and only ``simulate`` had a bound (65,536: its own cost, which it still checks)."""
+
+
+def group_size_bound(value: int | list[int] | None) -> int | list[int] | None:
+    """Typer callback of ``-G``: every value at most :data:`MAX_GROUP_SIZE` (Typer checks >= 1)."""
+    for v in value if isinstance(value, list) else [] if value is None else [value]:
+        if v > MAX_GROUP_SIZE:
+            raise typer.BadParameter(f"must be at most 2**62, got {v}")
+    return value
 
 # Each flag below is declared here once and used by every command that takes it (the architecture test
 # refuses a flag declared twice). A factory takes the command's own help text where the flag's meaning
@@ -50,13 +58,13 @@ sweeps stay bounded in time and memory."""
 def group_size_option(help: str, **extra: Any) -> OptionInfo:
     """``-G/--group-size``: a whole number in [1, :data:`MAX_GROUP_SIZE`] (repeatable when the command's
     parameter is a list)."""
-    return typer.Option("-G", "--group-size", min=1, max=MAX_GROUP_SIZE, metavar="INT", help=help,
+    return typer.Option("-G", "--group-size", min=1, callback=group_size_bound, metavar="INT", help=help,
                         **{"show_default": False} | extra)
 
 
 def g_main_option(help: str) -> OptionInfo:
     """``--g-main``: the G of wasted compute, finite-G mass and the group-size check."""
-    return typer.Option("--g-main", min=1, max=MAX_GROUP_SIZE, show_default=False, metavar="INT", help=help)
+    return typer.Option("--g-main", min=1, callback=group_size_bound, show_default=False, metavar="INT", help=help)
 
 
 def max_silent_option(help: str, **extra: Any) -> OptionInfo:

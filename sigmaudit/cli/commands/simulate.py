@@ -39,6 +39,23 @@ import typer
 from ..options import FormatOpt, OutputOpt, emit_result, group_size_option
 
 
+SIMULATE_MAX_G = 65_536
+"""simulate's own bound on -G (its cost, like --prompts and --steps): the shared -G rule is the core's."""
+
+
+def _check_options(G: int, log_out: Path | None) -> None:
+    """Refuse a -G beyond simulate's cost bound, and a --log-out file type it cannot write, before any work."""
+    from ...errors import ConfigError
+    from ...writers import table_suffix
+
+    if G > SIMULATE_MAX_G:
+        raise ConfigError(f"simulate draws every group's answers, so its time grows with G: at most "
+                          f"{SIMULATE_MAX_G:,}, got {G:,}", location="-G/--group-size",
+                          remedy="use 'sigmaudit calc' for the closed forms at a larger G")
+    if log_out is not None:
+        table_suffix(log_out, "--log-out")
+
+
 def _rules(value: str) -> str:
     from ...audits.simulate import parse_rules
 
@@ -93,12 +110,11 @@ def simulate(
     from ...audits.simulate import SeriesReport, rollout_log
     from ...audits.simulate import simulate as run_simulate
     from ...render import Format
-    from ...writers import table_suffix, write_table
+    from ...writers import write_table
     from ..inputs import load_inputs
     from ..output import note, resolve_format
 
-    if log_out is not None:
-        table_suffix(log_out, "--log-out")
+    _check_options(G, log_out)
 
     counts = None
     if init_from:
