@@ -109,3 +109,18 @@ def test_per_step_shards_of_one_run_are_one_corpus(tmp_path):
         pl.DataFrame(rows).write_ndjson(tmp_path / f"step{step}.jsonl")
     lc = load_counts([tmp_path])
     assert lc.per_group.height == 8 and not any("runs" in n for n in lc.notes)
+
+
+def test_open_instruct_resumed_run_relogging_steps_keeps_groups_of_8(tmp_path):
+    """Issue 23 item 16: a resumed run appends steps after its checkpoint to its shard again
+    (``_save_rollouts`` opens the shard with "a"): the re-logged groups were merged into groups of 16."""
+    truth = make.open_instruct(np.random.default_rng(4), tmp_path, "oi", filter_zero_std=False).counts()
+    shard = next((tmp_path / "oi").rglob("*_rollouts_000000.jsonl"))
+    lines = shard.read_text().splitlines(keepends=True)
+    again = [line for line in lines if json.loads(line)["step"] >= 3]  # checkpoint at step 2, then resumed
+    with open(shard, "a") as fh:
+        fh.writelines(again)
+    lc = load_counts([tmp_path / "oi"])
+    assert set(lc.per_group["n"].to_list()) == {8}
+    assert lc.per_group.height == truth["groups"] + len(again) // 8
+    assert any("steps from 3 logged again from record" in n and "kept apart" in n for n in lc.notes)

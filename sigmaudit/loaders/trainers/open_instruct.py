@@ -14,7 +14,8 @@ num_samples_per_prompt``: the group's position in that step's batch, not a promp
   own; ``dataset`` is typed ``str`` but holds whatever ``batch.datasets[i]`` is (a list on some
   lines): a list is joined with ``+``, and no other field is ever parsed into a column.
 - group = (step, prompt_idx) within one run (the files' ``{run_name}`` and folder); prompt identity
-  across steps = ``prompt_tokens``.
+  across steps = ``prompt_tokens``. A resumed run appends to its shard again: where the steps go back,
+  the later records are another attempt, whose groups are kept apart (a note says so).
 - rewards are 0 or ``verification_reward`` (10 by default): a reward column with exactly the
   two values {0, v} is read as binary (v = right).
 - ``filter_zero_std_samples=True`` (the default) drops zero-std groups in
@@ -117,13 +118,29 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
         reward = reward / values[1]
         scaled = f" (values {{0, {values[1]:g}}} read as binary: {values[1]:g} = right)"
     run = str(run_root(path))
+    # each call appends one step's batch: a step lower than the one before starts a resumed run's
+    # appends (steps after its checkpoint logged again), whose groups are other groups
+    attempt = (pl.col("step") < pl.col("step").shift(1)).fill_null(False).cum_sum()
     frame = df.select(pl.col("step"),
-                      pl.format("{}:{}:{}", pl.lit(run), "step", "prompt_idx").alias("group"),
+                      pl.format("{}#{}:{}:{}", pl.lit(run), attempt, "step", "prompt_idx").alias("group"),
                       prompt.alias("prompt"), reward.alias("reward"), pl.col("dataset"))
     notes = f"detected open-instruct rollouts: group = (step, prompt_idx), prompt = " \
             f"{'prompt_tokens' if tokens else 'prompt_idx (no prompt_tokens)'}, step from step, " \
             f"reward from {opts.reward_col or 'reward'}{scaled}"
-    return Normalised(frame, NAME, notes, opts.reward_col or "reward", filtered=_filtered(frame))
+    return Normalised(frame, NAME, notes, opts.reward_col or "reward", filtered=_filtered(frame),
+                      extra_notes=_resumed(df, path))
+
+
+def _resumed(df: pl.DataFrame, path: Path) -> tuple[str, ...]:
+    """A note for each point where the steps go back (a resumed run appending to its shard)."""
+    back = df.with_row_index("row").filter(pl.col("step") < pl.col("step").shift(1))
+    out = []
+    for row, step in back.select("row", "step").iter_rows():
+        before = df["step"][:row].max()
+        out.append(f"open-instruct: {path.name}: steps from {step} logged again from record {row + 1:,} on (a "
+                   f"resumed run appends; steps up to {before} were logged before): each attempt's groups kept "
+                   f"apart, both counted as logged")
+    return tuple(out)
 
 
 def _filtered(frame: pl.DataFrame) -> Filtered | None:
