@@ -199,3 +199,30 @@ def test_library_plan_recommends_only_when_asked():
     assert plan(corpus, [2, 4, 8, 16]).recommended_G is None  # the report's plan: no objective, no target
     res = plan(corpus, [2, 4, 8, 16], objective="signal")
     assert res.recommended_G == choose(corpus, "signal", 16).recommended_G and res.price is not None
+
+
+@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=40), st.floats(1.0, 3.0))
+@settings(max_examples=300, deadline=None)
+def test_rule_on_any_curve(increments, headroom):
+    f = np.concatenate([[0.0], np.cumsum(increments)])  # f(1) = 0, non-decreasing, like every objective
+    limit = headroom * f.max()  # the G → ∞ limit bounds every f(G)
+    rec, best, sat, bound = choose_G(f, limit)
+    if f.max() <= 0.0:
+        assert rec is None
+        return
+    per = f / np.arange(1, f.size + 1)
+    assert per[best - 1] == per.max()
+    assert rec >= best or sat < best  # a cap below the best per rollout (never on a real objective: best is 2 or 3)
+    assert per[rec - 1] >= EFFICIENCY_FLOOR * per.max()
+    assert sat is None or (rec <= sat and f[sat - 1] >= SATURATION_SHARE * limit)
+    assert rec == brute_recommendation(f, limit)
+    assert bound in ("efficiency", "saturation", "sweep end")
+
+
+def test_informative_curve_is_the_sweep_silent_rate(capsys):
+    code, out, _ = run(capsys, "plan", ROLLOUTS, "--objective", "informative", "-f", "json", "-q", "--bootstrap", "0")
+    d = json.loads(out)
+    silent = {r["G"]: r["silent"] for r in d["sweep"]}
+    for point in d["objective_detail"]["curve"]:
+        if point["G"] in silent:
+            assert point["value"] == pytest.approx(1.0 - silent[point["G"]], rel=1e-12)
