@@ -77,8 +77,7 @@ def model_evals(tmp_path_factory) -> Path:
 def test_per_model_eval_folders_are_not_pooled(model_evals, capsys):
     code, out, err = run(capsys, "scan", str(model_evals))
     assert code == 2 and out == ""
-    assert "4 runs in one load (model_0/samples.jsonl, model_1/samples.jsonl, model_2/samples.jsonl, " \
-           "model_3/samples.jsonl): 81 prompts appear in more than one" in err
+    assert "4 runs in one load (model_0, model_1, model_2, model_3): 81 prompts appear in more than one" in err
     assert "--by run" in err and len(err.strip().splitlines()) == 1
 
 
@@ -86,9 +85,10 @@ def test_per_model_eval_folders_by_run_and_by_file(model_evals, capsys):
     code, out, _ = run(capsys, "scan", str(model_evals), "--by", "run", "-G", "4", "-f", "json")
     assert code == 0
     groups = json.loads(out)["by"]["groups"]
-    assert [g["value"] for g in groups] == [f"model_{m}/samples.jsonl" for m in range(4)]
+    assert [g["value"] for g in groups] == [f"model_{m}" for m in range(4)]
     assert all(g["prompts"] == 81 and g["rollouts"] == 405 for g in groups)
     by_file = load_by([model_evals], "file")
+    assert [v for v, _ in by_file.parts] == [f"model_{m}/samples.jsonl" for m in range(4)]
     assert [p.n_rows for _, p in by_file.parts] == [405] * 4
     pooled = load_counts([model_evals], LoadOptions(pool_runs=True))  # asked for: 81 prompts x 20
     assert pooled.per_prompt.height == 81 and set(pooled.per_prompt["n"].to_list()) == {20}
@@ -124,3 +124,12 @@ def test_open_instruct_resumed_run_relogging_steps_keeps_groups_of_8(tmp_path):
     assert set(lc.per_group["n"].to_list()) == {8}
     assert lc.per_group.height == truth["groups"] + len(again) // 8
     assert any("steps from 3 logged again from record" in n and "kept apart" in n for n in lc.notes)
+
+
+def test_part_files_of_one_log_in_one_folder_are_one_run(tmp_path):
+    """A log written as part files (groups split over them) is one run: its groups are summed."""
+    rows = [{"step": 1, "prompt": f"p{i}", "reward": float(j % 2)} for i in range(4) for j in range(8)]
+    pl.DataFrame(rows[::2]).write_parquet(tmp_path / "part-0.parquet")
+    pl.DataFrame(rows[1::2]).write_parquet(tmp_path / "part-1.parquet")
+    lc = load_counts([tmp_path])
+    assert set(lc.per_group["n"].to_list()) == {8} and lc.per_group.height == 4

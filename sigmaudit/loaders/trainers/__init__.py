@@ -99,10 +99,11 @@ def drop_repeats(files: list[Path], keep: bool) -> tuple[list[Path], list[str]]:
 
 
 def run_root(path: Path, layout: str) -> Path:
-    """The run a file belongs to: its framework's run folder (:meth:`TrainerReader.run_root`); a file
-    of a generic layout (long, grouped, counts) is its own run."""
+    """The run a file belongs to: its framework's run folder (:meth:`TrainerReader.run_root`); for a
+    generic layout (long, grouped, counts) its folder (the part files of one log share a folder, and
+    their groups may be split over them)."""
     framework = BY_LAYOUT.get(layout)
-    return framework.run_root(path) if framework is not None else path
+    return framework.run_root(path) if framework is not None else path.parent
 
 
 def check(layout: str, plans: Sequence[ColumnMap], per_group: pl.DataFrame | None,
