@@ -3,11 +3,12 @@
 Each file belongs to a run: its framework's run folder (``TrainerReader.run_root``: verl's
 ``rollout_data_dir``, TRL's ``output_dir``, AReaL's trial...), or for a generic layout the file's
 folder (part files of one log share a folder; two logs in one folder are not told apart). Files of
-one run are one corpus (their groups may be split over files). When two runs hold the same group keys -- the same (step, prompt), or the same prompt in logs without steps (two
-experiments over one dataset, one eval folder per model) -- the load is refused in one line naming
-the runs and ``--by run`` (each run audited on its own) and ``--pool-runs``. With ``--pool-runs`` the
-runs are pooled with their groups kept apart (groups of 8 never become groups of 16) and a note says
-so. Runs whose keys do not meet (per-step shards of one dump) are one corpus, as before.
+one run are one corpus (their groups may be split over files). When two runs hold the same group
+keys -- the same (step, prompt), or the same prompt in logs without steps (two experiments over one
+dataset, one eval folder per model) -- the load is refused in one line naming the runs and ``--by
+run`` (each run audited on its own) and ``--pool-runs``. With ``--pool-runs`` the runs are pooled
+with their groups kept apart (groups of 8 never become groups of 16) and a note says so. Runs whose
+keys do not meet (per-step shards of one dump) are one corpus, as before.
 """
 
 from __future__ import annotations
