@@ -276,12 +276,13 @@ def test_file_by_file_follows_polars_rules(tmp_path, capsys, engine, request):
     root = tmp_path / "n"
     shutil.copytree(SAMPLES / "nemo-rl", root)
     steps = root / "logs" / "exp_001"
-    shutil.copy(steps / "train_data_step1.jsonl", root / "logs" / "a_copy_of_step1.jsonl")  # fits no layout
+    half = (steps / "train_data_step1.jsonl").read_text().splitlines(keepends=True)
+    (root / "logs" / "a_copy_of_step1.jsonl").write_text("".join(half[: len(half) // 2]))  # fits no layout
     shutil.copy(steps / "train_data_step2.jsonl", steps / "train_data_step9.jsonl")       # a byte copy
     notes = _same_as_polars(capsys, engine, str(root))
     assert "file by file" in notes
     err = run(capsys, "scan", str(root), "-G", "8")[2]
-    assert "skipped as byte-for-byte copies" in err and "a_copy_of_step1.jsonl: fits no layout" in err
+    assert "skipped as a byte-for-byte copy" in err and "a_copy_of_step1.jsonl: fits no layout" in err
     with open(steps / "train_data_step3.jsonl", "a") as fh:
         fh.write('{"broken\n')
     want = run(capsys, "scan", str(root), "-G", "8")

@@ -247,22 +247,16 @@ def _stdin_to_file(paths: list[str] | list[Path], stack: contextlib.ExitStack) -
 
     if sum(str(p) == "-" for p in paths) > 1:
         raise ConfigError("standard input can be read once", location="-", remedy="give '-' once")
-    data = sys.stdin.buffer.read()
-    if not data.strip():
-        raise InputError("no data on standard input", location=STDIN_NAME, remedy="pipe a log into sigmaudit, "
-                         "or give its path instead of '-'")
-    head, suffix = data[:4096], ""
-    if data[:2] == b"\x1f\x8b":
-        import zlib
+    from ..loaders.inputs import stdin_suffix
 
-        head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data[:65536], 4096)
-        suffix = ".gz"
-    first = head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
-    kind = ".parquet" if head[:4] == b"PAR1" else ".jsonl" if first == b"{" else ".csv"
-    if kind == ".parquet" and suffix:
-        raise InputError("gzip-compressed parquet is not supported", location=STDIN_NAME,
-                         remedy="pipe the parquet file itself")
-    target = stack.enter_context(run_folder()) / f"stdin{kind}{suffix}"
+    remedy = "pipe a log into sigmaudit, or give its path instead of '-'"
+    try:
+        data = sys.stdin.buffer.read()  # sys.stdin is None when it is closed (`scan - <&-`)
+    except (AttributeError, OSError, ValueError) as exc:
+        raise InputError("standard input is closed", location=STDIN_NAME, remedy=remedy) from exc
+    if not data.strip():
+        raise InputError("no data on standard input", location=STDIN_NAME, remedy=remedy)
+    target = stack.enter_context(run_folder()) / f"stdin{stdin_suffix(data, STDIN_NAME)}"
     try:
         target.write_bytes(data)
     except OSError as exc:

@@ -57,6 +57,17 @@ class ColumnMap:
     """Rows to keep, after ``derived`` (verl v1: the last output of each session)."""
 
     @property
+    def key_columns(self) -> list[str]:
+        """The columns compared as text: the prompt key's and the group id."""
+        return [c for c in (*self.prompt, self.group) if c]
+
+    @property
+    def value_columns(self) -> list[str]:
+        """The columns read as numbers: reward (not a list), n, k, rate."""
+        reward = None if self.list_rewards else self.reward
+        return [c for c in (reward, self.n, self.k, self.rate) if c]
+
+    @property
     def has_groups(self) -> bool:
         """Group membership is known."""
         return self.list_rewards or self.step is not None or self.group is not None

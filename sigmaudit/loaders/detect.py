@@ -78,9 +78,12 @@ def _generic(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> C
     if counts is not None:
         return counts
     lists = [c for c, t in schema.items() if isinstance(t, pl.List) and is_reward_dtype(t.inner)]
+    scalars = [c for c, t in schema.items() if is_reward_dtype(t)]
     if opts.reward_col and opts.reward_col in lists:
         list_col: str | None = opts.reward_col
-    elif opts.reward_col:
+    elif opts.reward_col or find(scalars, REWARD_NAMES, exclude=(step,)):
+        # a scalar reward column wins: a list beside it (a response mask, token ids, logprobs) is
+        # not the rewards of a group
         list_col = None
     else:
         list_col = find(lists, REWARD_LIST_NAMES) or (lists[0] if len(lists) == 1 else None)

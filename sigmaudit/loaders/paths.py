@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import os
 from collections.abc import Sequence
 from pathlib import Path, PurePath
 
@@ -54,24 +55,14 @@ def expand_paths(paths: Sequence[str | Path]) -> list[Path | str]:
             continue
         p = Path(raw)
         if p.is_dir():
-            found = sorted(f for f in p.rglob("*") if f.is_file() and file_kind(f))
-            if not found:
-                raise InputError(f"directory holds no supported files ({SUPPORTED})",
-                                 location=str(p))
-            out.extend(found)
+            out.extend(_files_in(p))
         elif p.is_file():
             if file_kind(p) is None:
                 raise InputError(f"unsupported file type; supported: {SUPPORTED}",
                                  location=str(p), remedy="convert it or rename it")
             out.append(p)
         elif _has_glob(str(raw)):
-            matches = sorted(Path(m) for m in glob.glob(str(raw), recursive=True))
-            # a match that is a folder contributes its supported files, as a folder argument does
-            found = [f for m in matches for f in ([m] if m.is_file() else sorted(m.rglob("*")) if m.is_dir() else [])
-                     if f.is_file() and file_kind(f)]
-            if not found:
-                raise InputError("glob matches no supported files", location=str(raw))
-            out.extend(found)
+            out.extend(_glob(str(raw)))
         else:
             raise InputError("no such file or directory", location=str(raw))
     seen: set[Path | str] = set()
@@ -82,6 +73,36 @@ def expand_paths(paths: Sequence[str | Path]) -> list[Path | str]:
             seen.add(key)
             unique.append(f)
     return unique
+
+
+def _files_in(folder: Path, required: bool = True) -> list[Path]:
+    """The supported files under ``folder`` (recursively, symlinked folders not followed); a folder
+    that cannot be listed is refused by name, never passed over. ``required``: a folder without
+    supported files is refused."""
+    def fail(exc: OSError) -> None:
+        raise InputError(f"folder is unreadable ({exc.strerror or exc})", location=str(exc.filename or folder),
+                         remedy="fix its permissions, or name the folders to read")
+
+    found = []
+    for root, _, names in os.walk(folder, onerror=fail):
+        found.extend(f for f in (Path(root) / name for name in names) if f.is_file() and file_kind(f))
+    if not found and required:
+        raise InputError(f"directory holds no supported files ({SUPPORTED})", location=str(folder))
+    return sorted(found)
+
+
+def _glob(pattern: str) -> list[Path]:
+    """The supported files a glob matches: the files, and the supported files in the folders it matches
+    (a matched folder without any is passed over; the glob must find one file)."""
+    out: list[Path] = []
+    for m in sorted(Path(m) for m in glob.glob(pattern, recursive=True)):
+        if m.is_dir():
+            out.extend(_files_in(m, required=False))
+        elif m.is_file() and file_kind(m):
+            out.append(m)
+    if not out:
+        raise InputError("glob matches no supported files", location=pattern)
+    return out
 
 
 def expand_remote(text: str) -> list[str]:

@@ -15,13 +15,14 @@ from .engines import Engine
 from .engines.polars import count_file, load_local, load_remote, open_file, remote_plan
 from .inputs import Inputs, resolve
 from .options import FileCounts, LoadedCounts, LoadOptions
-from .readers import scan
+from .readers import NoDataError, scan
 from .rules import (
     copies_of,
     drop_copied_files,
     drop_relogged,
     framework_elsewhere,
     of_main_layout,
+    passed_over,
     same_size,
     series_of,
 )
@@ -77,7 +78,7 @@ def load_on(engine: Engine, inputs: Inputs, opts: LoadOptions) -> LoadedCounts:
     plan, schema = sample
     result = reduce_with(engine, plan, opts, kept, schema)
     one = FileCounts(kept[0], plan, result.frame, result.rows, result.missing, result.duplicates)
-    return conclude(kept, [one], [str(c) for c in copies], inputs.skipped)
+    return conclude(kept, [one], copies, inputs.skipped)
 
 
 def _sample(engine: Engine, inputs: Inputs, kept: list, opts: LoadOptions, tmp: Path) -> tuple | LoadedCounts:
@@ -116,8 +117,9 @@ def load_per_file(engine: Engine, inputs: Inputs, opts: LoadOptions) -> LoadedCo
         raise inputs.none_left()
     hashed = set() if opts.keep_duplicates else same_size(files)
     results = engine.count_files(functools.partial(count_file, opts=opts), files, hashed)
-    copies = [str(c) for c in copies_of([r.path for r in results], [r.digest for r in results])]
-    results = [r for r in results if str(r.path) not in copies]
+    pairs = copies_of([r.path for r in results], [r.digest for r in results])
+    copies = [f"{c} = {o}" for c, o in pairs]
+    results = [r for r in results if r.path not in {c for c, _ in pairs}]
     kept, relogged = drop_relogged([r.path for r in results], opts)
     results = [r for r in results if r.path in set(kept)]
     files = [r.path for r in results]
@@ -125,10 +127,11 @@ def load_per_file(engine: Engine, inputs: Inputs, opts: LoadOptions) -> LoadedCo
     errors: list[SigmauditError] = []
     for r in results:
         if r.phase == "open":
-            if not isinstance(r.error, SchemaError) or r.path.resolve() in inputs.named or len(files) == 1:
+            if not isinstance(r.error, SchemaError | NoDataError) or r.path.resolve() in inputs.named \
+                    or len(files) == 1:
                 raise r.error
             errors.append(r.error)
-            inputs.skipped[r.path] = f"fits no layout ({r.error.message})"
+            inputs.skipped[r.path] = passed_over(r.error)
             continue
         opened.append(r)
     if not opened:

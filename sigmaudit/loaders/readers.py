@@ -7,12 +7,13 @@ scanned from there, bounded by :data:`MAX_EXPANSION` and the free space of the t
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import shutil
 import zlib
-import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from lzma import LZMAError
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -38,6 +39,12 @@ FREE_RESERVE = 512 << 20
 _CHUNK = 1 << 20
 
 
+class NoDataError(InputError):
+    """A file that holds no data: empty, no columns, a header only, or not JSON lines from its first
+    line. Found in a folder or by a glob beside other inputs, it is skipped with a note (it is not a
+    log); named, it is refused."""
+
+
 def _copy_bounded(src, dst, path: Path, limit: int, folder: Path) -> None:  # noqa: ANN001
     """Copy a decompressing stream in 1 MiB chunks, refusing past ``limit`` bytes or a nearly full disk."""
     written = 0
@@ -59,6 +66,13 @@ def _decompress(path: Path, compression: str, tmpdir: Path) -> Path:
         if compression == "gz":
             with gzip.open(path, "rb") as src, open(target, "wb") as dst:
                 _copy_bounded(src, dst, path, limit, tmpdir)
+        elif compression in ("bz2", "xz"):
+            import bz2
+            import lzma
+
+            opener = bz2.open if compression == "bz2" else lzma.open
+            with opener(path, "rb") as src, open(target, "wb") as dst:
+                _copy_bounded(src, dst, path, limit, tmpdir)
         elif compression == "zst":
             import zstandard
 
@@ -74,7 +88,7 @@ def _decompress(path: Path, compression: str, tmpdir: Path) -> Path:
     except InputError:
         target.unlink(missing_ok=True)
         raise
-    except (OSError, EOFError, zlib.error) as exc:
+    except (OSError, EOFError, zlib.error, LZMAError) as exc:
         target.unlink(missing_ok=True)
         own = temp_failure(exc, tmpdir, str(path))  # a full or vanished temporary folder is not the input's fault
         if own is not None:
@@ -87,6 +101,21 @@ def _decompress(path: Path, compression: str, tmpdir: Path) -> Path:
             raise InputError(f"not valid zstd data ({_first_line(exc)})", location=str(path)) from exc
         raise
     return target
+
+
+MAGIC = ((b"\x1f\x8b", "gz"), (b"\x28\xb5\x2f\xfd", "zst"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"),
+         (b"PK\x03\x04", "zip"))
+"""The first bytes of each compressed format (read by content, whatever the file's name)."""
+
+
+def compressed_as(path: Path | None = None, head: bytes | None = None) -> str | None:
+    """``gz``, ``zst``, ``bz2``, ``xz`` or ``zip`` when the file (or its first bytes ``head``) starts
+    with that format's magic bytes; None for anything else."""
+    if head is None:
+        assert path is not None
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+    return next((name for magic, name in MAGIC if head.startswith(magic)), None)
 
 
 def _first_line(exc: BaseException, limit: int = 160) -> str:
@@ -195,7 +224,11 @@ def scan(path: Path | str, tmpdir: Path, like: Source | None = None) -> Source:
     assert kind is not None, path
     fmt, compression = kind
     if path.stat().st_size == 0:
-        raise InputError("empty file", location=str(path))
+        raise NoDataError("empty file", location=str(path))
+    if fmt in ("csv", "jsonl"):  # by content: gzip bytes in a file named .csv are inflated bounded too
+        compression = compressed_as(path) or compression
+        if compression == "zip":
+            raise InputError(f"a zip archive, not {fmt} text", location=str(path), remedy="unzip it first")
     local = _decompress(path, compression, tmpdir) if compression else path
     if fmt == "jsonl" and _starts_with_bom(local):
         local = _decompress(local, "bom", tmpdir)
@@ -205,7 +238,7 @@ def scan(path: Path | str, tmpdir: Path, like: Source | None = None) -> Source:
         local = link
     found, reused = None, False
     if local.stat().st_size == 0:
-        raise InputError("empty file", location=str(path))
+        raise NoDataError("empty file", location=str(path))
     if fmt == "csv":
         _check_csv_text(local, path, csv_skip_rows(local))
     try:
@@ -215,7 +248,7 @@ def scan(path: Path | str, tmpdir: Path, like: Source | None = None) -> Source:
         elif fmt == "csv":
             skip = csv_skip_rows(local)
             if not _has_data_line(local, skip):
-                raise InputError("no data rows (header only)", location=str(path))
+                raise NoDataError("no data rows (header only)", location=str(path))
             lf = pl.scan_csv(local, skip_rows=skip, infer_schema_length=10_000)
         else:
             from .jsonl import shape
@@ -230,8 +263,58 @@ def scan(path: Path | str, tmpdir: Path, like: Source | None = None) -> Source:
     except POLARS_ERRORS as exc:
         raise read_error(path, local, fmt, exc) from exc
     if not schema:
-        raise InputError("empty file (no columns)", location=str(path))
+        raise NoDataError("empty file (no columns)", location=str(path))
     return Source(path, local, fmt, lf, schema, found, reused)
+
+
+def with_text_columns(src: Source, columns: list[str]) -> Source:
+    """``src`` with ``columns`` (the prompt key and group id) read as the text the file holds: in a
+    csv, ids "3.1" and "3.10" (or "1" and "01") inferred as numbers would become one key; a
+    number in jsonl keeps its JSON text ("1", not "1.0" beside a later 1.5). Parquet values are
+    typed as written and are left alone."""
+    if src.fmt == "csv":
+        wanted = [c for c in columns if c in src.schema and src.schema[c] != pl.Utf8]
+    elif src.fmt == "jsonl":
+        wanted = [c for c in columns if c in src.schema
+                  and (src.schema[c].is_numeric() or src.schema[c] == pl.Boolean)]
+    else:
+        return src
+    if not wanted:
+        return src
+    text = dict.fromkeys(wanted, pl.Utf8)
+    try:
+        if src.fmt == "csv":
+            lf = pl.scan_csv(src.local, skip_rows=csv_skip_rows(src.local), infer_schema_length=10_000,
+                             schema_overrides=text, **_where(src, glob=False))
+        else:
+            lf = pl.scan_ndjson(src.local, schema={**src.schema, **text}, **_where(src))
+        schema = dict(lf.collect_schema())
+    except POLARS_ERRORS as exc:
+        raise src.fail(exc) from exc
+    return replace(src, lf=lf, schema=schema)
+
+
+def _where(src: Source, **local: Any) -> dict[str, Any]:
+    """Keyword arguments of a second scan of ``src``: an object store's options for a URL (never a
+    glob), ``local`` for a file here (already a glob-safe name)."""
+    if isinstance(src.local, str):
+        return {"storage_options": storage_options(src.local)} | ({"glob": False} if "glob" in local else {})
+    return local
+
+
+def with_numbers_as_written(src: Source, columns: list[str]) -> Source:
+    """A jsonl ``src`` whose ``columns`` (rewards, counts) are read as text and turned into Float64
+    (``true``/``false`` as 1/0): a value whose JSON type changes after the lines the schema was
+    inferred from (0/1, then 0.0/1.0 or true/false) reads instead of failing; text that is no number
+    still fails."""
+    wanted = [c for c in columns if c in src.schema and (src.schema[c].is_numeric() or src.schema[c] == pl.Boolean)]
+    if src.fmt != "jsonl" or not wanted:
+        return src
+    lf = pl.scan_ndjson(src.local, schema={**src.schema, **dict.fromkeys(wanted, pl.Utf8)}, **_where(src))
+    number = [pl.col(c).str.strip_chars().replace({"true": "1", "false": "0"}).cast(pl.Float64).alias(c)
+              for c in wanted]
+    lf = lf.with_columns(number)
+    return replace(src, lf=lf, schema={**src.schema, **dict.fromkeys(wanted, pl.Float64)}, reused=False)
 
 
 def read_error(path: Path | str, local: Path | str, fmt: str, exc: BaseException) -> InputError:
@@ -246,7 +329,8 @@ def read_error(path: Path | str, local: Path | str, fmt: str, exc: BaseException
     if fmt == "jsonl":
         line = bad_json_line(local)
         if line is not None:
-            return InputError(f"malformed JSON on line {line[0]}: {line[1]}",
+            kind = NoDataError if line[0] == 1 else InputError  # not JSON lines at all
+            return kind(f"malformed JSON on line {line[0]}: {line[1]}",
                               location=f"{path}:{line[0]}", remedy=CUT_OFF if line[2] else None)
     if isinstance(exc, PANIC):
         import re
@@ -314,7 +398,7 @@ def scan_remote(url: str, tmpdir: Path | None = None) -> Source:
             lines = head_lines(url, 1_000)
             skip = comment_lines(lines)
             if not any(line.strip() for line in lines[skip + 1:]):
-                raise InputError("no data rows (header only)" if len(lines) > skip else "empty file",
+                raise NoDataError("no data rows (header only)" if len(lines) > skip else "empty file",
                                  location=url)
             lf = pl.scan_csv(url, skip_rows=skip, infer_schema_length=10_000, glob=False, storage_options=options)
         else:
@@ -325,7 +409,7 @@ def scan_remote(url: str, tmpdir: Path | None = None) -> Source:
     except POLARS_ERRORS as exc:
         raise remote_read_error(url, fmt, exc) from exc
     if not schema:
-        raise InputError("empty file (no columns)", location=url)
+        raise NoDataError("empty file (no columns)", location=url)
     return Source(url, url, fmt, lf, schema)
 
 

@@ -46,9 +46,16 @@ def reward_flags(x: pl.Expr, threshold: float | None) -> tuple[pl.Expr, pl.Expr,
 
 def non_binary_error(values: list[float], column: str, where: str) -> SchemaError:
     """The error for non-binary rewards, quoting a few of them."""
-    shown = ", ".join(f"{v:g}" for v in values[:5])
+    shown = ", ".join(_exact(v) for v in values[:5])
     return SchemaError(
         f"reward column {column!r} is not binary (values such as {shown})",
         location=f"{where}: column {column}",
         remedy="pass --threshold T (reward >= T counts as correct)",
     )
+
+
+def _exact(value: float) -> str:
+    """A reward as short as it reads back exactly: 0.5, 2, but 1.0000001 (never "1", which would
+    hide why it is not binary)."""
+    short = f"{value:g}"
+    return short if float(short) == value else repr(float(value))

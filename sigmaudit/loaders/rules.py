@@ -15,13 +15,14 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 import polars as pl
 
-from ..errors import InputError
+from ..errors import InputError, SchemaError, SigmauditError
 from . import trainers
 from .options import LoadedCounts, LoadOptions
 from .paths import expand_paths
@@ -55,18 +56,41 @@ def file_digest(path: Path) -> str:
     return h.hexdigest()
 
 
-def copies_of(files: Sequence[Any], digests: Sequence[str | None]) -> list[Any]:
-    """The files that are byte-for-byte copies of another input (``digests[i]`` the sha256 of
-    ``files[i]``, None when not hashed): each set of equal files keeps its first."""
-    seen: set[str] = set()
-    copies = []
+COPY_LIKE = re.compile(r"(^|[^a-z])(backup|bak|copy|copies|old|orig|tmp)([^a-z]|$)|~$|\(\d+\)", re.IGNORECASE)
+"""A name that says it is a copy (``backup_x.jsonl``, ``x_copy.csv``, ``x (1).csv``, ``old/``)."""
+
+
+def _copy_like(path: Any, common: int) -> bool:
+    """The part of ``path`` after the ``common`` leading parts its twins share names a copy."""
+    tail = PurePath(str(path)).parts[common:]
+    return any(COPY_LIKE.search(part) for part in tail)
+
+
+def _original(members: list[Any]) -> Any:
+    """Of a set of equal files (in input order), the one to read: the first whose own name (and
+    folders below the ones they share) does not say it is a copy; else the first."""
+    parts = [PurePath(str(m)).parts for m in members]
+    common = 0
+    while all(len(p) > common + 1 and p[common] == parts[0][common] for p in parts):
+        common += 1
+    return next((m for m in members if not _copy_like(m, common)), members[0])
+
+
+def copies_of(files: Sequence[Any], digests: Sequence[str | None]) -> list[tuple[Any, Any]]:
+    """(copy, original) for each file that is a byte-for-byte copy of another input (``digests[i]``
+    the sha256 of ``files[i]``, None when not hashed). Each set of equal files keeps one: the first
+    whose name does not say it is a copy (``backup_``, ``_copy``, `` (1)``...), else the first."""
+    groups: dict[str, list[Any]] = {}
     for f, digest in zip(files, digests, strict=True):
-        if digest is None:
-            continue
-        if digest in seen:
-            copies.append(f)
-        seen.add(digest)
-    return copies
+        if digest is not None:
+            groups.setdefault(digest, []).append(f)
+    pairs = []
+    for members in groups.values():
+        if len(members) > 1:
+            keep = _original(members)
+            pairs.extend((f, keep) for f in members if f is not keep)
+    order = {f: i for i, f in enumerate(files)}
+    return sorted(pairs, key=lambda pair: order[pair[0]])
 
 
 def same_size(files: Sequence[Path]) -> set[int]:
@@ -79,12 +103,13 @@ def same_size(files: Sequence[Path]) -> set[int]:
 
 
 def drop_copied_files(files: list[Path]) -> tuple[list[Path], list[str]]:
-    """(files without byte-for-byte copies of another one, the copies' names). Only files of
-    equal size are hashed."""
+    """(files without byte-for-byte copies of another one, each copy as ``copy = original``). Only
+    files of equal size are hashed."""
     hashed = same_size(files)
     digests = [file_digest(f) if i in hashed else None for i, f in enumerate(files)]
-    copies = set(copies_of(files, digests))
-    return [f for f in files if f not in copies], [str(f) for f in files if f in copies]
+    pairs = copies_of(files, digests)
+    copies = {c for c, _ in pairs}
+    return [f for f in files if f not in copies], [f"{c} = {o}" for c, o in pairs]
 
 
 def drop_relogged(files: list[Path], opts: LoadOptions) -> tuple[list[Path], list[str]]:
@@ -94,9 +119,10 @@ def drop_relogged(files: list[Path], opts: LoadOptions) -> tuple[list[Path], lis
 
 
 def copies_note(copies: Sequence[str]) -> str:
-    return (f"{len(copies)} file{'s' if len(copies) > 1 else ''} skipped as byte-for-byte copies of "
-            f"another input ({', '.join(copies[:3])}{', ...' if len(copies) > 3 else ''}); "
-            "--keep-duplicates reads them")
+    """The note for the copies skipped (each ``copy = original``)."""
+    what = "a byte-for-byte copy of another input" if len(copies) == 1 else "byte-for-byte copies of other inputs"
+    return (f"{len(copies)} file{'s' if len(copies) > 1 else ''} skipped as {what} "
+            f"({', '.join(copies[:3])}{', ...' if len(copies) > 3 else ''}); --keep-duplicates reads them")
 
 
 def origins(args: Sequence[str | Path], files: Sequence[Any]) -> dict[Path, int]:
@@ -134,8 +160,6 @@ def main_layout(opened: Sequence[Any], named: frozenset[Path] | set[Path], origi
     first, where = chosen[0]
     for layout, path in chosen[1:]:
         if layout != first:
-            from ..errors import SchemaError
-
             raise SchemaError(f"files mix layouts: {where} is {first}, this is {layout}",
                               location=str(path), remedy="load them in separate runs")
     return first
@@ -149,6 +173,13 @@ def of_main_layout(opened: list[Any], named: frozenset[Path] | set[Path], args: 
         if item.plan.layout != layout:
             skipped[item.path] = f"{item.plan.layout} layout, not {layout}"
     return [item for item in opened if item.plan.layout == layout]
+
+
+def passed_over(exc: SigmauditError) -> str:
+    """Why a file found in a folder (or by a glob) is skipped: it fits no layout, or holds no data."""
+    if isinstance(exc, SchemaError):
+        return f"fits no layout ({exc.message})"
+    return f"holds no data ({exc.message})"
 
 
 def skip_notes(skipped: dict[Any, str]) -> list[str]:

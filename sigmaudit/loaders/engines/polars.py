@@ -24,9 +24,17 @@ from ..columns import ColumnMap
 from ..detect import detect
 from ..inputs import Inputs
 from ..options import FileCounts, LoadedCounts, LoadOptions
-from ..readers import Source, scan
+from ..readers import NoDataError, Source, scan, with_numbers_as_written, with_text_columns
 from ..reduce import Partial, reduce_counts, reduce_lists, reduce_samples
-from ..rules import drop_copied_files, drop_relogged, file_digest, framework_elsewhere, of_main_layout, series_of
+from ..rules import (
+    drop_copied_files,
+    drop_relogged,
+    file_digest,
+    framework_elsewhere,
+    of_main_layout,
+    passed_over,
+    series_of,
+)
 from ..tempdirs import native_stderr_held, run_folder
 
 Progress = Callable[[int], None]
@@ -60,7 +68,8 @@ def open_file(path: Path, tmp: Path, opts: LoadOptions, series_ok: bool,
             return series
         module = trainers.reader(path, src.schema)
         if module is None:
-            return Opened(path, src, detect(src.schema, opts, str(path)), None)
+            plan = detect(src.schema, opts, str(path))
+            return Opened(path, with_text_columns(src, plan.key_columns), plan, None)
     if peek:
         return module
     norm = module.read(path, opts)
@@ -157,15 +166,15 @@ def _open_all(inputs: Inputs, files: list[Path], tmp: Path, opts: LoadOptions) -
     (a named one, or a lone one, is refused); the files of the inputs' main layout come back."""
     like = None  # the last jsonl file whose schema was inferred (readers.scan may reuse it)
     opened: list[Opened] = []
-    errors: list[SchemaError] = []
+    errors: list[SigmauditError] = []
     for index, path in enumerate(files):
         try:
             item = open_file(path, tmp, opts, series_ok=index == 0 and len(files) == 1, like=like)
-        except SchemaError as exc:
+        except (SchemaError, NoDataError) as exc:
             if path.resolve() in inputs.named or len(files) == 1:
                 raise
             errors.append(exc)
-            inputs.skipped[path] = f"fits no layout ({exc.message})"
+            inputs.skipped[path] = passed_over(exc)
             continue
         if isinstance(item, LoadedCounts):
             return item
@@ -183,12 +192,35 @@ def _reduce_opened(item: Opened, tmp: Path, opts: LoadOptions, index: int, tick:
     plan = item.plan if item.norm is not None else with_dedupe(item.src, item.plan, opts)
     try:
         return counted(item, reduce_file(item.src, plan, opts, index, tick))
-    except SigmauditError:
-        if not item.src.reused:
+    except SigmauditError as exc:
+        if item.norm is not None or item.src.fmt != "jsonl":
             raise
-    src = scan(item.path, tmp)
-    item = Opened(item.path, src, detect(src.schema, opts, str(item.path)), None)
-    return counted(item, reduce_file(item.src, with_dedupe(item.src, item.plan, opts), opts, index, tick))
+        return _reduce_again(item, tmp, opts, index, tick, exc)
+
+
+def _reduce_again(item: Opened, tmp: Path, opts: LoadOptions, index: int, tick: Progress | None,
+                  error: SigmauditError) -> FileCounts:
+    """A jsonl file whose schema (an earlier file's, or inferred from its first lines) does not fit
+    all its lines (``error``): scanned as if alone, then, if a value's JSON type changes further down
+    (0/1 then 0.0/1.0 or true/false), with its value columns read as written. When nothing fits, the
+    error of the last schema tried that is not the fallback's (it names the value)."""
+    src, plan = item.src, item.plan
+    if src.reused:
+        src = scan(item.path, tmp)
+        plan = detect(src.schema, opts, str(item.path))
+        src = with_text_columns(src, plan.key_columns)
+        try:
+            return counted(item, reduce_file(src, with_dedupe(src, plan, opts), opts, index, tick), plan)
+        except SigmauditError as exc:
+            error = exc
+    widened = with_numbers_as_written(src, plan.value_columns)
+    if widened is src:
+        raise error
+    src = widened
+    try:
+        return counted(item, reduce_file(src, with_dedupe(src, plan, opts), opts, index, tick), plan)
+    except SigmauditError:
+        raise error from None
 
 
 def remote_plan(url: str, src: Source, opts: LoadOptions) -> ColumnMap:
@@ -214,6 +246,7 @@ def load_remote(inputs: Inputs, opts: LoadOptions, progress: Progress | None = N
             if series is not None:
                 return series
             plan = remote_plan(url, src, opts)
+            src = with_text_columns(src, plan.key_columns)
             if out and plan.layout != out[0].plan.layout:
                 raise SchemaError(f"files mix layouts: {files[0]} is {out[0].plan.layout}, this is {plan.layout}",
                                   location=url, remedy="load them in separate runs")
