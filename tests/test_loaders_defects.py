@@ -364,3 +364,43 @@ def test_22_3_a_glob_of_folders_reads_their_files(tmp_path):
     assert mixed.files == want.files  # the empty plots folder is passed over
     with pytest.raises(SigmauditError, match="glob matches no supported files"):
         load_counts([str(tmp_path / "rollouts" / "step_*" / "train" / "plots")])
+
+
+# ------------------------------------------------------------- 22.5 pass rates in percent
+
+def _percent_file(tmp_path: Path) -> Path:
+    log = tmp_path / "leaderboard.csv"
+    log.write_text("task_id,pass@1\n" + "".join(f"t{i},{100 * (i % 9) / 8:g}\n" for i in range(40)))
+    return log
+
+
+def test_22_5_percent_pass_rates_are_named_with_the_flag_that_reads_them(tmp_path, capsys):
+    log = _percent_file(tmp_path)
+    code, out, err = run(capsys, "scan", str(log), "--rate-col", "pass@1", "--samples", "8")
+    assert (code, out) == (2, "") and len(err.strip().splitlines()) == 1
+    assert err == (f"sigmaudit: error: {log}:3: invalid counts: pass@1 outside [0, 1] (up to 100): the pass rates "
+                   "look like percentages; pass --rate-scale 100 to read them as percentages\n")
+
+
+def test_22_5_rate_scale_reads_percent_pass_rates(tmp_path):
+    log = _percent_file(tmp_path)
+    got = load_counts([log], LoadOptions(rate_col="pass@1", samples=8, rate_scale=100))
+    assert _prompts(got) == {f"t{i}": (8, i % 9) for i in range(40)}
+    assert "k from pass@1/100 x 8" in got.notes[0]
+    fractions = tmp_path / "fractions.csv"
+    fractions.write_text("task_id,pass@1\n" + "".join(f"t{i},{(i % 9) / 8:g}\n" for i in range(40)))
+    assert got.per_prompt.equals(load_counts([fractions], LoadOptions(rate_col="pass@1", samples=8)).per_prompt)
+
+
+def test_22_5_rates_above_100_are_not_called_percentages(tmp_path, capsys):
+    log = tmp_path / "odd.csv"
+    log.write_text("task_id,pass_rate\nt1,0.5\nt2,250\n")
+    code, _, err = run(capsys, "scan", str(log), "--samples", "8")
+    assert code == 2 and "pass_rate outside [0, 1]" in err and "percent" not in err
+
+
+@pytest.mark.parametrize("value", ["0", "-100", "nan"])
+def test_22_5_rate_scale_must_be_positive(tmp_path, capsys, value):
+    code, _, err = run(capsys, "scan", str(_percent_file(tmp_path)), "--rate-col", "pass@1", "--samples", "8",
+                       "--rate-scale", value)
+    assert code == 2 and "--rate-scale: must be a positive number" in err

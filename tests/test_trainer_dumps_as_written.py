@@ -99,7 +99,8 @@ def _verl_appended_to_itself(tmp_path: Path) -> Path:
 def _copies(tmp_path: Path) -> Path:
     shutil.copytree(SAMPLE_LOGS / "roll", tmp_path / "roll")
     first = sorted((tmp_path / "roll").rglob("*.jsonl"))[0]
-    shutil.copy(first, tmp_path / "roll" / "copy_of_first.jsonl")
+    # a copy the ROLL reader also claims (a copy named otherwise fits another layout and is skipped anyway)
+    shutil.copy(first, first.parent / "rollout_dump_data.step_9.jsonl")
     return tmp_path / "roll"
 
 

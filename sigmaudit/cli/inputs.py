@@ -74,6 +74,12 @@ SamplesOpt = Annotated[
     typer.Option("--samples", min=1, help="Counts layout: samples behind each pass rate (e.g. 64).",
                  rich_help_panel=_LAYOUT, show_default=False),
 ]
+RateScaleOpt = Annotated[
+    float | None,
+    typer.Option("--rate-scale", help="Counts layout: full scale of the pass-rate column (100 for percentages, "
+                 "e.g. a leaderboard's pass@1); rates are divided by it.", rich_help_panel=_LAYOUT,
+                 show_default=False),
+]
 ThresholdOpt = Annotated[
     float | None,
     typer.Option("--threshold", help="Reward >= T counts as correct (needed for non-binary rewards).",
@@ -276,6 +282,7 @@ LAYOUT_OPTIONS: dict[str, Any] = {
     "k_col": KColOpt,
     "rate_col": RateColOpt,
     "samples": SamplesOpt,
+    "rate_scale": RateScaleOpt,
     "threshold": ThresholdOpt,
     "keep_duplicates": KeepDuplicatesOpt,
     "pool_runs": PoolRunsOpt,

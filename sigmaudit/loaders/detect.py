@@ -59,6 +59,9 @@ def detect(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> Col
     if opts.threshold is not None and not math.isfinite(opts.threshold):
         raise ConfigError(f"must be a finite number, got {opts.threshold!r}", location="--threshold",
                           remedy="give the reward at or above which an answer is correct, e.g. --threshold 0.5")
+    if opts.rate_scale is not None and not (math.isfinite(opts.rate_scale) and opts.rate_scale > 0):
+        raise ConfigError(f"must be a positive number, got {opts.rate_scale!r}", location="--rate-scale",
+                          remedy="give the full scale of the pass rates, e.g. --rate-scale 100 for percentages")
     if opts.samples is not None and opts.samples < 1:
         raise ConfigError(f"samples must be a positive integer, got {opts.samples}",
                           location="--samples")
@@ -158,7 +161,8 @@ def _counts(schema: dict[str, pl.DataType], opts: LoadOptions, step: str | None,
     prompt = _prompt(cols, opts, (step, n, k, rate), where)
     # a group id (as `sigmaudit reduce` writes) keeps each row its own group; only this exact name
     group = opts.group_col or find(cols, COUNTS_GROUP_NAMES, exclude=(step, n, k, rate, *prompt))
-    source = k if k is not None else f"{rate} x {n or opts.samples}"
+    scaled = f"{rate}/{opts.rate_scale:g}" if opts.rate_scale is not None else rate
+    source = k if k is not None else f"{scaled} x {n or opts.samples}"
     extra = (f" (prompt key combines {', '.join(prompt)}: several runs share this file)"
              if len(prompt) > 1 and not opts.prompt_col else "")
     groups = f", one group per row ({group})" if group else ""

@@ -47,6 +47,9 @@ class LoadOptions:
     """Counts layout: pass-rate column in [0, 1] (needs ``n_col`` or ``samples``)."""
     samples: int | None = None
     """Counts layout with a pass rate: samples per prompt when no n column exists."""
+    rate_scale: float | None = None
+    """Counts layout: the pass rate's full scale (100: percentages such as a leaderboard's pass@1);
+    rates are divided by it. None: rates are in [0, 1]."""
     threshold: float | None = None
     """Reward >= threshold counts as correct; needed for non-binary rewards."""
     subset: tuple[str, str] | None = None

@@ -66,6 +66,9 @@ def load_on(engine: Engine, inputs: Inputs, opts: LoadOptions) -> LoadedCounts:
 
     if opts.subset is not None:
         raise ConfigError("a subset of rows (--by) is read on the polars engine only", location="--engine")
+    if opts.rate_scale is not None:
+        raise ConfigError("--rate-scale is read on the polars engine only", location="--engine",
+                          remedy="use --engine polars (the default)")
     kept, copies = list(inputs.files), []
     if not kept:
         raise inputs.none_left()

@@ -295,15 +295,26 @@ def _row_location(src: Source, index: int) -> str:
     return f"{src.path}: row {index + 1}"
 
 
-def reduce_counts(src: Source, plan: ColumnMap, samples: int | None) -> Partial:
-    """Counts layout: n and k (or a pass rate) per row."""
+def _refuse_percentages(src: Source, lf: pl.LazyFrame, column: str, scale: float | None, where: str) -> None:
+    """The error for pass rates above 1 that all fit in [0, 100]: they look like percentages."""
+    if scale is not None:
+        return
+    rate = pl.col(column).cast(pl.Float64)
+    low, high = _collect(src, lf.select(rate.min().alias("low"), rate.max().alias("high"))).row(0)
+    if low is not None and low >= 0 and 1 < high <= 100:
+        raise SchemaError(f"invalid counts: {column} outside [0, 1] (up to {high:g}): the pass rates look like "
+                          "percentages", location=where, remedy="pass --rate-scale 100 to read them as percentages")
+
+
+def reduce_counts(src: Source, plan: ColumnMap, samples: int | None, rate_scale: float | None = None) -> Partial:
+    """Counts layout: n and k (or a pass rate, divided by ``rate_scale`` when given) per row."""
     lf = src.lf.with_row_index("__row")
     n = pl.col(plan.n).cast(pl.Float64) if plan.n else pl.lit(float(samples or 0))
     if plan.k:
         kf = pl.col(plan.k).cast(pl.Float64)
         problem = pl.when(n.is_null() | kf.is_null()).then(None)
     else:
-        rate = pl.col(plan.rate).cast(pl.Float64)
+        rate = pl.col(plan.rate).cast(pl.Float64) / (rate_scale or 1.0)
         kf = (rate * n).round(0)
         problem = (pl.when(n.is_null() | rate.is_null() | rate.is_nan()).then(None)
                    .when((rate < 0) | (rate > 1)).then(pl.lit(f"{plan.rate} outside [0, 1]"))
@@ -320,6 +331,8 @@ def reduce_counts(src: Source, plan: ColumnMap, samples: int | None) -> Partial:
         pl.col("__row"), problem.alias("why")).head(1))
     if first.height:
         index, why = first.row(0)
+        if plan.rate and not plan.k and why.endswith("outside [0, 1]"):
+            _refuse_percentages(src, lf, plan.rate, rate_scale, _row_location(src, index))
         raise SchemaError(f"invalid counts: {why}", location=_row_location(src, index),
                           remedy="fix the file, or pick other columns with --n-col/--k-col")
     missing = problem.is_null()

@@ -102,7 +102,7 @@ def reduce_file(src: Source, plan: ColumnMap, opts: LoadOptions, index: int,
     """One source's rows reduced to counts per (step, group, prompt), as its layout says."""
     src = subset(src, opts)
     if plan.layout == "counts":
-        return reduce_counts(src, plan, opts.samples)
+        return reduce_counts(src, plan, opts.samples, opts.rate_scale)
     if plan.list_rewards:
         return reduce_lists(src, plan, opts.threshold, index)
     return reduce_samples(src, plan, opts.threshold, tick)
