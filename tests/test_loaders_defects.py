@@ -59,6 +59,17 @@ def test_23_1_numeric_jsonl_key_is_compared_as_written(tmp_path):
     assert _prompts(load_counts([log])) == {"1": (2, 1), "1.5": (2, 1), "2": (2, 1)}
 
 
+def test_23_1_duckdb_keys_are_the_text_polars_reads(tmp_path):
+    pytest.importorskip("duckdb")
+    from sigmaudit.loaders.engines import get_engine
+
+    log = tmp_path / "log.csv"
+    log.write_text("prompt_id,reward\n" + "".join(f"{p},{r}\n" for p in ("3.1", "3.10", "1", "01") for r in (0, 1)))
+    polars = load_counts([log])
+    assert len(polars.per_prompt) == 4
+    assert load_counts([log], engine=get_engine("duckdb")).per_prompt.equals(polars.per_prompt)
+
+
 # ------------------------------------------------------- 23.2 a list column beats a scalar reward
 
 
