@@ -357,21 +357,21 @@ def test_23_26_a_folder_without_read_permission_is_refused(tmp_path, capsys):
 def test_22_3_a_glob_of_folders_reads_their_files(tmp_path):
     """prime-rl's ``rollouts/step_*/train/all``-like glob: each matched folder's files are read (with
     the usual skip rules), as if the folders were named."""
-    import shutil
 
     for step in (1, 2, 3):
         folder = tmp_path / "rollouts" / f"step_{step}" / "train" / "all"
         folder.mkdir(parents=True)
-        shutil.copy(SAMPLES / "long.csv", folder / "long.csv")
+        rows = "".join(f"{step},p{i % 10},{(i * step) % 3 == 0:d}\n" for i in range(40))
+        (folder / "rollouts.csv").write_text("step,prompt_id,reward\n" + rows)
         (folder / "empty.jsonl").write_bytes(b"")
     (tmp_path / "rollouts" / "step_2" / "train" / "plots").mkdir()
     folders = sorted((tmp_path / "rollouts").glob("step_*/train/all"))
-    want = load_counts(folders, LoadOptions(keep_duplicates=True))
-    got = load_counts([str(tmp_path / "rollouts" / "step_*" / "train" / "all")], LoadOptions(keep_duplicates=True))
+    want = load_counts(folders)
+    got = load_counts([str(tmp_path / "rollouts" / "step_*" / "train" / "all")])
     assert got.files == want.files and len(got.files) == 3
     assert got.per_prompt.equals(want.per_prompt) and got.n_rows == want.n_rows
     assert any("holds no data" in n for n in got.notes)
-    mixed = load_counts([str(tmp_path / "rollouts" / "step_*" / "train" / "*")], LoadOptions(keep_duplicates=True))
+    mixed = load_counts([str(tmp_path / "rollouts" / "step_*" / "train" / "*")])
     assert mixed.files == want.files  # the empty plots folder is passed over
     with pytest.raises(SigmauditError, match="glob matches no supported files"):
         load_counts([str(tmp_path / "rollouts" / "step_*" / "train" / "plots")])
