@@ -133,3 +133,12 @@ def test_part_files_of_one_log_in_one_folder_are_one_run(tmp_path):
     pl.DataFrame(rows[1::2]).write_parquet(tmp_path / "part-1.parquet")
     lc = load_counts([tmp_path])
     assert set(lc.per_group["n"].to_list()) == {8} and lc.per_group.height == 4
+
+
+def test_duckdb_refuses_two_runs_as_polars_does(two_verl_runs, capsys):
+    pytest.importorskip("duckdb")
+    code, out, err = run(capsys, "scan", str(two_verl_runs), "--engine", "duckdb")
+    assert code == 2 and "2 runs in one load (seed1/verl/rollout_data, seed2/verl/rollout_data)" in err
+    args = ("scan", str(two_verl_runs), "--pool-runs", "-G", "8", "-f", "json")
+    want, got = run(capsys, *args), run(capsys, *args, "--engine", "duckdb")
+    assert want[0] == got[0] == 0 and json.loads(got[1]) == json.loads(want[1])

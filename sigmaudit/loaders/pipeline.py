@@ -26,6 +26,7 @@ from .rules import (
     same_size,
     series_of,
 )
+from .runs import roots
 from .tempdirs import run_folder
 
 
@@ -79,6 +80,9 @@ def load_on(engine: Engine, inputs: Inputs, opts: LoadOptions) -> LoadedCounts:
     if not isinstance(sample, tuple):
         return sample
     plan, schema = sample
+    if not inputs.remote and len(set(roots(kept, [plan.layout] * len(kept)))) > 1:
+        # several runs: counted file by file, so the runs are told apart as the polars engine does
+        return load_per_file(engine, inputs, opts)
     result = reduce_with(engine, plan, opts, kept, schema)
     one = FileCounts(kept[0], plan, result.frame, result.rows, result.missing, result.duplicates)
     return conclude(kept, [one], copies, inputs.skipped)

@@ -30,8 +30,8 @@ PSEUDO_COLUMNS = ("run", "file")
 
 
 def roots(files: Sequence[Any], layouts: Sequence[str]) -> list[Any]:
-    """The run of each file (a URL is its own run)."""
-    return [trainers.run_root(f, layout) if isinstance(f, Path) else f
+    """The run of each file (a URL's: its folder, the prefix before its last ``/``)."""
+    return [trainers.run_root(f, layout) if isinstance(f, Path) else str(f).rsplit("/", 1)[0]
             for f, layout in zip(files, layouts, strict=True)]
 
 
