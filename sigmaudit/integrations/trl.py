@@ -57,13 +57,14 @@ class SigmauditCallback(TrainerCallback):  # type: ignore[misc]
         prompts = [str(p) for p in logs["prompt"]]
         names = list(self.trainer.reward_func_names)
         per_func = np.array([list(logs["rewards"][name]) for name in names], dtype=np.float64).T
-        fingerprint = (len(prompts), tuple(logs["advantages"]))
-        if not prompts or fingerprint == self._seen:
-            return None
-        self._seen = fingerprint
         weights = np.asarray(self.trainer.reward_weights.cpu().numpy(), dtype=np.float64)
         total = np.nansum(per_func * weights[None, :], axis=1)
         total[np.isnan(per_func).all(axis=1)] = np.nan
+        # one generation batch serves steps_per_generation optimizer steps: count it once
+        fingerprint = (tuple(prompts), total.tobytes(), tuple(logs["advantages"]))
+        if not prompts or fingerprint == self._seen:
+            return None
+        self._seen = fingerprint
         return prompts, total
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
