@@ -57,9 +57,14 @@ def _write_prefix(folder: Path, steps: range) -> Path:
     return folder
 
 
-def _writer(folder: Path, pause: float) -> None:
+def _writer(folder: Path, pause: float, started: Path) -> None:
     """Append the dump step by step as a trainer would, each step's file in three writes: the first and
-    second end inside a line (a half-written last line), a pause between writes and between steps."""
+    second end inside a line (a half-written last line), a pause between writes and between steps.
+    Starts once the watch has (its --events file exists): a watch joining a run midway forecasts only
+    the last step already there."""
+    deadline = time.monotonic() + 60
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.005)
     for s in range(1, STEPS + 1):
         data = DUMP[s]
         cuts = [len(data) // 3 + 5, 2 * len(data) // 3 + 7, len(data)]
@@ -98,7 +103,7 @@ def followed(tmp_path_factory):
     folder.mkdir()
     events = folder.parent / "events.jsonl"
     skip = folder.parent / "skip.csv"
-    writer = threading.Thread(target=_writer, args=(folder, 0.05))
+    writer = threading.Thread(target=_writer, args=(folder, 0.05, events))
     writer.start()
     try:
         code, out, err = _run("watch", str(folder), "--interval", "0.01", "--until-idle", "0.5", "--window", "2",
@@ -200,7 +205,13 @@ def test_once_waits_for_a_half_written_step(tmp_path):
     assert objs[-1]["summary"]["unreported_step"] == 4 and objs[-1]["summary"]["ended_by"] == "once"
     (folder / "4.jsonl").write_bytes(DUMP[4])  # step 4 done, nothing grows: the last step counts
     code, out, _ = _run("watch", str(folder), "--once", "--interval", "0.01", "-f", "json", "-q")
-    assert [json.loads(x).get("step") for x in out.splitlines()[:-1]] == [1, 2, 3, 4]
+    objs = [json.loads(x) for x in out.splitlines()[:-1]]
+    assert [o["step"] for o in objs] == [1, 2, 3, 4]
+    # a run joined midway: only the last of the steps already there gets the (costly) forecast
+    assert [o["forecast"] is None for o in objs] == [True, True, True, False]
+    theirs = _json("forecast", str(folder), "--max-p-silent", "0.9")
+    assert objs[-1]["forecast"]["expected_silent"] == pytest.approx(theirs["expected_silent"], rel=1e-12)
+    assert objs[-1]["skipped"] == theirs["skipped"] == len(objs[-1]["newly_skipped"])
 
 
 def test_unchanged_files_are_not_read_again(tmp_path):

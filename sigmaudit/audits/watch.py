@@ -12,7 +12,9 @@ For each completed step t it gives, all *observed* unless named a forecast:
 - the **forecast** for step t + 1 (``forecast`` run on the logs cut after t): every prompt seen so
   far gets P(silent) at its next visit with G samples; the share is the mean over those prompts
   (what step t + 1 would waste if it drew them all), ``expected_silent`` their sum; none before
-  the second step (nothing earlier to forecast from);
+  the second step (nothing earlier to forecast from). Of the steps already complete at the first
+  :meth:`Watch.advance` (a run joined midway), only the last gets a forecast: one per past step would
+  replay the history once per step (quadratic in the steps); their other figures are all given;
 - the skip list at ``max_p_silent`` and the prompts newly on it (or off it) since step t − 1;
 - the live guard: whether the step's observed share exceeds ``max_silent``, and for how many
   consecutive steps; ``failed`` once that reaches ``for_steps``.
@@ -170,6 +172,7 @@ class Watch:
     _late: int = 0
     _unstepped: int = 0
     _pending_step: int | None = None
+    _started: bool = False
     _last_skip: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
@@ -206,11 +209,13 @@ class Watch:
         last = self.reports[-1].step if self.reports else None
         todo = [int(s) for s in steps if (last is None or s > last) and (final or s < steps[-1])]
         self._pending_step = None if final or (last is not None and steps[-1] <= last) else int(steps[-1])
+        history = not self._started  # the steps already complete when the watch started
+        self._started = True
         out = []
-        for s in todo:
+        for i, s in enumerate(todo):
             if self.failed:
                 break
-            report = self._report(frame, s, steps)
+            report = self._report(frame, s, steps, forecast=not history or i == len(todo) - 1)
             self.reports.append(report)
             out.append(report)
         return out
@@ -224,7 +229,7 @@ class Watch:
         now = frame.filter(pl.col("step").is_in(list(self._groups_at))).group_by("step").len()
         self._late = sum(max(0, int(c) - self._groups_at[int(s)]) for s, c in now.iter_rows())
 
-    def _report(self, frame: pl.DataFrame, step: int, steps: np.ndarray) -> StepReport:
+    def _report(self, frame: pl.DataFrame, step: int, steps: np.ndarray, forecast: bool = True) -> StepReport:
         import polars as pl
 
         from .scan import _mode
@@ -236,7 +241,7 @@ class Watch:
         n_here = here["n"].to_numpy()
         observed = shares(n_here, here["k"].to_numpy())
         self._groups_at[step] = observed.groups
-        nxt, skip = self._next(prefix, step, done.size)
+        nxt, skip = self._next(prefix, step, done.size if forecast else 0)
         newly, gone = self._skip_changes(skip)
         over = None if self.max_silent is None else observed.silent > self.max_silent
         streak = (self.reports[-1].streak if self.reports else 0) + 1 if over else 0

@@ -192,7 +192,9 @@ def _loop(follower: Follower, state: Watch, live: _Live, signals: _Signals, *, o
         end = (once and polls >= 2) or (
             until_idle is not None and polls >= 2 and time.monotonic() - last_change >= until_idle)
         settled = end and not snap.changed and not snap.pending and signals.how is None
-        for report in state.advance(snap.per_group, final=settled):
+        # --once reports at its second poll only: the steps there are one history, forecast once
+        reports = [] if once and not end else state.advance(snap.per_group, final=settled)
+        for report in reports:
             live.step(report, state)
         if state.failed:
             return "guard"

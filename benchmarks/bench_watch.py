@@ -1,0 +1,86 @@
+"""What ``sigmaudit watch`` pays per poll and per completed step on a growing verl run.
+
+    python benchmarks/bench_watch.py --steps 40 --prompts 128 -G 8
+
+Writes a verl (legacy layout) dump, one ``{step}.jsonl`` per step, into a temp folder, then times in
+this process (CPU seconds, ``time.process_time``; the machine is shared, so CPU is the figure to read):
+
+- a full ``load_counts`` of the folder (what re-reading everything at every poll would cost);
+- the follower's first poll (every file read once), a poll with nothing changed (stat only), and a
+  poll after one more step's file appears (that file read);
+- ``Watch.advance`` for the last step (its observed shares and the next-step forecast: a replay of the
+  whole history, priors of earlier steps reused).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def write_run(folder: Path, steps: int, prompts: int, G: int, seed: int = 0) -> None:
+    rng = np.random.default_rng(seed)
+    pool = prompts * 4
+    base = rng.normal(-1.0, 2.0, size=pool)
+    for step in range(1, steps + 1):
+        drawn = rng.choice(pool, size=prompts, replace=False)
+        p = 1 / (1 + np.exp(-(base[drawn] + 0.05 * step)))
+        right = rng.random((prompts, G)) < p[:, None]
+        lines = [json.dumps({"input": f"Problem {i}: solve it.", "output": "...", "gts": "x",
+                             "score": float(ok), "step": step, "acc": bool(ok)})
+                 for i, row in zip(drawn, right, strict=True) for ok in row]
+        (folder / f"{step}.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def cpu(fn):  # noqa: ANN001, ANN201
+    t0 = time.process_time()
+    out = fn()
+    return time.process_time() - t0, out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--prompts", type=int, default=128)
+    ap.add_argument("-G", type=int, default=8)
+    args = ap.parse_args()
+
+    from sigmaudit.audits.watch import Watch
+    from sigmaudit.loaders import load_counts
+    from sigmaudit.loaders.follow import Follower
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "rollout_data"
+        folder.mkdir()
+        write_run(folder, args.steps, args.prompts, args.G)
+        last = folder / f"{args.steps}.jsonl"
+        held = last.read_bytes()
+        last.unlink()
+        rows = (args.steps - 1) * args.prompts * args.G
+        full, _ = cpu(lambda: load_counts([folder]))
+        follower = Follower([str(folder)])
+        first, snap = cpu(follower.poll)
+        idle, _ = cpu(follower.poll)
+        last.write_bytes(held)
+        grown, snap = cpu(follower.poll)
+        watch = Watch()
+        watch.advance(snap.per_group.filter(snap.per_group["step"] < args.steps - 1), final=True)
+        step_cost, reports = cpu(lambda: watch.advance(snap.per_group, final=False))
+        follower.close()
+    print(f"run: {args.steps} steps x {args.prompts} prompts x G = {args.G} ({rows:,} lines before the last step)")
+    print(f"{'what':58} {'cpu s':>8}")
+    for name, value in (("full load_counts of the folder (re-reading everything)", full),
+                        ("follower: first poll (every file read)", first),
+                        ("follower: poll, nothing changed", idle),
+                        ("follower: poll, one new step file", grown),
+                        (f"watch: step {reports[-1].step} completed (shares + next-step forecast)", step_cost)):
+        print(f"{name:58} {value:8.3f}")
+
+
+if __name__ == "__main__":
+    main()
