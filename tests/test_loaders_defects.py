@@ -161,8 +161,10 @@ def test_23_24_a_string_reward_after_line_1000_is_still_refused(tmp_path):
     log = tmp_path / "log.jsonl"
     lines = [{"prompt_id": "p", "reward": i % 2} for i in range(1_100)] + [{"prompt_id": "p", "reward": "yes"}]
     log.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    with pytest.raises(SigmauditError):
+    with pytest.raises(SigmauditError) as err:
         load_counts([log])
+    assert err.value.one_line() == (f'{log}:1101: reward on line 1101 is "yes", not a number or boolean; fix that '
+                                    "line, or pick another column with --reward-col")
 
 
 # --------------------------------------------------------- 23.10 compression bombs by content

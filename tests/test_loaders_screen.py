@@ -121,5 +121,5 @@ def test_a_late_value_of_another_type_counts_only_in_a_column_the_layout_uses(tm
     for line in lines[1100:]:
         line["reward"] = "text"
     path.write_text("\n".join(map(json.dumps, lines)) + "\n")
-    with pytest.raises(InputError, match="cannot parse 'text'"):
+    with pytest.raises(InputError, match='reward on line 1101 is "text", not a number or boolean'):
         load_counts([path], LoadOptions())

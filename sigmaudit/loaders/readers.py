@@ -302,6 +302,23 @@ def _where(src: Source, **local: Any) -> dict[str, Any]:
     return local
 
 
+def bad_value_line(src: Source, columns: list[str]) -> InputError | None:
+    """The error naming the first jsonl line whose value in one of ``columns`` (rewards, counts) is no
+    number, boolean or null (a value past the lines the schema was inferred from); None if none is."""
+    if src.fmt != "jsonl" or isinstance(src.local, str):
+        return None
+    with open(src.local, encoding="utf-8", errors="replace") as fh:
+        for number, line in enumerate(fh, start=1):
+            value, _ = json_object(line) if line.strip() else (None, None)
+            for column in columns if value is not None else ():
+                x = value.get(column)
+                if x is not None and not isinstance(x, int | float):
+                    return InputError(f"{column} on line {number} is {json.dumps(x)[:40]}, not a number or boolean",
+                                      location=f"{src.path}:{number}",
+                                      remedy="fix that line, or pick another column with --reward-col")
+    return None
+
+
 def with_numbers_as_written(src: Source, columns: list[str]) -> Source:
     """A jsonl ``src`` whose ``columns`` (rewards, counts) are read as text and turned into Float64
     (``true``/``false`` as 1/0): a value whose JSON type changes after the lines the schema was

@@ -24,7 +24,7 @@ from ..columns import ColumnMap
 from ..detect import detect
 from ..inputs import Inputs
 from ..options import FileCounts, LoadedCounts, LoadOptions
-from ..readers import NoDataError, Source, scan, with_numbers_as_written, with_text_columns
+from ..readers import NoDataError, Source, bad_value_line, scan, with_numbers_as_written, with_text_columns
 from ..reduce import Partial, reduce_counts, reduce_lists, reduce_samples
 from ..rules import (
     drop_copied_files,
@@ -220,7 +220,7 @@ def _reduce_again(item: Opened, tmp: Path, opts: LoadOptions, index: int, tick: 
     try:
         return counted(item, reduce_file(src, with_dedupe(src, plan, opts), opts, index, tick), plan)
     except SigmauditError:
-        raise error from None
+        raise (bad_value_line(src, plan.value_columns) or error) from None
 
 
 def remote_plan(url: str, src: Source, opts: LoadOptions) -> ColumnMap:
