@@ -157,3 +157,95 @@ def test_fuzz_cli_contract(tmp_path, capfd, block):
         assert _digest(inputs) == before, where
         shutil.rmtree(case_dir, ignore_errors=True)
     assert 2 in codes and 0 in codes, f"block {block}: every case exited {sorted(codes)} (the error checks never ran)"
+
+
+# ---- engines (issue 23): every engine agrees with Polars on every case it accepts, or refuses ----------
+
+ENGINE_CASES = 150
+"""The scan cases among the first ENGINE_CASES seeded cases run on DuckDB too (about a quarter of them)."""
+SPARK_CASES = 3
+"""Spark (slow to start, one shared session) runs only the first few of those and the typed-step logs."""
+
+
+def _step_logs(folder: Path) -> list[Path]:
+    """Long logs whose step column takes every type a log may give it, and prompt ids that trip csv
+    readers (``#`` inside, a quoted newline, numbers with leading zeros): csv, jsonl and parquet."""
+    import polars as pl
+
+    steps = {"int": [0, 1, 2], "float": [0.0, 0.5, 1.5], "text": ["1", "01", "a"], "bool": [True, False, True],
+             "nulls": [None, 1, 2], "big": [2**53 + 1, 2**53 + 2, 2**53 + 3]}
+    prompts = ["q#1", "q\n2", "007", "3.10"]
+    out = []
+    for kind, values in steps.items():
+        rows = [(values[s], p, int((s + j + i) % 3 == 0)) for s in range(3) for j, p in enumerate(prompts)
+                for i in range(4)]
+        frame = pl.DataFrame({"step": pl.Series([r[0] for r in rows]), "prompt_id": [r[1] for r in rows],
+                              "reward": [r[2] for r in rows]})
+        csv = folder / f"steps_{kind}.csv"
+        frame.write_csv(csv)  # quotes the id holding a newline
+        frame.write_parquet(folder / f"steps_{kind}.parquet")
+        frame.write_ndjson(folder / f"steps_{kind}.jsonl")
+        out += [csv, folder / f"steps_{kind}.parquet", folder / f"steps_{kind}.jsonl"]
+    return out
+
+
+def _as_json_scan(args: list[str]) -> list[str]:
+    """A fuzz case's scan as ``-f json`` to stdout (no -o), for comparing engines."""
+    out, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+            continue
+        if a in ("-f", "-o"):
+            skip = True
+            continue
+        out.append(a)
+    return [*out, "-f", "json"]
+
+
+def _agree_or_refuse(capfd, engine: str, args: list[str], where: str) -> int:
+    want = main(args)
+    want_out, _ = capfd.readouterr()
+    got = main([*args, "--engine", engine])
+    got_out, got_err = capfd.readouterr()
+    where = f"{where} --engine {engine} -> {got} (polars {want})\n{got_err[:2000]}"
+    assert got in (0, 2), where
+    if got == 0:
+        assert want == 0 and json.loads(got_out) == json.loads(want_out), where
+    else:
+        lines = got_err.splitlines()
+        assert 1 <= len(lines) <= 3 and lines[-1].startswith("sigmaudit: error:"), where
+        assert "Traceback" not in got_err and "internal error" not in got_err, where
+    return got
+
+
+def _engine_cases(tmp_path: Path) -> list[tuple[list[str], str]]:
+    cases = []
+    for index in range(ENGINE_CASES):
+        if random.Random(SEED * 100_003 + index).choice(
+                ["scan", "scan", "check", "check", "plan", "trend", "calc", "simulate"]) != "scan":
+            continue
+        case_dir = tmp_path / f"case{index}"
+        case_dir.mkdir()
+        args, _, _ = _case(index, case_dir)
+        cases.append((_as_json_scan(args), f"case {index}"))
+    return cases
+
+
+def test_fuzz_duckdb_agrees_with_polars_or_refuses(tmp_path, capfd):
+    pytest.importorskip("duckdb")
+    cases = _engine_cases(tmp_path)
+    cases += [(["scan", str(p), "-G", "4", "-q", "-f", "json"], p.name) for p in _step_logs(tmp_path)]
+    codes = [_agree_or_refuse(capfd, "duckdb", args, where) for args, where in cases]
+    assert len(codes) > 40 and 0 in codes and 2 in codes
+
+
+def test_fuzz_spark_agrees_with_polars_or_refuses(tmp_path, capfd):
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None:
+        pytest.skip("no Java for a local Spark session")
+    cases = _engine_cases(tmp_path)[:SPARK_CASES]
+    logs = _step_logs(tmp_path)
+    cases += [(["scan", str(p), "-G", "4", "-q", "-f", "json"], p.name) for p in logs if p.suffix == ".csv"]
+    codes = [_agree_or_refuse(capfd, "spark", args, where) for args, where in cases]
+    assert 0 in codes

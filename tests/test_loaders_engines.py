@@ -397,3 +397,50 @@ def test_spark_reads_a_quoted_newline_in_a_prompt_id(tmp_path, capsys, spark_eng
     import os
 
     assert os.environ["PYSPARK_PYTHON"] == sys.executable
+
+
+def _silent_server(seconds: float = 30.0) -> int:
+    """127.0.0.1: accepts connections, never answers, stops by itself."""
+    import threading
+    import time
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    srv.settimeout(0.2)
+    end = time.monotonic() + seconds
+
+    def loop() -> None:
+        held = []
+        while time.monotonic() < end:
+            try:
+                held.append(srv.accept()[0])
+            except OSError:
+                pass
+        for conn in held:
+            conn.close()
+        srv.close()
+
+    threading.Thread(target=loop, daemon=True).start()
+    return srv.getsockname()[1]
+
+
+@pytest.mark.parametrize("how", ["refused", "silent"])
+def test_spark_connect_unreachable_fails_fast_in_one_line(capsys, monkeypatch, how):
+    """Item 30: an address nothing listens on, or a server that accepts and never answers, is refused
+    within the connect timeout (the client alone retried for ten minutes); secrets in it are not shown."""
+    import time
+
+    pytest.importorskip("pyspark")
+    monkeypatch.setenv("SIGMAUDIT_CONNECT_TIMEOUT", "1")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        free = sock.getsockname()[1]
+    port = free if how == "refused" else _silent_server()
+    start = time.monotonic()
+    code, out, err = run(capsys, "scan", str(SAMPLES / "long.csv"), "--engine", "spark",
+                         "--spark-remote", f"sc://127.0.0.1:{port}/;token=SECRET")
+    assert time.monotonic() - start < 5
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert ("cannot reach Spark Connect" if how == "refused" else "no answer from Spark Connect within 1 s") in err
+    assert "SECRET" not in err and "SIGMAUDIT_CONNECT_TIMEOUT" in err

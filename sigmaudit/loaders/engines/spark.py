@@ -102,11 +102,14 @@ class SparkEngine:
                     from pyspark.sql import SparkSession
 
                     if self.remote:  # the Connect class itself: a local session may also run in this process
+                        probe_connect(self.remote)
                         from pyspark.sql.connect.session import SparkSession as ConnectSession
 
                         self._session = ConnectSession.builder.remote(self.remote).getOrCreate()
                     else:
                         self._session = _local_session(SparkSession)
+            except ConfigError:
+                raise
             except Exception as exc:  # noqa: BLE001 - JVM, network and import errors alike
                 where = self.remote or "local[*]"
                 why = _jvm_said() if "JAVA_GATEWAY_EXITED" in str(exc) else None
@@ -249,6 +252,41 @@ class SparkEngine:
                    schema: dict[str, pl.DataType]) -> list[float]:
         self._view(plan, files, schema, self._per_file)
         return self._collect(bad_values_sql(plan, opts, SPARK, TABLE), str(files[0]))["x"].to_list()
+
+
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+"""A client's HTTP/2 connection preface and an empty SETTINGS frame: a gRPC server answers with a frame."""
+
+
+def probe_connect(remote: str) -> None:
+    """Refuse in one line, within the connect timeout (``SIGMAUDIT_CONNECT_TIMEOUT``), a Spark Connect
+    address that cannot be reached or does not answer; the client itself retries for about ten minutes."""
+    import re
+    import socket
+
+    from ..remote import CONNECT_TIMEOUT_ENV, redact, timeouts
+
+    m = re.match(r"^sc://(\[[^\]]+\]|[^:/;]+)(?::(\d+))?", remote)
+    if m is None:
+        raise ConfigError("a Spark Connect address looks like sc://host:15002", location=redact(remote),
+                          remedy="check --spark-remote / SPARK_REMOTE")
+    host, port = m.group(1).strip("[]"), int(m.group(2) or 15002)
+    _, seconds = timeouts()
+    fix = f"check --spark-remote / SPARK_REMOTE and that the server runs, or raise {CONNECT_TIMEOUT_ENV} (seconds)"
+    try:
+        with socket.create_connection((host, port), timeout=seconds) as sock:
+            if "use_ssl=true" in remote.lower():
+                return  # a TLS handshake first: the client's own errors follow
+            sock.sendall(HTTP2_PREFACE)
+            if not sock.recv(9):
+                raise ConfigError("Spark Connect closed the connection without answering",
+                                  location=redact(remote), remedy=fix)
+    except TimeoutError as exc:
+        raise ConfigError(f"no answer from Spark Connect within {seconds:g} s", location=redact(remote),
+                          remedy=fix) from exc
+    except OSError as exc:
+        raise ConfigError(f"cannot reach Spark Connect: {exc.strerror or exc}", location=redact(remote),
+                          remedy=fix) from exc
 
 
 _JVM_LOG: list = []
