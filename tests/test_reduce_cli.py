@@ -111,3 +111,41 @@ def test_readme_sql_gives_the_reduce_table(capsys, tmp_path, log):
     # and the audit of the SQL's table is the audit of the logs
     sql.write_parquet(tmp_path / "warehouse.parquet")
     assert _scan(capsys, tmp_path / "warehouse.parquet") == _scan(capsys, SAMPLES / log)
+
+
+def _log_with_missing_rewards(path: Path, steps: bool) -> Path:
+    """A long log where about one reward in ten is null or NaN and one prompt has only missing rewards."""
+    import random
+
+    rng = random.Random(31)
+    rows = []
+    for s in range(3):
+        for p in range(6):
+            for _ in range(8):
+                r = rng.random()
+                rows.append((s, f"p{p}", None if r < 0.05 else float("nan") if r < 0.1 else float(rng.random() < 0.4)))
+    rows += [(0, "all_missing", None)] * 4
+    frame = pl.DataFrame(rows, schema={"step": pl.Int64, "prompt_id": pl.Utf8, "reward": pl.Float64}, orient="row")
+    (frame if steps else frame.drop("step")).write_parquet(path)
+    return path
+
+
+@pytest.mark.parametrize("steps", [True, False])
+@pytest.mark.parametrize("suffix", [".parquet", ".jsonl"])
+def test_reduce_keeps_the_missing_reward_count(capsys, tmp_path, steps, suffix):
+    """Issue 23 item 31: rows without a reward are carried by the hand-off (``missing_rewards``), so a scan
+    of the counts reports the same missing rewards and the same prompts whose rewards are all missing."""
+    log = _log_with_missing_rewards(tmp_path / "log.parquet", steps)
+    out = tmp_path / f"counts{suffix}"
+    code, _, err = run(capsys, "reduce", str(log), "-o", str(out))
+    assert code == 0, err
+    direct = json.loads(run(capsys, "scan", str(log), "-G", "8", "-f", "json")[1])
+    back = json.loads(run(capsys, "scan", str(out), "-G", "8", "-f", "json")[1])
+    assert direct["missing_rewards"] == back["missing_rewards"] > 0
+    dropped = [n for n in direct["notes"] if "all their rewards are missing" in n]
+    assert dropped == ["1 prompts dropped: all their rewards are missing"]
+    assert dropped == [n for n in back["notes"] if "all their rewards are missing" in n]
+    assert {k: v for k, v in back.items() if k not in PROVENANCE} == {k: v for k, v in direct.items()
+                                                                     if k not in PROVENANCE}
+    table = pl.read_parquet(out) if suffix == ".parquet" else pl.read_ndjson(out)
+    assert int(table["missing_rewards"].sum()) == direct["missing_rewards"]

@@ -50,8 +50,9 @@ def conclude(files: Sequence[Any], counted: Sequence[FileCounts], copies: Sequen
         notes.append(f"... and {len(extra) - 3} more such notes")
     notes.extend(skip_notes(skipped))
     source = norms[0][1] if norms else loaded.reward_source
+    where = [c.missing_at for c in counted if c.missing_at is not None and c.missing_at.height]
     return dataclasses.replace(loaded, notes=tuple(notes), filtered=filtered, reward_source=source,
-                               n_null_keys=null_keys)
+                               n_null_keys=null_keys, missing_at=pl.concat(where) if where else None)
 
 
 def _may_overlap(partials: list[pl.DataFrame], plans: list[ColumnMap]) -> bool:

@@ -7,7 +7,11 @@ per logged group when groups are known:
 - ``step`` (int64, null when the log has no steps), ``group_id`` (int64, one id per row), ``prompt``
   (string), ``n``, ``k`` (int64): when group membership is known (``per_group``);
 - ``prompt``, ``n``, ``k`` only: when it is not (a log without steps or group ids), so the reloaded
-  counts have no groups either.
+  counts have no groups either;
+- and, when the log had missing (null or NaN) rewards, ``missing_rewards``: those of each row, excluded
+  from its n, with one more row (n = k = 0) per step and prompt where rewards were missing (grouped
+  table; per prompt otherwise), so the reloaded counts report the same missing rewards and the same
+  prompts whose rewards were all missing.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import polars as pl
 
 from ..errors import SchemaError
 from .options import LoadedCounts
+from .reduce import HANDOFF_MISSING
 
 GROUPED_COLUMNS = ("step", "group_id", "prompt", "n", "k")
 """Columns of the table when groups are known."""
@@ -31,8 +36,20 @@ def counts_table(loaded: LoadedCounts) -> pl.DataFrame:
         raise SchemaError("this dump was written after zero-variance filtering, which a counts table "
                           "cannot record (its audit would lose the warning)", location=loaded.files[0],
                           remedy="audit the dump itself")
+    missing = loaded.missing_at if loaded.missing_rewards and loaded.missing_at is not None else None
     if loaded.per_group is None:
-        return loaded.per_prompt.select(pl.col("prompt"), pl.col("n").cast(pl.Int64), pl.col("k").cast(pl.Int64))
-    return loaded.per_group.select(
+        table = loaded.per_prompt.select(pl.col("prompt"), pl.col("n").cast(pl.Int64), pl.col("k").cast(pl.Int64))
+        if missing is None:
+            return table
+        by_prompt = missing.group_by("prompt").agg(pl.col("missing").sum().alias(HANDOFF_MISSING))
+        return (table.join(by_prompt, on="prompt", how="full", coalesce=True)
+                .with_columns(pl.col("n", "k", HANDOFF_MISSING).fill_null(0)).sort("prompt"))
+    table = loaded.per_group.select(
         pl.col("step").cast(pl.Int64), pl.int_range(pl.len(), dtype=pl.Int64).alias("group_id"),
         pl.col("prompt"), pl.col("n").cast(pl.Int64), pl.col("k").cast(pl.Int64))
+    if missing is None:
+        return table
+    extra = missing.select(pl.col("step"), (pl.int_range(pl.len(), dtype=pl.Int64) + table.height).alias("group_id"),
+                           pl.col("prompt"), pl.lit(0, pl.Int64).alias("n"), pl.lit(0, pl.Int64).alias("k"),
+                           pl.col("missing").alias(HANDOFF_MISSING))
+    return pl.concat([table.with_columns(pl.lit(0, pl.Int64).alias(HANDOFF_MISSING)), extra])

@@ -101,6 +101,8 @@ class LoadedCounts:
     """The ``--by`` column, when the load was split by it (see ``parts``)."""
     parts: tuple[tuple[str, LoadedCounts], ...] = ()
     """With ``by``: (value, counts of the rows with that value) per value, in sorted order."""
+    missing_at: pl.DataFrame | None = field(default=None, compare=False, repr=False)
+    """``step``, ``prompt``, ``missing``: where the missing rewards were (for the counts hand-off)."""
     filtered: Filtered | None = None
     """Set when the dump itself shows it was written after zero-variance filtering (source
     ``structure``); None otherwise. Audits may add the ``statistics``/``flag`` sources."""
@@ -129,6 +131,8 @@ class FileCounts:
     filtered: Filtered | None = None
     reward_source: str | None = None
     extra_notes: tuple[str, ...] = ()
+    missing_at: pl.DataFrame | None = field(default=None, compare=False)
+    """Where its missing rewards were (``reduce.Partial.missing_at``)."""
     digest: str | None = None
     """sha256 of the file's bytes, when asked (to drop byte-for-byte copies)."""
     error: Exception | None = None

@@ -84,7 +84,8 @@ def load_on(engine: Engine, inputs: Inputs, opts: LoadOptions) -> LoadedCounts:
         # several runs: counted file by file, so the runs are told apart as the polars engine does
         return load_per_file(engine, inputs, opts)
     result = reduce_with(engine, plan, opts, kept, schema)
-    one = FileCounts(kept[0], plan, result.frame, result.rows, result.missing, result.duplicates)
+    one = FileCounts(kept[0], plan, result.frame, result.rows, result.missing, result.duplicates,
+                     missing_at=result.missing_at)
     return conclude(kept, [one], copies, inputs.skipped)
 
 

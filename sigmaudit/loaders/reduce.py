@@ -7,7 +7,7 @@ grouping on the raw key columns; keys are turned into strings only on the small 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 
 import polars as pl
@@ -18,6 +18,8 @@ from .readers import POLARS_ERRORS, Source, csv_skip_rows
 from .rewards import non_binary_error, reward_flags
 
 PARTIAL_SCHEMA = {"step": pl.Int64, "gid": pl.Utf8, "prompt": pl.Utf8, "n": pl.Int64, "k": pl.Int64}
+HANDOFF_MISSING = "missing_rewards"
+"""A counts table's column of rewards missing (null/NaN) in each row, excluded from n (``sigmaudit reduce``)."""
 RATE_TOLERANCE = 5e-5
 """A pass rate r gives k = round(r * n) when |r * n - k| <= RATE_TOLERANCE * n, i.e. rates
 written with at least 4 decimals are accepted; anything further off is an error."""
@@ -37,6 +39,9 @@ class Partial:
     """Missing (null/NaN) rewards among them."""
     null_keys: int = 0
     """Rows (samples) dropped because their prompt key is null; not in ``rows``."""
+    missing_at: pl.DataFrame | None = field(default=None, compare=False)
+    """``step``, ``prompt``, ``missing``: where the missing rewards were (rows with missing > 0 only),
+    for the counts hand-off (``handoff.counts_table``)."""
 
     @classmethod
     def of(cls, frames: list[pl.DataFrame], duplicates: int) -> Partial:
@@ -44,15 +49,28 @@ class Partial:
         (one frame at a time, so big logs never hold those columns for every group); rows with a
         null prompt key are counted in ``null_keys`` and dropped."""
         rows = missing = null_keys = 0
-        kept = []
+        kept, where = [], []
         for frame in frames:
             if frame["prompt"].null_count():
                 null_keys += int(frame.filter(pl.col("prompt").is_null())["rows"].sum())
                 frame = frame.filter(pl.col("prompt").is_not_null())
             rows += int(frame["rows"].sum())
             missing += int(frame["missing"].sum())
+            where.append(missing_at(frame))
             kept.append(frame.drop("missing", "rows"))
-        return cls(pl.concat(kept) if len(kept) > 1 else kept[0], duplicates, rows, missing, null_keys)
+        return cls(pl.concat(kept) if len(kept) > 1 else kept[0], duplicates, rows, missing, null_keys,
+                   pl.concat(where))
+
+
+MISSING_AT = {"step": pl.Int64, "prompt": pl.Utf8, "missing": pl.Int64}
+
+
+def missing_at(frame: pl.DataFrame) -> pl.DataFrame:
+    """The (step, prompt) of a reduced frame's missing rewards (``MISSING_AT``), rows with some only."""
+    if not int(frame["missing"].sum()):
+        return pl.DataFrame(schema=MISSING_AT)
+    return (frame.filter(pl.col("missing") > 0).group_by("step", "prompt", maintain_order=True)
+            .agg(pl.col("missing").sum()).select(*(pl.col(c).cast(t) for c, t in MISSING_AT.items())))
 
 
 def _collect(src: Source, lf: pl.LazyFrame) -> pl.DataFrame:
@@ -140,7 +158,8 @@ def reduce_samples(src: Source, plan: ColumnMap, threshold: float | None,
         if tick is not None:
             tick(sum(p.rows for p in parts))
     return Partial(pl.concat([p.frame for p in parts]), duplicates, sum(p.rows for p in parts),
-                   sum(p.missing for p in parts), sum(p.null_keys for p in parts))
+                   sum(p.missing for p in parts), sum(p.null_keys for p in parts),
+                   pl.concat([p.missing_at for p in parts if p.missing_at is not None] or [pl.DataFrame(schema=MISSING_AT)]))
 
 
 def _screen(src: Source, lf: pl.LazyFrame, plan: ColumnMap, needed: list[str]) -> tuple[bool, pl.DataFrame | None]:
@@ -321,9 +340,13 @@ def reduce_counts(src: Source, plan: ColumnMap, samples: int | None, rate_scale:
                    .when((rate * n - kf).abs() > RATE_TOLERANCE * n + 1e-9)
                    .then(pl.lit(f"{plan.rate} x n is not a whole number of correct samples "
                                f"(tolerance {RATE_TOLERANCE:g} x n)")))
-    problem = (problem.when((n != n.round(0)) | (kf != kf.round(0)))
+    # a hand-off row of a group whose rewards were all missing: n = k = 0 and missing_rewards > 0
+    carried = (pl.col(HANDOFF_MISSING).cast(pl.Float64).fill_null(0) if HANDOFF_MISSING in src.schema
+               else pl.lit(0.0))
+    problem = (problem.when((n != n.round(0)) | (kf != kf.round(0)) | (carried != carried.round(0)))
                .then(pl.lit("counts are not whole numbers"))
-               .when(n < 1).then(pl.lit("n < 1"))
+               .when(carried < 0).then(pl.lit(f"negative {HANDOFF_MISSING}"))
+               .when((n < 1) & ~((n == 0) & (carried > 0))).then(pl.lit("n < 1"))
                .when(kf < 0).then(pl.lit("negative k"))
                .when(kf > n).then(pl.lit("k > n"))
                .otherwise(pl.lit("")))
@@ -340,6 +363,6 @@ def reduce_counts(src: Source, plan: ColumnMap, samples: int | None, rate_scale:
     agg = lf.group_by(keys).agg(
         pl.when(missing).then(0).otherwise(n).sum().alias("n"),
         pl.when(missing).then(0).otherwise(kf).sum().alias("k"),
-        missing.sum().alias("missing"), pl.len().alias("rows"))
+        (missing.cast(pl.Int64) + carried.cast(pl.Int64)).sum().alias("missing"), pl.len().alias("rows"))
     df = _collect(src, agg)
     return Partial.of([_finish(src, plan, df, pl.col(plan.group) if plan.group else pl.lit(None))], 0)

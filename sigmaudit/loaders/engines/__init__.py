@@ -32,6 +32,7 @@ from ..columns import ColumnMap
 from ..options import FileCounts, LoadOptions
 from ..paths import file_kind
 from ..remote import is_remote, parse_url
+from ..reduce import HANDOFF_MISSING, missing_at
 from ..rewards import non_binary_error
 
 ENGINES = ("polars", "duckdb", "spark")
@@ -46,6 +47,7 @@ class EngineResult:
     rows: int
     missing: int
     duplicates: int = 0
+    missing_at: pl.DataFrame | None = None
 
 
 class Engine(Protocol):
@@ -133,6 +135,11 @@ def reduce_with(engine: Engine, plan: ColumnMap, opts: LoadOptions, files: list[
                 schema: dict[str, pl.DataType]) -> EngineResult:
     """Run ``engine`` and check its result as the local engine does (non-binary rewards,
     invalid counts); the frame comes back in ``PARTIAL_SCHEMA``."""
+    if plan.layout == "counts" and HANDOFF_MISSING in schema:
+        from .sql import refuse
+
+        raise refuse(plan, engine.name, f"its {HANDOFF_MISSING} column (a sigmaudit hand-off) is read by the polars "
+                                        "engine only")
     raw = engine.run(plan, opts, files, schema)
     where = str(files[0]) if len(files) == 1 else f"{files[0]} (and {len(files) - 1} more)"
     if plan.layout == "counts":
@@ -148,7 +155,7 @@ def reduce_with(engine: Engine, plan: ColumnMap, opts: LoadOptions, files: list[
                                                                         nulls_last=True), plan, where)
     rows, missing = int(frame["rows"].sum()), int(frame["missing"].sum())
     duplicates = engine.duplicates(plan, files) if plan.dedupe else 0
-    return EngineResult(frame.drop("missing", "rows"), rows, missing, duplicates)
+    return EngineResult(frame.drop("missing", "rows"), rows, missing, duplicates, missing_at(frame))
 
 
 def _labelled(raw: pl.DataFrame, plan: ColumnMap, where: str) -> pl.DataFrame:

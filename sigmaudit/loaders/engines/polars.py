@@ -115,7 +115,7 @@ def counted(item: Opened, part: Partial, plan: ColumnMap | None = None, digest: 
                       part.duplicates + (norm.duplicates if norm else 0), part.null_keys,
                       framework=norm is not None, filtered=norm.filtered if norm else None,
                       reward_source=norm.reward_source if norm else None,
-                      extra_notes=norm.extra_notes if norm else (), digest=digest)
+                      extra_notes=norm.extra_notes if norm else (), missing_at=part.missing_at, digest=digest)
 
 
 def count_file(path: Path, opts: LoadOptions, index: int = 0, digest: bool = False) -> FileCounts:
@@ -252,7 +252,8 @@ def load_remote(inputs: Inputs, opts: LoadOptions, progress: Progress | None = N
                                   location=url, remedy="load them in separate runs")
             tick = None if progress is None else functools.partial(_tick, progress, sum(c.rows for c in out))
             part = reduce_file(src, plan, opts, index, tick)
-            out.append(FileCounts(url, plan, part.frame, part.rows, part.missing, part.duplicates, part.null_keys))
+            out.append(FileCounts(url, plan, part.frame, part.rows, part.missing, part.duplicates, part.null_keys,
+                                  missing_at=part.missing_at))
             if progress is not None:
                 progress(sum(c.rows for c in out))
     return conclude(files, out, [], inputs.skipped, pool_runs=opts.pool_runs)
