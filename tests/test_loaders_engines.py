@@ -370,7 +370,8 @@ def test_duckdb_reads_a_hash_inside_an_unquoted_prompt_id_as_text(tmp_path, caps
 def test_duckdb_reads_a_dotted_column_name_as_a_column(tmp_path, capsys):
     """A csv column called ``prompt.id`` is that column, not field ``id`` of a struct ``prompt`` (item 15)."""
     pytest.importorskip("duckdb")
-    path = _write_csv(tmp_path / "d.csv", "step,prompt.id,reward", [(s, q, int(i < j)) for s in (1, 2) for j, q in enumerate("ab") for i in range(4)])
+    rows = [(s, q, int(i < j)) for s in (1, 2) for j, q in enumerate("ab") for i in range(4)]
+    path = _write_csv(tmp_path / "d.csv", "step,prompt.id,reward", rows)
     out = _agree(capsys, "duckdb", path, "--prompt-col", "prompt.id")
     assert out["prompts"] == 2 and out["rollouts"] == 16
     want = run(capsys, "scan", str(path), "-G", "8")

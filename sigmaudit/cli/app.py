@@ -239,9 +239,8 @@ def _main(argv: list[str] | None) -> int:
 
     from typer.exceptions import TyperException
 
-    from .signals import MESSAGES, Stop
-
     from ..writers import guarding_inputs
+    from .signals import MESSAGES, Stop
 
     try:
         command = typer.main.get_command(app)

@@ -159,7 +159,8 @@ def reduce_samples(src: Source, plan: ColumnMap, threshold: float | None,
             tick(sum(p.rows for p in parts))
     return Partial(pl.concat([p.frame for p in parts]), duplicates, sum(p.rows for p in parts),
                    sum(p.missing for p in parts), sum(p.null_keys for p in parts),
-                   pl.concat([p.missing_at for p in parts if p.missing_at is not None] or [pl.DataFrame(schema=MISSING_AT)]))
+                   pl.concat([p.missing_at for p in parts if p.missing_at is not None]
+                             or [pl.DataFrame(schema=MISSING_AT)]))
 
 
 def _screen(src: Source, lf: pl.LazyFrame, plan: ColumnMap, needed: list[str]) -> tuple[bool, pl.DataFrame | None]:

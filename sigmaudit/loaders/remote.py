@@ -160,7 +160,6 @@ def http_open(url: str, decompress: bool = True):  # noqa: ANN201
     """An open http(s) response for ``url`` (decompressed for .gz/.zst unless ``decompress`` is False),
     with the connect timeout for the connection and the read timeout for every wait for data; failures
     are one-line InputErrors."""
-    import socket
     import urllib.error
     import urllib.request
 
@@ -174,13 +173,14 @@ def http_open(url: str, decompress: bool = True):  # noqa: ANN201
             raise InputError("no such object (HTTP 404)", location=redact(url), remedy="check the URL") from exc
         raise InputError(f"the server answered HTTP {exc.code} ({exc.reason})", location=redact(url),
                          remedy="check the URL (a presigned URL may have expired)") from exc
-    except (TimeoutError, socket.timeout) as exc:
+    except TimeoutError as exc:
         raise timeout_error(url, connect, CONNECT_TIMEOUT_ENV) from exc
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
-        if isinstance(reason, TimeoutError | socket.timeout):
+        if isinstance(reason, TimeoutError):
             raise timeout_error(url, connect, CONNECT_TIMEOUT_ENV) from exc
-        raise InputError(f"cannot fetch: {reason}", location=redact(url), remedy="check the URL and the network") from exc
+        raise InputError(f"cannot fetch: {reason}", location=redact(url),
+                         remedy="check the URL and the network") from exc
     suffix = parse_url(url).pure.suffix.lower()
     if decompress and suffix == ".gz":
         import gzip
@@ -221,13 +221,12 @@ def timeout_error(url: str, seconds: float, env: str) -> InputError:
 def http_download(url: str, dest: Path) -> Path:
     """The object at ``url`` copied to ``dest`` as served (a .gz stays compressed), with the timeouts."""
     import shutil
-    import socket
 
     read, _ = timeouts()
     try:
         with contextlib.closing(http_open(url, decompress=False)) as response, open(dest, "wb") as out:
             shutil.copyfileobj(response, out, 1 << 20)
-    except (TimeoutError, socket.timeout) as exc:
+    except TimeoutError as exc:
         raise timeout_error(url, read, READ_TIMEOUT_ENV) from exc
     return dest
 
@@ -235,7 +234,6 @@ def http_download(url: str, dest: Path) -> Path:
 def http_lines(url: str, n: int | None) -> list[str]:
     """The first ``n`` lines (all for None) of an http(s) text file, decompressed, with the timeouts."""
     import io
-    import socket
 
     read, _ = timeouts()
     out: list[str] = []
@@ -245,7 +243,7 @@ def http_lines(url: str, n: int | None) -> list[str]:
                 if n is not None and len(out) >= n:
                     break
                 out.append(line.rstrip("\r\n"))
-    except (TimeoutError, socket.timeout) as exc:
+    except TimeoutError as exc:
         raise timeout_error(url, read, READ_TIMEOUT_ENV) from exc
     return out
 

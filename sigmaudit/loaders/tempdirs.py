@@ -136,8 +136,9 @@ def temp_failure(exc: BaseException, folder: Path, location: str):  # noqa: ANN2
 
     if no_space(exc):
         free = _free(folder)
-        return InputError(f"not enough free space in TMPDIR ({folder.parent if folder.name.startswith('run-') else folder}"
-                          f"{free}) to hold this run's temporary copy", location=location,
+        tmpdir = folder.parent if folder.name.startswith("run-") else folder
+        return InputError(f"not enough free space in TMPDIR ({tmpdir}{free}) to hold this run's temporary copy",
+                          location=location,
                           remedy="point TMPDIR at a larger disk, or free space there")
     if isinstance(exc, FileNotFoundError) and not folder.exists():
         return InputError(f"the temporary folder {folder} was removed while this run used it (by another "

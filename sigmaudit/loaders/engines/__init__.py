@@ -31,8 +31,8 @@ from ...errors import SchemaError
 from ..columns import ColumnMap
 from ..options import FileCounts, LoadOptions
 from ..paths import file_kind
-from ..remote import is_remote, parse_url
 from ..reduce import HANDOFF_MISSING, missing_at
+from ..remote import is_remote, parse_url
 from ..rewards import non_binary_error
 
 ENGINES = ("polars", "duckdb", "spark")
