@@ -228,22 +228,27 @@ def test_s3_watch_polls_the_listing_and_reads_each_object_once(s3, capsys):
 # ---- issue 23: odd keys, secrets in URLs, stalled reads ---------------------------------------------
 
 def test_s3_odd_key_is_named_not_blamed_on_credentials(s3, capsys):
-    """Item 17: a key with an empty segment (``run//x.jsonl``) under a prefix: the error names that key;
-    a key holding ``?`` or ``[`` is an object's name, not a glob."""
+    """Item 17: a key with an empty segment (``run//x.csv``) under a prefix no longer hides the prefix
+    (nor blames the credentials): the other objects are read and that key is named in a note; keys
+    holding ``?`` or ``[`` are objects' names, not globs (csv and jsonl)."""
     import boto3
 
     client = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1")
     body = (SAMPLES / "long.csv").read_bytes()
-    for key in ("odd/run//x.csv", "odd/ok.csv", "globby/a?b.csv", "globby/c[1].csv"):
-        client.put_object(Bucket="bucket", Key=key, Body=body)
-    code, out, err = run(capsys, "scan", "s3://bucket/odd/")
-    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
-    assert "s3://bucket/odd/run//x.csv" in err and "empty path segment" in err and "credentials" not in err
+    jsonl = pl.read_csv(SAMPLES / "long.csv").write_ndjson().encode()
+    for key, data in (("odd/run//x.csv", body), ("odd/ok.csv", body), ("globby/a?b.csv", body),
+                      ("globby/c[1].csv", body), ("globby/d?e.jsonl", jsonl)):
+        client.put_object(Bucket="bucket", Key=key, Body=data)
     want = json.loads(run(capsys, "scan", str(SAMPLES / "long.csv"), "-G", "8", "-f", "json")[1])
+    code, out, err = run(capsys, "scan", "s3://bucket/odd/", "-G", "8", "-f", "json")
+    assert code == 0, err
+    assert (json.loads(out)["files"], json.loads(out)["rollouts"]) == (1, want["rollouts"])
+    assert "skipped s3://bucket/odd/run//x.csv: an object key with an empty path segment" in err
+    assert "credentials" not in err
     code, out, err = run(capsys, "scan", "s3://bucket/globby/", "-G", "8", "-f", "json")
     assert code == 0, err
     got = json.loads(out)
-    assert (got["files"], got["rollouts"], got["prompts"]) == (2, 2 * want["rollouts"], want["prompts"])
+    assert (got["files"], got["rollouts"], got["prompts"]) == (3, 3 * want["rollouts"], want["prompts"])
 
 
 def _serve(folder: Path):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from .paths import expand_paths
+from .remote import unaddressable
 from .rules import beside_rollouts
 
 
@@ -49,6 +50,9 @@ def resolve(paths: Sequence[str | Path] | str | Path) -> Inputs:
     files = expand_paths(list(args))
     named = frozenset(Path(p).resolve() for p in args if Path(p).is_file())
     skipped: dict[Path | str, str] = dict(beside_rollouts(files, named))
+    odd = "an object key with an empty path segment ('//'), which the object-store reader cannot address: " \
+          "copy or rename it to read it"
+    skipped.update({f: odd for f in files if isinstance(f, str) and unaddressable(f)})
     return Inputs(args, [f for f in files if f not in skipped], named, skipped)
 
 

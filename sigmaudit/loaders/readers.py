@@ -407,6 +407,8 @@ def scan_remote(url: str, tmpdir: Path | None = None) -> Source:
                          remedy="download it first")
     if parse_url(url).store == "http" and tmpdir is not None:
         return _scan_http(url, tmpdir)
+    if fmt == "jsonl" and any(c in parse_url(url).key for c in GLOB_CHARS) and tmpdir is not None:
+        return _scan_http(url, tmpdir)  # Polars' jsonl scan always expands globs: read a copy of the lines
     options = storage_options(url)
     try:
         if fmt == "parquet":
@@ -431,15 +433,21 @@ def scan_remote(url: str, tmpdir: Path | None = None) -> Source:
 
 
 def _scan_http(url: str, tmpdir: Path) -> Source:
-    """An http(s) file downloaded into ``tmpdir`` (under its own name, so .gz/.zst are read as such) and
-    scanned there; errors name the URL."""
+    """An http(s) file downloaded into ``tmpdir`` (under its own name, so .gz/.zst are read as such), or
+    an object-store jsonl file's lines copied there (decompressed), and scanned there; errors name the URL."""
     from .remote import http_download
 
-    folder = tmpdir / f"http-{len(list(tmpdir.iterdir()))}"
+    folder = tmpdir / f"copy-{len(list(tmpdir.iterdir()))}"
     folder.mkdir()
-    local = folder / (PurePosixPath(parse_url(url).key).name or "download")
+    name = PurePosixPath(parse_url(url).key).name or "download"
+    local = folder / "".join(c if c not in GLOB_CHARS else "_" for c in name)
     try:
-        src = scan(http_download(url, local), tmpdir)
+        if parse_url(url).store == "http":
+            src = scan(http_download(url, local), tmpdir)
+        else:
+            local = local.with_suffix("") if file_kind(local)[1] else local
+            local.write_text("".join(line + "\n" for line in all_lines(url, strict=True)), encoding="utf-8")
+            src = scan(local, tmpdir)
     except OSError as exc:
         raise (temp_failure(exc, folder, url) or InputError(f"cannot fetch: {exc}", location=url)) from exc
     except InputError as exc:

@@ -38,7 +38,7 @@ CREDENTIALS = {
 }
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _USERINFO = re.compile(r"\b((?:[Hh][Tt][Tt][Pp][Ss]?)://[^/\s@]+|[A-Za-z][A-Za-z0-9+.-]*://[^/\s@:]*:[^/\s@]*)@")
-_QUERY = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://[^\s?#]*)\?[^\s#]*")
+_QUERY = re.compile(r"\b([Hh][Tt][Tt][Pp][Ss]?://[^\s?#]*)\?[^\s#]*")
 _CONNECT_PARAMS = re.compile(r"\b(sc://[^\s/]*/?);[^\s]*")
 
 
@@ -272,7 +272,44 @@ def list_objects(url: str) -> list[str]:
     try:
         return list(_expand_paths(url, storage_options=storage_options(url)).collect()["path"].to_list())
     except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
-        raise (odd_key_error(url, exc) or store_error(url, exc)) from exc
+        odd = odd_key_error(url, exc)
+        if odd is None:
+            raise store_error(url, exc) from exc
+        listed = _list_s3_prefix(url)
+        if listed is None:
+            raise odd from exc
+        return listed
+
+
+def _list_s3_prefix(url: str) -> list[str] | None:
+    """Every object under an s3 prefix (``prefix/**/*``), listed with boto3 when Polars' lister stops
+    at a key it cannot address; those keys are returned too, for the load to skip with a note
+    (:func:`unaddressable`). None when boto3 is not installed or the URL is not such a prefix."""
+    u = parse_url(url)
+    if u.store != "s3" or not u.key.endswith("**/*") or any(c in u.key[:-4] for c in "*?["):
+        return None
+    try:
+        import boto3
+    except ImportError:
+        return None
+    import os
+
+    read, connect = timeouts()
+    config = __import__("botocore.config", fromlist=["Config"]).Config(
+        connect_timeout=connect, read_timeout=read, retries={"max_attempts": 2})
+    client = boto3.client("s3", endpoint_url=os.environ.get("AWS_ENDPOINT_URL") or None, config=config)
+    out = []
+    try:
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=u.bucket, Prefix=u.key[:-4]):
+            out.extend(f"{u.scheme}://{u.bucket}/{item['Key']}" for item in page.get("Contents", []))
+    except Exception as exc:  # noqa: BLE001 - botocore raises many kinds; all are a store error here
+        raise store_error(url, exc) from exc
+    return out
+
+
+def unaddressable(url: str) -> bool:
+    """An object key the object-store reader cannot address (an empty segment: ``run//x.jsonl``)."""
+    return is_remote(url) and "//" in parse_url(url).key
 
 
 def odd_key_error(url: str, exc: Exception) -> InputError | None:
