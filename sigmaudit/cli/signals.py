@@ -82,7 +82,8 @@ def _watch(reader: socket.socket, writer: socket.socket) -> None:
         data = reader.recv(64)
         if not data:
             return
-        signums = [b for b in data if b in MESSAGES]
+        # a command with handlers of its own (watch ends between two polls) is left to them
+        signums = [b for b in data if b in MESSAGES and signal.getsignal(b) is _raise]
         if signums:
             break
     if _finished.wait(GRACE):
