@@ -11,8 +11,12 @@ file ``metrics.jsonl`` (skipped). One line per episode: ``id``, ``env``, ``task`
 - a rollout is a trace, its reward ``Trace.reward`` = sum of score x weight over its non-null
   rewards (what prime-rl's advantages use); all rewards null = missing. ``--reward-col NAME``
   takes ``rewards.NAME.score`` instead.
-- group = ``group.id`` (new each step); prompt = ``task.key`` (else ``task.hash``); step =
-  ``step_{N}`` folder (else ``run.work.step``).
+- group = ``group.id`` (a uuid per group); prompt = ``task.key`` (else ``task.hash``); step =
+  ``run.work.step`` (the group's dispatch step, one value per group: ``dispatcher.py`` stamps
+  ``group.step`` on each of its episodes), else the ``step_{N}`` folder. The folder is not the
+  group's step: the orchestrator appends each episode to ``all`` on arrival under the step then
+  collecting (``progress.step``), so one group's episodes straddle two folders when the batch is
+  cut while it is in flight.
 - ``all`` holds every arrival, ``effective`` the episodes kept after ``filter_zero_advantages``
   etc.: with both present ``effective`` is skipped; read alone it is marked post-filter
   (source ``structure``). ``eval`` is skipped when ``train`` is present.
@@ -112,7 +116,7 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
         prompt = task.get("key") or task.get("hash")
         group = (episode.get("group") or {}).get("id")
         work = ((episode.get("run") or {}).get("work") or {})
-        step = step_dir if step_dir is not None else work.get("step")
+        step = work.get("step") if work.get("step") is not None else step_dir
         env = (episode.get("env") or {}).get("name") or (episode.get("env") or {}).get("id")
         gid = group if group is not None else episode.get("id")
         key = None if prompt is None else str(prompt)
@@ -131,7 +135,7 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
                                          "the run")
     where = f"{kind}/{subset}" if kind else "episodes"
     return Normalised(frame, NAME, f"detected prime-rl episodes ({where}): group = group.id, "
-                      f"prompt = task.key, step from step_N, reward from {source}", source,
+                      f"prompt = task.key, step from run.work.step (else step_N), reward from {source}", source,
                       filtered=filtered)
 
 
