@@ -355,3 +355,20 @@ def test_stalled_read_honours_sigterm(tmp_path, store):
     assert child.returncode == 2 and out == ""
     assert err.strip().splitlines() == ["sigmaudit: error: terminated (SIGTERM)"]
     assert list((tmp_path / "sigmaudit").glob("run-*")) == []
+
+
+def test_object_store_listing_that_stalls_times_out(capsys, monkeypatch):
+    """Item 12: an S3 endpoint that accepts and never answers: the listing gives up (timeouts and two
+    retries passed to the object-store client) with one line naming the variable, not the credentials."""
+    import time
+
+    port = _stalling_server(60)
+    for key, value in {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "x",
+                       "AWS_SECRET_ACCESS_KEY": "y", "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true",
+                       "SIGMAUDIT_READ_TIMEOUT": "1", "SIGMAUDIT_CONNECT_TIMEOUT": "1"}.items():
+        monkeypatch.setenv(key, value)
+    start = time.monotonic()
+    code, out, err = run(capsys, "scan", "s3://bucket/logs/")
+    assert time.monotonic() - start < 30
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "no answer within 1 s" in err and "SIGMAUDIT_READ_TIMEOUT" in err and "credentials" not in err
