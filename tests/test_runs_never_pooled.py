@@ -57,7 +57,7 @@ def test_pooled_runs_keep_groups_of_8_apart(two_verl_runs):
     assert lc.per_group.height == sum(a.per_group.height for a in alone)
     assert set(lc.per_group["n"].to_list()) == {8}
     assert lc.n_rows == sum(a.n_rows for a in alone)
-    assert any(n.startswith("pooled 2 runs (seed1/verl/rollout_data, seed2/verl/rollout_data; --pool-runs)")
+    assert any(n.startswith("pooled 2 runs (seed1/verl/rollout_data, seed2/verl/rollout_data) as asked")
                for n in lc.notes)
 
 

@@ -85,8 +85,8 @@ def separate(files: Sequence[Any], counted: Sequence[FileCounts], pool: bool) ->
         label = names[r]
         frame = c.frame.with_columns(pl.concat_str([pl.lit(label + "|"), pl.col("gid").fill_null("")]).alias("gid"))
         out.append(dataclasses.replace(c, frame=frame))
-    note = (f"pooled {len(names)} runs ({shown}; --pool-runs): {shared:,} {key} appear in more than one; each "
-            f"logged group is kept within its run")
+    note = (f"pooled {len(names)} runs ({shown}) as asked (--pool-runs, or the overall line of --by run): {shared:,} "
+            f"{key} appear in more than one; each logged group is kept within its run")
     return out, [note]
 
 
