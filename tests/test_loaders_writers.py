@@ -35,3 +35,17 @@ def test_prime_rl_group_straddling_two_step_folders_is_one_group():
     assert _silent(lc) == pytest.approx(0.5, abs=1e-12)
     steps = dict(zip(lc.per_group["k"].to_list(), lc.per_group["step"].to_list()))
     assert steps[4] == 1 and steps[1] == 2  # b keeps its dispatch step; d is step 2's
+
+
+def test_areal_task_file_appended_twice_is_two_groups():
+    """AReaL's ``_dump_trajectory`` appends to ``{tail_version}/{task_id}.jsonl``, and
+    ``TaskIdGenerator`` counts from 0 in every executor and after a resume: one file can hold two
+    dump calls of one prompt (``sample_idx`` restarts at 0). Read as one group it was 7 rows with
+    6 right (not silent: observed silent 1/2); the calls are a silent group of 4 and a mixed one of 3
+    (its sample 1 had an empty completion, not written)."""
+    lc = load_counts([WRITERS / "areal-append"])
+    assert lc.layout == "areal"
+    assert (lc.per_prompt.height, lc.n_rows, lc.per_group.height) == (2, 11, 3)
+    assert _groups(lc) == [(3, 2), (4, 0), (4, 4)]
+    assert _silent(lc) == pytest.approx(2 / 3, abs=1e-12)
+    assert any("sample_idx restarts" in n for n in lc.notes)
