@@ -145,3 +145,16 @@ def test_prime_rl_effective_glob_over_step_folders_reads():
     assert len(lc.files) == len(files) == 4
     assert lc.per_group.equals(load_counts(files).per_group)
     assert lc.filtered is not None and lc.filtered.source == "structure"
+
+
+def test_prime_rl_env_of_another_json_type_later_never_fails_a_read(tmp_path):
+    """A pass-through field (``env.name``) that is a string on early lines and an object later: was
+    'internal error: ComputeError: could not append value ... struct[2]'."""
+    src = sorted((SAMPLE_LOGS / "prime-rl").rglob("all/traces.jsonl"))[0]
+    episodes = [json.loads(line) for line in src.read_text().splitlines()]
+    for e in episodes[4:]:
+        e["env"] = {"name": {"id": "gsm8k", "version": 2}}
+    target = tmp_path / "rollouts" / "step_0" / "train" / "all" / "traces.jsonl"
+    target.parent.mkdir(parents=True)
+    target.write_text("".join(json.dumps(e) + "\n" for e in episodes))
+    assert load_counts([tmp_path]).per_group.equals(load_counts([src]).per_group)

@@ -58,8 +58,8 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
     frame = pl.DataFrame({
         "step": [r.get("tail_version") for r in rows],
         "group": [f"{run_root(path)}:{r.get('tail_version')}:{r.get('task_id')}#{b}"
-                  for r, b in zip(rows, blocks)],
-        "prompt": [r.get("prompt") for r in rows],
+                  for r, b in zip(rows, blocks, strict=True)],
+        "prompt": [None if r.get("prompt") is None else str(r.get("prompt")) for r in rows],
         "reward": [None if r.get(reward) is None else float(r[reward]) for r in rows]},
         schema={"step": pl.Int64, "group": pl.Utf8, "prompt": pl.Utf8, "reward": pl.Float64})
     return Normalised(frame, NAME, "detected AReaL trajectories: group = task_id (one file), "

@@ -120,6 +120,9 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
         env = (episode.get("env") or {}).get("name") or (episode.get("env") or {}).get("id")
         gid = group if group is not None else episode.get("id")
         key = None if prompt is None else str(prompt)
+        # pass-through fields are text whatever their JSON type (a field the layout does not use never
+        # fails a read)
+        gid, env = (None if v is None else str(v) for v in (gid, env))
         rows.extend((step, gid, key, _trace_reward(t, name), env)
                     for t in episode.get("traces") or [])
     frame = pl.DataFrame(rows, schema={"step": pl.Int64, "group": pl.Utf8, "prompt": pl.Utf8,

@@ -58,7 +58,7 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
     step = step_from_name(path, r"global_step_(\d+)_evals")
     reward = opts.reward_col or "score"
     source = [str(r.get("data_source")) for r in rows]
-    prompt = [r.get("input_prompt") for r in rows]
+    prompt = [None if r.get("input_prompt") is None else str(r.get("input_prompt")) for r in rows]
     frame = pl.DataFrame({
         "step": [step] * len(rows),
         "group": [f"{path}:{step}:{s}:{p}" for s, p in zip(source, prompt, strict=True)],
