@@ -14,8 +14,10 @@ num_samples_per_prompt``: the group's position in that step's batch, not a promp
   own; ``dataset`` is typed ``str`` but holds whatever ``batch.datasets[i]`` is (a list on some
   lines): a list is joined with ``+``, and no other field is ever parsed into a column.
 - group = (step, prompt_idx) within one run (the files' ``{run_name}`` and folder); prompt identity
-  across steps = ``prompt_tokens``. A resumed run appends to its shard again: where the steps go back,
-  the later records are another attempt, whose groups are kept apart (a note says so).
+  across steps = ``prompt_tokens``. A resumed run appends to its shard again: where the steps go back, or
+  the same step is written again (``sample_idx`` restarts: resumed from the checkpoint just before
+  the last logged step), the later records are another attempt, whose groups are kept apart (a
+  note says so).
 - rewards are 0 or ``verification_reward`` (10 by default): a reward column with exactly the
   two values {0, v} is read as binary (v = right).
 - ``filter_zero_std_samples=True`` (the default) drops zero-std groups in
@@ -94,15 +96,18 @@ def _rows(path: Path, opts: LoadOptions) -> pl.DataFrame:
         lines = json_lines(path)
     else:
         lines = enumerate(pl.read_parquet(path).to_dicts(), start=1)
-    cols: dict[str, list] = {"step": [], "prompt_idx": [], "prompt_tokens": [], "reward": [], "dataset": []}
+    cols: dict[str, list] = {"step": [], "sample_idx": [], "prompt_idx": [], "prompt_tokens": [], "reward": [],
+                             "dataset": []}
     for number, r in lines:
-        step, idx = r.get("step"), r.get("prompt_idx")
+        step, idx, sample = r.get("step"), r.get("prompt_idx"), r.get("sample_idx")
         cols["step"].append(None if step is None else int(_number(step, "step", path, number)))
+        cols["sample_idx"].append(None if sample is None else int(_number(sample, "sample_idx", path, number)))
         cols["prompt_idx"].append(None if idx is None else int(_number(idx, "prompt_idx", path, number)))
         cols["prompt_tokens"].append(_tokens(r.get("prompt_tokens"), path, number))
         cols["reward"].append(_number(r.get(reward), reward, path, number))
         cols["dataset"].append(_text(r.get("dataset")))
-    return pl.DataFrame(cols, schema={"step": pl.Int64, "prompt_idx": pl.Int64, "prompt_tokens": pl.Utf8,
+    return pl.DataFrame(cols, schema={"step": pl.Int64, "sample_idx": pl.Int64, "prompt_idx": pl.Int64,
+                                      "prompt_tokens": pl.Utf8,
                                       "reward": pl.Float64, "dataset": pl.Utf8})
 
 
@@ -120,7 +125,7 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
     run = str(run_root(path))
     # each call appends one step's batch: a step lower than the one before starts a resumed run's
     # appends (steps after its checkpoint logged again), whose groups are other groups
-    attempt = (pl.col("step") < pl.col("step").shift(1)).fill_null(False).cum_sum()
+    attempt = _restart(df).cum_sum()
     frame = df.select(pl.col("step"),
                       pl.format("{}#{}:{}:{}", pl.lit(run), attempt, "step", "prompt_idx").alias("group"),
                       prompt.alias("prompt"), reward.alias("reward"), pl.col("dataset"))
@@ -133,7 +138,7 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
 
 def _resumed(df: pl.DataFrame, path: Path) -> tuple[str, ...]:
     """A note for each point where the steps go back (a resumed run appending to its shard)."""
-    back = df.with_row_index("row").filter(pl.col("step") < pl.col("step").shift(1))
+    back = df.with_row_index("row").filter(_restart(df))
     out = []
     for row, step in back.select("row", "step").iter_rows():
         before = df["step"][:row].max()
@@ -141,6 +146,15 @@ def _resumed(df: pl.DataFrame, path: Path) -> tuple[str, ...]:
                    f"resumed run appends; steps up to {before} were logged before): each attempt's groups kept "
                    f"apart, both counted as logged")
     return tuple(out)
+
+
+def _restart(df: pl.DataFrame) -> pl.Expr:
+    """True where a resumed run's appends start: the step goes back, or the same step is written
+    again (``sample_idx`` runs 0, 1, ... up within one ``_save_rollouts`` call and does not rise
+    where the next call starts: a run resumed from the checkpoint just before its last logged step)."""
+    back = pl.col("step") < pl.col("step").shift(1)
+    again = (pl.col("step") == pl.col("step").shift(1)) & (pl.col("sample_idx") <= pl.col("sample_idx").shift(1))
+    return (back | again).fill_null(False)
 
 
 def _filtered(frame: pl.DataFrame) -> Filtered | None:
