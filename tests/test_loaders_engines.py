@@ -173,7 +173,9 @@ def spark_engine():
     for key, value in {**LOCAL_CONF, "spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
                        "spark.connect.grpc.binding.port": str(port)}.items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    with warnings.catch_warnings():  # PySpark's notice about the pandas version, on first use
+        warnings.simplefilter("ignore")
+        session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     engine = get_engine("spark")
     engine.connect_url = f"sc://localhost:{port}"
