@@ -600,18 +600,6 @@ def test_ctrl_c_inside_typer_is_one_line_and_exit_2(tmp_path, capsys, monkeypatc
     assert (code, out) == (2, "") and err.strip().splitlines()[-1] == "sigmaudit: error: interrupted (SIGINT)"
 
 
-def _big_csv(folder: Path) -> Path:
-    path = folder / "big.csv"
-    rng = np.random.default_rng(0)
-    rows = 2_000_000
-    ids = rng.integers(0, 20_000, rows)
-    with open(path, "w") as fh:
-        fh.write("step,prompt_id,reward\n")
-        rewards = rng.integers(0, 2, rows)
-        fh.writelines(f"{i // 800},p{p},{r}\n" for i, (p, r) in enumerate(zip(ids, rewards, strict=True)))
-    return path
-
-
 def _signalled(args: list[str], signum: int, delay: float, env: dict | None = None) -> tuple[int, str, float]:
     """``python -m sigmaudit *args`` sent ``signum`` after ``delay`` s: (exit code, stderr, seconds to exit)."""
     child = subprocess.Popen([sys.executable, "-m", "sigmaudit", *args], stdout=subprocess.DEVNULL,
@@ -624,17 +612,37 @@ def _signalled(args: list[str], signum: int, delay: float, env: dict | None = No
     return child.returncode, err, time.monotonic() - sent
 
 
-@pytest.mark.parametrize(("signum", "delay"), [(signal.SIGINT, 0.4), (signal.SIGINT, 3.0), (signal.SIGTERM, 3.0)])
+def _stalling_url(seconds: float = 60.0) -> str:
+    """An http URL on 127.0.0.1 whose server accepts and never answers (a read that never ends by
+    itself, whatever the machine's speed); the server stops by itself."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+    srv.settimeout(0.2)
+    end = time.monotonic() + seconds
+
+    def loop() -> None:
+        held = []
+        while time.monotonic() < end:
+            try:
+                held.append(srv.accept()[0])
+            except OSError:
+                pass
+        for conn in held:
+            conn.close()
+        srv.close()
+
+    threading.Thread(target=loop, daemon=True).start()
+    return f"http://127.0.0.1:{srv.getsockname()[1]}/log.csv.gz"
+
+
+@pytest.mark.parametrize(("signum", "delay"), [(signal.SIGINT, 0.4), (signal.SIGINT, 4.0), (signal.SIGTERM, 4.0)])
 def test_signal_at_any_moment_is_one_line_exit_2_and_no_temp_left(tmp_path, signum, delay):
-    """Item 13: SIGINT during the imports (0.4 s) or the read, and SIGTERM, exit 2 with one line and
-    leave no temporary folder (the gzip input is decompressed to one)."""
-    big = _big_csv(tmp_path)
-    data = tmp_path / "big.csv.gz"
-    data.write_bytes(gzip.compress(big.read_bytes(), compresslevel=1))
+    """Item 13: SIGINT during the imports (0.4 s on a loaded machine) or a read that would never end, and
+    SIGTERM, exit 2 with one line and leave no temporary folder."""
     (tmp_path / "tmp").mkdir()
-    code, err, _ = _signalled(["scan", str(data)], signum, delay, {"TMPDIR": str(tmp_path / "tmp")})
+    code, err, _ = _signalled(["scan", _stalling_url()], signum, delay, {"TMPDIR": str(tmp_path / "tmp")})
     name = {signal.SIGINT: "interrupted (SIGINT)", signal.SIGTERM: "terminated (SIGTERM)"}[signum]
     assert code == 2, err
-    assert "Traceback" not in err and err.strip().splitlines()[-1] == f"sigmaudit: error: {name}"
-    assert [line for line in err.splitlines() if "error" in line] == [f"sigmaudit: error: {name}"]
+    assert "Traceback" not in err and err.strip().splitlines() == [f"sigmaudit: error: {name}"]
     assert list((tmp_path / "tmp").glob("sigmaudit/run-*")) == []
