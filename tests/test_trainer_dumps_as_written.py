@@ -158,3 +158,13 @@ def test_prime_rl_env_of_another_json_type_later_never_fails_a_read(tmp_path):
     target.parent.mkdir(parents=True)
     target.write_text("".join(json.dumps(e) + "\n" for e in episodes))
     assert load_counts([tmp_path]).per_group.equals(load_counts([src]).per_group)
+
+
+def test_nemo_rl_reward_that_is_not_one_number_is_one_line_not_an_internal_error(tmp_path):
+    (tmp_path / "train_data_step1.jsonl").write_text(
+        json.dumps({"content": [["q", "a"]], "rewards": [1.0, 0.0], "idx": [0]}) + "\n")
+    from sigmaudit.errors import SchemaError
+
+    with pytest.raises(SchemaError) as err:
+        load_counts([tmp_path])
+    assert "train_data_step1.jsonl:1" in err.value.one_line() and "not one number" in err.value.one_line()

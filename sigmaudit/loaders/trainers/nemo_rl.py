@@ -74,6 +74,11 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
                           location=f"{path}:1", remedy="pass --reward-col KEY")
     prompts = pl.Series("prompt", [_prompt(r.get("content")) for r in rows], pl.Utf8)
     rewards = [_one(r.get(key)) for r in rows]
+    for number, v in enumerate(rewards, start=1):
+        if v is not None and not isinstance(v, bool | int | float):
+            raise SchemaError(f"NeMo-RL {key!r} is {str(v)[:40]!r}, not one number (the writer's microbatches of "
+                              f"one give a one-element list)", location=f"{path}:{number}",
+                              remedy="pass --reward-col with a per-sample reward key")
     frame = pl.DataFrame({"step": [step] * len(rows), "group": run_groups(prompts, str(path)),
                           "prompt": prompts,
                           "reward": pl.Series([None if v is None else float(v) for v in rewards],
