@@ -13,6 +13,10 @@ a hard link: :func:`protect`) is refused rather than replaced.
 - Operating-system failures (full disk, read-only file system, no permission, name too long)
   become one :class:`~sigmaudit.errors.OutputError` line naming the file.
 - CSV tables get their formula-like text cells neutralised (:func:`sigmaudit.fmt.csv_cell`).
+- Inside one command's run (:func:`run_outputs`) every output is reserved before the work (a
+  temporary file beside each target: an unwritable path fails before a row is read), staged as it is
+  written (reports on standard output too), and committed together once the command succeeded: all
+  renamed into place, then stdout written. A run that fails leaves none of its outputs, old or new.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import os
 import stat
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -103,9 +107,13 @@ def _refuse_input(path: Path, flag: str) -> None:
                           location=str(path), remedy=f"choose another {flag} path")
 
 
-def write_file(path: Path, data: str | bytes, flag: str = "-o") -> None:
+def write_file(path: Path, data: str | bytes, flag: str = "-o", *, staged: bool = True) -> None:
     """Write ``data`` to ``path``: stdout for ``-``, through for devices and FIFOs, else atomically;
-    never over an input file (:func:`protect`)."""
+    never over an input file (:func:`protect`). Inside :func:`run_outputs` the write is staged until
+    the run commits (``staged=False``: written now, for a file kept current while a command runs)."""
+    if staged and _RUN is not None:
+        _RUN.stage(path, data, flag)
+        return
     if is_stdout(path):
         _write_stdout(data)
         return
@@ -128,6 +136,171 @@ def write_file(path: Path, data: str | bytes, flag: str = "-o") -> None:
 
 _STREAM_PATHS = ("/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/self/fd/")
 """Names of already-open descriptors: always written through, whatever they point at."""
+
+
+def _is_through(path: Path) -> bool:
+    """A device, FIFO, socket or open descriptor: written through, never replaced."""
+    if str(path).startswith(_STREAM_PATHS):
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
+class _Slot:
+    """One reserved or staged output file: its temporary file beside the target, or a write-through."""
+
+    def __init__(self, path: Path, flag: str) -> None:
+        self.path, self.flag = path, flag
+        self.through = _is_through(path)
+        self.target = path if self.through else Path(os.path.realpath(path))
+        self.tmp: Path | None = None
+        self.data: bytes | None = None
+
+    def reserve(self) -> None:
+        """Check the target can be written and, for a regular file, create its temporary file now."""
+        if os.path.isdir(self.target):
+            raise OutputError("is a directory", location=str(self.path), remedy=f"give {self.flag} a file name")
+        if self.through or self.tmp is not None:
+            return
+        try:
+            os.stat(self.target)  # a name too long, a part of the path that is not a folder, ...
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise output_error(self.path, exc, self.flag) from exc
+        folder = self.target.parent
+        if not folder.is_dir():
+            raise OutputError("folder does not exist", location=str(folder),
+                              remedy="create it or choose another path")
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{self.target.name[:200]}.", suffix=".tmp", dir=folder)
+        except OSError as exc:
+            raise output_error(self.path, exc, self.flag) from exc
+        os.close(fd)
+        self.tmp = Path(tmp)
+
+    def stage(self, data: str | bytes) -> None:
+        _refuse_input(self.path, self.flag)
+        self.reserve()
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        if self.through:
+            self.data = raw
+            return
+        assert self.tmp is not None
+        try:
+            self.tmp.write_bytes(raw)
+        except OSError as exc:
+            raise output_error(self.path, exc, self.flag) from exc
+        self.data = b""  # written (into the temporary file)
+
+    def commit(self) -> None:
+        if self.data is None:  # reserved, never written (the command had nothing for it)
+            self.discard()
+            return
+        try:
+            if self.through:
+                _write_through(self.target, self.data)
+                return
+            assert self.tmp is not None
+            old_mode = self.target.stat().st_mode if self.target.is_file() else None
+            os.chmod(self.tmp, old_mode & 0o777 if old_mode is not None else 0o666 & ~_umask())
+            os.replace(self.tmp, self.target)
+            self.tmp = None
+        except OSError as exc:
+            raise output_error(self.path, exc, self.flag) from exc
+
+    def discard(self) -> None:
+        if self.tmp is not None:
+            self.tmp.unlink(missing_ok=True)
+            self.tmp = None
+
+
+class _Run:
+    """One command's outputs (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.slots: dict[str, _Slot] = {}
+        self.stdout: list[str | bytes] = []
+        self.after: list[Callable[[], None]] = []
+
+    def _slot(self, path: Path, flag: str) -> _Slot:
+        slot = _Slot(Path(path), flag)
+        return self.slots.setdefault(str(slot.target), slot)
+
+    def reserve(self, path: Path, flag: str) -> None:
+        """One of the command's outputs, before any work; two outputs naming one file are refused."""
+        if is_stdout(path):
+            return
+        slot = self._slot(path, flag)
+        if slot.flag != flag:
+            raise ConfigError(f"{slot.flag} and {flag} name the same file", location=str(path),
+                              remedy="give each output its own file")
+        slot.reserve()
+
+    def stage(self, path: Path, data: str | bytes, flag: str) -> None:
+        if is_stdout(path):
+            self.stdout.append(data)
+        else:
+            self._slot(path, flag).stage(data)
+
+    def commit(self) -> None:
+        for slot in self.slots.values():
+            slot.commit()
+        for data in self.stdout:
+            _write_stdout(data)
+        for callback in self.after:
+            callback()
+
+    def discard(self) -> None:
+        for slot in self.slots.values():
+            slot.discard()
+
+
+_RUN: _Run | None = None
+"""The running command's outputs (None outside :func:`run_outputs`: every write happens at once)."""
+
+
+@contextlib.contextmanager
+def run_outputs(outputs: Iterable[tuple[Path, str]] = ()) -> Iterator[Callable[[], None]]:
+    """One command's outputs: ``outputs`` ((path, flag) pairs) are reserved now; every write inside is
+    staged; the caller calls the yielded ``commit`` once the command succeeded. Leaving without a commit
+    (an error, a signal) removes every temporary file: no output of a failed run exists."""
+    global _RUN
+    run, previous = _Run(), _RUN
+    _RUN = run
+
+    def commit() -> None:
+        global _RUN
+        _RUN = previous  # callbacks after the commit write at once
+        run.commit()
+
+    try:
+        for path, flag in outputs:
+            run.reserve(path, flag)
+        yield commit
+    finally:
+        _RUN = previous
+        run.discard()  # every temporary file of a run not committed, or that a failed commit left
+
+
+def after_commit(callback: Callable[[], None]) -> None:
+    """Run ``callback`` once the command's outputs are committed (at once outside :func:`run_outputs`):
+    a note that names a written file, or a verdict printed after the report."""
+    if _RUN is None:
+        callback()
+    else:
+        _RUN.after.append(callback)
+
+
+def append_file(path: Path, text: str, flag: str) -> None:
+    """Append ``text`` to ``path`` now (a log the environment names, e.g. $GITHUB_STEP_SUMMARY: call it
+    from :func:`after_commit`), never to an input (:func:`protect`: OutputError). OSError passes up."""
+    _refuse_input(path, flag)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(text)
 
 
 def _write_stdout(data: str | bytes) -> None:
@@ -194,18 +367,18 @@ def table_suffix(path: Path, option: str) -> str:
     return suffix
 
 
-def write_table(frame: pl.DataFrame, path: Path, option: str) -> None:
+def write_table(frame: pl.DataFrame, path: Path, option: str, *, staged: bool = True) -> None:
     """Write ``frame`` as csv, parquet or jsonl (by ``path``'s suffix) with :func:`write_file`; in a
     csv, text cells a spreadsheet would run as formulas get a leading ``'`` (OWASP CSV injection)."""
     suffix = table_suffix(path, option)
     if suffix == ".parquet":
         buf = io.BytesIO()
         frame.write_parquet(buf)
-        write_file(path, buf.getvalue(), option)
+        write_file(path, buf.getvalue(), option, staged=staged)
     elif suffix == ".csv":
-        write_file(path, neutralise_formulas(frame).write_csv(), option)
+        write_file(path, neutralise_formulas(frame).write_csv(), option, staged=staged)
     else:
-        write_file(path, frame.write_ndjson(), option)
+        write_file(path, frame.write_ndjson(), option, staged=staged)
 
 
 def neutralise_formulas(frame: pl.DataFrame) -> pl.DataFrame:

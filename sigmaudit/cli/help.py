@@ -78,6 +78,24 @@ class Command(TyperCommand):
 
     context_class = HelpContext
 
+    def invoke(self, ctx: Any) -> Any:
+        """Run the command with its outputs reserved first and committed together after it succeeded
+        (a verdict, exit 1, is a success; any other way out leaves no output: :func:`writers.run_outputs`)."""
+        import typer
+
+        from ..writers import run_outputs
+        from .output import planned_outputs
+
+        with run_outputs(planned_outputs(self.name or "", ctx.params)) as commit:
+            try:
+                result = super().invoke(ctx)
+            except typer.Exit as exc:
+                if exc.exit_code in (0, 1):
+                    commit()
+                raise
+            commit()
+        return result
+
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         pieces = [self.options_metavar] if self.options_metavar else []
         for param in self.get_params(ctx):

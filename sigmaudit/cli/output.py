@@ -57,13 +57,29 @@ def stdout_is_terminal() -> bool:
 
 
 def emit(text: str, output: Path | None) -> None:
-    """Send a rendered report to stdout, or atomically to ``output``."""
-    if is_stdout(output):
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    assert output is not None
-    write_file(output, text)  # atomic for files; devices and FIFOs written through; symlinks followed
+    """Send a rendered report to stdout, or atomically to ``output`` (staged until the command's outputs
+    are committed together: :func:`~sigmaudit.writers.run_outputs`)."""
+    write_file(Path("-") if output is None else output, text)  # devices and FIFOs written through
+
+
+OUTPUT_FLAGS = {"output": "-o", "table_out": "-o", "junit": "--junit", "per_prompt": "--per-prompt",
+                "alloc_out": "--alloc-out", "skip_out": "--skip-out", "log_out": "--log-out"}
+"""The parameters that name a file a command writes, with their flags."""
+REPORT_FILE_BY_DEFAULT = ("report", "watch", "reduce")
+"""Commands whose report does not go to stdout when -o is not given (a file, or lines of their own)."""
+
+
+def planned_outputs(command: str, params: dict[str, Any]) -> list[tuple[Path, str]]:
+    """The files a command is asked to write, with their flags, reserved before any work; ConfigError
+    when two outputs would both go to standard output (``check -f json --junit -``)."""
+    outputs = [(Path(params[name]), flag) for name, flag in OUTPUT_FLAGS.items() if params.get(name) is not None]
+    on_stdout = ["the report" if flag == "-o" else flag for path, flag in outputs if is_stdout(path)]
+    if "output" in params and params["output"] is None and command not in REPORT_FILE_BY_DEFAULT:
+        on_stdout.insert(0, "the report")
+    if len(on_stdout) > 1:
+        raise ConfigError(f"{' and '.join(on_stdout)} would both go to standard output", location=on_stdout[-1],
+                          remedy="give all but one of them a file")
+    return [(path, flag) for path, flag in outputs if not is_stdout(path)]
 
 
 def note(message: str) -> None:

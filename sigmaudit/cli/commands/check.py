@@ -124,6 +124,7 @@ def check(
     from ...audits.check import check_logs
     from ...errors import ConfigError
     from ...exitcodes import ExitCode
+    from ...writers import after_commit
     from ..output import note
 
     thresholds = _thresholds(max_silent=max_silent, max_all_wrong=max_all_wrong, max_all_correct=max_all_correct,
@@ -139,11 +140,18 @@ def check(
     emit_result(result, fmt, output)
     if junit is not None:
         _write_junit(result, junit)
+    after_commit(lambda: _verdict(result))  # after the report and --junit are written (a failed run: neither)
+    raise typer.Exit(int(ExitCode.OK if result.passed else ExitCode.FAILED))
+
+
+def _verdict(result: CheckResult) -> None:
+    """The verdict on stderr, then (under GitHub Actions) annotations and the step summary."""
+    from ..output import note
+
     if result.failed_groups:
         note(f"check failed for {result.by.column} = {', '.join(result.failed_groups)}")  # type: ignore[union-attr]
     note(result.verdict())
     _github_actions(result)
-    raise typer.Exit(int(ExitCode.OK if result.passed else ExitCode.FAILED))
 
 
 def _logged_group_size(loaded: LoadedCounts) -> int:
@@ -181,13 +189,18 @@ def _github_actions(result: CheckResult) -> None:
         sys.stderr.write(line + "\n")
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
+        from ...errors import OutputError
         from ...render import Format, render
         from ...views import build_view
+        from ...writers import append_file
+
+        def warn(reason: str) -> None:
+            note(f"warning: could not append the step summary to {summary}: {reason}")
+            sys.stderr.write(f"::warning title=sigmaudit check::could not write $GITHUB_STEP_SUMMARY ({reason})\n")
 
         try:
-            with open(summary, "a", encoding="utf-8") as fh:
-                fh.write(render(build_view(result), Format.markdown) + "\n")
+            append_file(Path(summary), render(build_view(result), Format.markdown) + "\n", "$GITHUB_STEP_SUMMARY")
+        except OutputError as exc:  # it names an input log: never written to
+            warn(exc.message)
         except OSError as exc:
-            note(f"warning: could not append the step summary to {summary}: {exc.strerror or exc}")
-            sys.stderr.write(f"::warning title=sigmaudit check::could not write $GITHUB_STEP_SUMMARY "
-                             f"({exc.strerror or exc})\n")
+            warn(exc.strerror or str(exc))

@@ -83,4 +83,7 @@ def report(
         note(filtered_note(data.filtered))
     emit_result(data, fmt, output, default=Format.html, offered=REPORT_FORMATS)
     if not is_stdout(output) and not quiet:
-        note(f"wrote {output} ({output.stat().st_size / 1024:,.0f} KiB)")
+        from ...writers import after_commit
+
+        written = output
+        after_commit(lambda: note(f"wrote {written} ({written.stat().st_size / 1024:,.0f} KiB)"))

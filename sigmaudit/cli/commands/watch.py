@@ -244,7 +244,7 @@ class _Live:
         if self.skip_out is not None and state.skip_table is not None:
             from ...writers import write_table
 
-            write_table(state.skip_table, self.skip_out, "--skip-out")
+            write_table(state.skip_table, self.skip_out, "--skip-out", staged=False)  # kept current while watching
         if self._events is not None:
             self._events.write(json.dumps(data, ensure_ascii=False) + "\n")
             self._events.flush()
