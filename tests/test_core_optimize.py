@@ -58,7 +58,7 @@ def _scipy_kind(n, k, c) -> str:
         candidate, _ = atoms_beta_prior(objective, _lbfgsb(objective).x, 0, grid_prior.grid, scaled)
         if 2.0 * (grid_prior.log_likelihood - candidate.log_likelihood) <= LR_THRESHOLD:
             return f"beta+atoms/{components}"
-    return "grid-em"
+    return "smooth-grid"  # the nonparametric prior, smoothed since the grid maximum is a few point masses
 
 
 def _assert_not_worse(n, k, c):

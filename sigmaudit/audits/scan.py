@@ -69,9 +69,16 @@ class PassRate:
     histogram: tuple[int, ...]
     """Prompt counts in 10 bins of p̂: bin i holds i/10 <= p̂ < (i+1)/10, the last bin also p̂ = 1."""
     never_solved_posterior: float | None = None
-    """Posterior share of prompts with p = 0 under the corpus prior (None with ``--estimator plugin``)."""
+    """Posterior share of prompts with p = 0 under the corpus prior: the prior's choice inside
+    ``never_solved_range``, not identified by the counts (None with ``--estimator plugin`` and on a thin
+    corpus, where the prior itself is not identified)."""
     always_solved_posterior: float | None = None
-    """Posterior share of prompts with p = 1 under the corpus prior (None with ``--estimator plugin``)."""
+    """Posterior share of prompts with p = 1 under the corpus prior (as ``never_solved_posterior``)."""
+    never_solved_range: tuple[float, float] = (0.0, 1.0)
+    """The shares of prompts with p = 0 that the counts allow: from 0 (every k = 0 prompt has a tiny p > 0,
+    which no finite number of samples rules out) to the share with k = 0 (a prompt with p = 0 never has k > 0)."""
+    always_solved_range: tuple[float, float] = (0.0, 1.0)
+    """The shares of prompts with p = 1 that the counts allow: from 0 to the share with k = n."""
 
 
 @dataclass(frozen=True)
@@ -216,8 +223,8 @@ class GroupSize:
     met_share: float
     """``met_prompts`` / all prompts (unreachable prompts count as unmet)."""
     dapo_groups_per_kept_group: float | None
-    """DAPO's groups drawn per kept group at G: mean of 1 / (1 − silent(p̂, G)) over in-between prompts
-    (total expected draws / kept groups, one kept group each); None without in-between prompts."""
+    """DAPO's expected groups drawn per kept group at G: 1 / (1 − corpus silent rate at G), the same
+    figure as plan's (DAPO fills its batch with fresh prompts drawn at random); None when every group is silent."""
 
 
 @dataclass(frozen=True)
@@ -262,6 +269,9 @@ class ScanReport:
     """The group-size law over the corpus."""
     notes: tuple[str, ...]
     """Loader notes and the audit's own notes (also printed on stderr)."""
+    prior: dict[str, Any] | None = None
+    """The corpus prior behind every posterior figure: ``family`` (``beta+atoms``, ``smooth-grid``),
+    its ``components`` or ``bandwidth``, and ``selection`` (how the data chose it)."""
     filtered: Filtered | None = None
     """Set when the log is a post-filter dump: source ``structure`` (the dump says so), ``flag``
     (``--post-filter``) or ``statistics`` (``filtered_warning``), with a one-line message."""
@@ -305,6 +315,7 @@ def _estimator_description(rows: tuple[SilentRow, ...]) -> str:
 
 
 def _corpus_figures(corpus: Corpus, estimator: str = "auto") -> tuple[SamplesPerPrompt, PassRate]:
+    from ..core.identify import thin_corpus
     from ..core.weighting import bin_index
 
     w = corpus.weight
@@ -316,16 +327,18 @@ def _corpus_figures(corpus: Corpus, estimator: str = "auto") -> tuple[SamplesPer
         median=corpus.quantile(corpus.n, 0.5),
         max=int(corpus.n.max()),
     )
+    never, always = float(w[corpus.k == 0].sum() / n_total), float(w[corpus.k == corpus.n].sum() / n_total)
+    model = estimator != "plugin" and not thin_corpus(corpus.n, w)  # a thin corpus does not identify the prior
     rate = PassRate(
         mean=corpus.mean(p),
         median=corpus.quantile(p, 0.5),
-        never_solved=float(w[corpus.k == 0].sum() / n_total),
-        always_solved=float(w[corpus.k == corpus.n].sum() / n_total),
+        never_solved=never,
+        always_solved=always,
         histogram=tuple(int(round(c)) for c in hist),
-        never_solved_posterior=None if estimator == "plugin" else
-        float(corpus.mixture[corpus.prior.grid == 0.0].sum() / n_total),
-        always_solved_posterior=None if estimator == "plugin" else
-        float(corpus.mixture[corpus.prior.grid == 1.0].sum() / n_total),
+        never_solved_posterior=float(corpus.mixture[corpus.prior.grid == 0.0].sum() / n_total) if model else None,
+        always_solved_posterior=float(corpus.mixture[corpus.prior.grid == 1.0].sum() / n_total) if model else None,
+        never_solved_range=(0.0, never),
+        always_solved_range=(0.0, always),
     )
     return spp, rate
 
@@ -458,22 +471,19 @@ def _mass_share(corpus: Corpus, G: int, estimator: str = "auto") -> MassShare:
                      drgrpo=bands("drgrpo", None), grpo_finite=bands("grpo", G), drgrpo_finite=bands("drgrpo", G))
 
 
-def _group_size(corpus: Corpus, G: int, eps: float) -> GroupSize:
+def _group_size(corpus: Corpus, G: int, eps: float, silent: float) -> GroupSize:
+    """The group-size law over the in-between prompts; DAPO's draws from the corpus silent rate ``silent`` at G."""
     from ..core.group_size import group_size_closed_form, group_size_exact
-    from ..core.silent import dapo_groups_per_kept_group
 
     p, w = corpus.p_hat, corpus.weight
     inner = (corpus.k > 0) & (corpus.k < corpus.n)
     n_inner = int(w[inner].sum())
     quantiles: list[GroupSizeRow] = []
     met_prompts = 0
-    dapo = None
     if n_inner:
         p_in, w_in = p[inner], w[inner]
         need = np.asarray(group_size_exact(p_in, eps), dtype=np.float64)
         met_prompts = int(w_in[need <= G].sum())
-        draws = np.asarray(dapo_groups_per_kept_group(p_in, G), dtype=np.float64)
-        dapo = float(draws @ w_in / w_in.sum())
         for q in QUANTILES:
             pq = corpus.quantile(p, q, where=inner)
             closed = group_size_closed_form(pq, eps)
@@ -487,7 +497,7 @@ def _group_size(corpus: Corpus, G: int, eps: float) -> GroupSize:
         quantiles=tuple(quantiles),
         met_prompts=met_prompts,
         met_share=met_prompts / corpus.n_prompts,
-        dapo_groups_per_kept_group=dapo,
+        dapo_groups_per_kept_group=1.0 / (1.0 - silent) if silent < 1.0 else None,
     )
 
 
@@ -558,8 +568,9 @@ def audit(
         filtered_warning=warning,
         wasted=_wasted(corpus, main_row, rollouts, observed if observed is not None and observed.G == g_main else None),
         mass_share=_mass_share(corpus, g_main, estimator),
-        group_size=_group_size(corpus, g_main, eps),
+        group_size=_group_size(corpus, g_main, eps, main_row.estimate),
         notes=notes,
+        prior=corpus.prior.describe(),
         filtered=filtered,
         by=None if loaded.by is None else ByResult(loaded.by, tuple(
             ByGroup(value, audit(part, G, g_main, eps, post_filter, estimator)) for value, part in loaded.parts)),

@@ -44,7 +44,7 @@ prompt's n extrapolates through the prior's shape: :func:`warnings` says so).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -52,7 +52,7 @@ from numpy.typing import NDArray
 
 from .estimators import silent_plugin, silent_unbiased
 from .posterior import sigma_on_grid
-from .prior import GridPrior, _log_lik, refit_metric, refit_prior
+from .prior import THIN_N, GridPrior, _log_lik, refit_prior, refit_smooth_linear
 from .weighting import EXTREME
 
 EstimatorChoice = Literal["auto", "bayes", "unbiased", "plugin"]
@@ -242,10 +242,13 @@ def draw_replicates(
     rng = np.random.default_rng(seed)
     draws = rng.multinomial(N, weight / weight.sum(), size=replicates).astype(np.float64)
     loglik = _log_lik(n, k, prior.grid)
-    metric = refit_metric(prior, n, k, weight)
     mixtures = np.empty((replicates, prior.grid.size))
+    if prior.family == "smooth-grid" and int(n.max()) <= THIN_N:  # every replicate's refit at once
+        for b, w_b in enumerate(refit_smooth_linear(prior, n, k, weight, draws)):
+            mixtures[b] = draws[b] @ posterior_matrix(loglik, replace(prior, weights=w_b))
+        return Replicates(draws=draws, mixtures=mixtures)
     for b in range(replicates):
-        prior_b = refit_prior(prior, n, k, draws[b], metric)
+        prior_b = refit_prior(prior, n, k, draws[b])
         mixtures[b] = draws[b] @ posterior_matrix(loglik, prior_b)
     return Replicates(draws=draws, mixtures=mixtures)
 

@@ -16,14 +16,13 @@ cost does not grow with the number of prompts.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._validate import as_counts, as_group_size
-from .optimize import BoxFit, damped_cholesky, fd_hessian, minimize_box
+from .optimize import BoxFit, minimize_box
 from .special import beta_cell_masses as _cell_masses
 from .special import betaln, digamma, gammaln
 
@@ -89,6 +88,25 @@ class GridPrior:
     theta: tuple[float, ...] = ()
     """A ``beta+atoms`` prior's fitted parameters on the optimiser's scale (log-odds weights, log
     shapes): the start of a refit to resampled counts (:func:`refit_prior`); empty for ``grid-em``."""
+    bandwidth: float = 0.0
+    """A ``smooth-grid`` prior's smoothing bandwidth (:func:`resolution_bandwidth`); 0 for the others."""
+    selection: str = ""
+    """How :func:`fit_corpus_prior` chose this prior, in words (empty when fitted directly)."""
+
+    @property
+    def family(self) -> str:
+        """``beta+atoms`` (point masses at 0 and 1 plus one or two Betas), ``smooth-grid`` or ``grid-em``."""
+        return self.kind.split("/", 1)[0]
+
+    def describe(self) -> dict[str, object]:
+        """The prior for JSON: family, components (Betas), bandwidth, how it was chosen."""
+        out: dict[str, object] = {"family": self.family}
+        if self.family == "beta+atoms":
+            out["components"] = int(self.kind.rsplit("/", 1)[1])
+        if self.family == "smooth-grid":
+            out["bandwidth"] = self.bandwidth
+        out["selection"] = self.selection
+        return out
 
     def posterior(self, n: ArrayLike, k: ArrayLike) -> NDArray[np.float64]:
         """Posterior masses over ``grid`` for each (n, k): shape (len(n), len(grid))."""
@@ -420,7 +438,6 @@ def _fit_atoms_beta(
     scaled: tuple[NDArray[np.float64], NDArray[np.float64]] | None,
     x0: ArrayLike | None = None,
     log_likelihood: bool = True,
-    metric: NDArray[np.float64] | None = None,
 ) -> tuple[GridPrior, dict[str, float]]:
     """:func:`fit_atoms_beta_prior` on distinct pairs; ``scaled`` is ``_scaled_lik(n_u, k_u, g)``
     when the caller already has it (it costs as much as the optimisation on many pairs).
@@ -428,15 +445,12 @@ def _fit_atoms_beta(
     (NaN in the result), which a bootstrap replicate does not need."""
     objective = AtomsBetaObjective(n_u, k_u, c_u, components)
     lo_b, hi_b = objective.bounds()
-    best: _Fit | BoxFit
     if x0 is not None:
-        start = np.asarray(x0, dtype=np.float64)
-        # a refit starts at the optimum of similar data: a few Newton steps on the exact gradient
-        # (L-BFGS-B from there took ~10x longer on a loaded machine: OpenBLAS threads per call)
-        if metric is not None and metric.size == 0:  # asked for the curvature at x0, not a fit
-            return GridPrior(grid=g, weights=np.zeros(0), iterations=0, log_likelihood=float("nan")), {
-                "hessian": fd_hessian(objective.nll_grad, np.clip(start, lo_b, hi_b))}  # type: ignore[dict-item]
-        best = _newton(objective.nll_grad, start, lo_b, hi_b, metric=metric)
+        # a refit starts at the optimum of similar data: projected Newton steps on the exact Hessian,
+        # converged as tightly as a fresh fit (quasi-Newton steps stopped at a 1e-6 decrement left
+        # bootstrap interval ends up to 7e-3 off and moving with the last bits of the arithmetic)
+        best = minimize_box(objective.nll_grad, np.asarray(x0, dtype=np.float64), lo_b, hi_b,
+                            hessian=objective.nll_hessian)
     else:
         best = _minimize_from_starts(objective)
     return atoms_beta_prior(objective, best.x, int(best.nit), g, scaled, log_likelihood)
@@ -447,11 +461,15 @@ MAX_STEP = 0.3
 the descent from each start into its own basin instead of jumping across the likelihood's ridges."""
 
 
-def _minimize_from_starts(objective: AtomsBetaObjective) -> BoxFit:
-    """The best of :func:`minimize_box` runs from the default start and, with two Betas (whose
-    likelihood has several local optima), from the one-Beta optimum with a second Beta added low,
-    high and in the middle (weight 0.2 of the Betas), and with a sharper Beta of the same mean added."""
-    lo, hi = objective.bounds()
+TIE = 1e-9
+"""Runs whose objectives differ by less than this (relative) reached equally good optima: the one with the
+smallest parameters (rounded to 3 decimals, in order) wins, whichever start got there first."""
+
+
+def _starts(objective: AtomsBetaObjective) -> list[NDArray[np.float64]]:
+    """The default start and, with two Betas (whose likelihood has several local optima), the one-Beta
+    optimum with a second Beta added low, high and in the middle (weight 0.2 of the Betas), and with a
+    sharper Beta of the same mean added."""
     starts = [objective.start()]
     if objective.components == 2:
         one = AtomsBetaObjective(objective.n, objective.k, objective.c, 1)
@@ -463,12 +481,22 @@ def _minimize_from_starts(objective: AtomsBetaObjective) -> BoxFit:
         # the one-Beta optimum plus a sharper Beta of the same mean (two equal Betas are a saddle point
         # that Newton steps from a symmetric start do not leave)
         starts.append(np.array([x1[0], x1[1], 0.0, x1[2], x1[3], x1[2] + 1.0, x1[3] + 1.0]))
-    best = minimize_box(objective.nll_grad, starts[0], lo, hi, max_step=MAX_STEP, hessian=objective.nll_hessian)
+    return starts
+
+
+def _minimize_from_starts(objective: AtomsBetaObjective) -> BoxFit:
+    """The best of :func:`minimize_box` runs from :func:`_starts`; among runs within :data:`TIE` of the best
+    objective, a fixed rule (:data:`TIE`) picks one: equally good optima are chosen the same way whatever the
+    order of the starts or the last bits of the arithmetic."""
+    lo, hi = objective.bounds()
+    starts = _starts(objective)
+    fits = [minimize_box(objective.nll_grad, starts[0], lo, hi, max_step=MAX_STEP, hessian=objective.nll_hessian)]
     for x in starts[1:]:  # a run that cannot reach the best so far at its pace stops early (minimize_box's beat)
-        fit = minimize_box(objective.nll_grad, x, lo, hi, max_step=MAX_STEP, hessian=objective.nll_hessian,
-                           beat=best.fun)
-        best = min(best, fit, key=lambda r: r.fun)
-    return best
+        fits.append(minimize_box(objective.nll_grad, x, lo, hi, max_step=MAX_STEP, hessian=objective.nll_hessian,
+                                 beat=min(f.fun for f in fits)))
+    best = min(f.fun for f in fits)
+    tied = [f for f in fits if f.fun <= best + TIE * max(1.0, abs(best))]
+    return min(tied, key=lambda f: tuple(np.round(f.x, 3)))
 
 
 def atoms_beta_prior(
@@ -558,112 +586,133 @@ LR_THRESHOLD = 18.5
 the nonparametric grid prior (about the 0.999 quantile of chi-square with 4 degrees of freedom)."""
 
 
+RESOLUTION = 0.5
+"""The smoothed grid prior's bandwidth, in binomial spreads: n samples place a pass rate to about
+1/(pi sqrt n) in t = arcsin(sqrt p)/(pi/2) units, and features of the prior narrower than about half
+of that are not identified by the counts (:func:`resolution_bandwidth`)."""
+EMS_TOL = 1e-13
+"""A smoothed-EM fit stops when one step moves the prior weights by less than this (L1)."""
+EMS_MAX_ITER = 20000
+
+
+def smoothing_matrix(grid: NDArray[np.float64], bandwidth: float) -> NDArray[np.float64]:
+    """Gaussian smoothing of the interior grid weights in t = arcsin(sqrt p)/(pi/2) (the scale on which a
+    binomial's spread is the same at every p): column j spreads point j's mass, columns sum to 1."""
+    t = np.arcsin(np.sqrt(grid[1:-1])) / (0.5 * np.pi)
+    K = np.exp(-0.5 * ((t[:, None] - t[None, :]) / bandwidth) ** 2)
+    return K / K.sum(axis=0, keepdims=True)
+
+
+def fit_smooth_prior(
+    lik: NDArray[np.float64], c: NDArray[np.float64], K: NDArray[np.float64], start: NDArray[np.float64] | None = None
+) -> tuple[NDArray[np.float64], int]:
+    """Smoothed EM (EMS: Silverman, Jones, Wilson & Nychka 1990) on a grid prior: each EM step is followed
+    by smoothing the interior weights with ``K`` (the point masses at p = 0 and 1 are not smoothed).
+
+    The smoothed EM map is a contraction with a unique fixed point, which is returned once a step moves the
+    weights by less than :data:`EMS_TOL`: the answer is that fixed point, not wherever a tolerance on the
+    likelihood stopped a flat climb, so it does not depend on the last bits of the arithmetic.
+    ``lik`` is :func:`_scaled_lik`'s matrix, ``c`` the pairs' multiplicities (rows with c = 0 are ignored).
+    """
+    m = lik.shape[1]
+    w = np.full(m, 1.0 / m) if start is None else np.asarray(start, dtype=np.float64).copy()
+    use = c > 0
+    lik_u, c_u = (lik, c) if use.all() else (lik[use], c[use])
+    total = float(c_u.sum())
+    it = 0
+    for it in range(1, EMS_MAX_ITER + 1):  # noqa: B007 - the count is reported
+        w_new = w * _rmatvec(lik_u, c_u / _matvec(lik_u, w)) / total
+        w_new[1:-1] = K @ w_new[1:-1]
+        w_new /= w_new.sum()
+        moved = float(np.abs(w_new - w).sum())
+        w = w_new
+        if moved < EMS_TOL:
+            break
+    return w, it
+
+
+def refit_smooth_linear(prior: GridPrior, n: NDArray[np.int64], k: NDArray[np.int64], c: NDArray[np.float64],
+                        draws: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The smoothed grid prior refitted to each row of ``draws`` (new multiplicities of the pairs ``n``, ``k``,
+    whose own are ``c``; every n <= :data:`THIN_N`), to first order: shape (rows, grid).
+
+    The fit is the fixed point w = T(w, c) of the smoothed EM map T(w, c) = S (w ⊙ Lᵀ(c / Lw)) / Σc
+    (:func:`fit_smooth_prior`). By the implicit-function theorem a change dc of the multiplicities moves it by
+    dw = (I − ∂T/∂w)⁻¹ ∂T/∂c dc, with ∂T/∂w = S (diag(Lᵀ(c/f)) − diag(w) Lᵀ diag(c/f²) L) / Σc and
+    ∂T/∂c = (S diag(w) Lᵀ diag(1/f) − T 1ᵀ) / Σc at f = Lw: one linear solve for every replicate at once,
+    instead of a refit each. Negative weights are cut to 0 and each row renormalised.
+    """
+    lik, _ = _scaled_lik(n, k, prior.grid)
+    w = prior.weights
+    m = w.size
+    S = np.eye(m)
+    S[1:-1, 1:-1] = smoothing_matrix(prior.grid, prior.bandwidth)
+    total = float(c.sum())
+    f = lik @ w
+    D = lik.T @ (c / f)
+    A = S @ (np.diag(D) - (w[:, None] * lik.T) @ ((c / f**2)[:, None] * lik)) / total
+    B = (S @ (w[:, None] * lik.T / f[None, :]) - w[:, None]) / total
+    dW = np.linalg.solve(np.eye(m) - A, B @ (draws - c[None, :]).T).T
+    W = np.maximum(w[None, :] + dW, 0.0)
+    return W / W.sum(axis=1, keepdims=True)
+
+
+def resolution_bandwidth(n: NDArray[np.int64], c: NDArray[np.float64]) -> float:
+    """:data:`RESOLUTION` binomial spreads at the prompts' median sample count, in t units (the default
+    grid's spacing is 1/400): the finest detail of the distribution of p that the counts resolve."""
+    order = np.argsort(n, kind="stable")
+    cum = np.cumsum(c[order])
+    median = float(n[order][np.searchsorted(cum, 0.5 * cum[-1])])
+    return RESOLUTION / (np.pi * np.sqrt(median))
+
+
 def fit_corpus_prior(n: ArrayLike, k: ArrayLike, weights: ArrayLike | None = None) -> GridPrior:
     """The prior the model-based estimator uses: the simplest of point masses at 0 and 1 plus
-    one Beta, plus two Betas, or the nonparametric grid prior, that the data do not reject.
+    one Beta, plus two Betas, or a nonparametric grid prior, that the data do not reject.
 
     Prompts with more than :data:`THIN_N` samples enter the fit thinned to that many
-    (:func:`thin_pairs`), which bounds its cost. The grid prior is fitted first; a
-    parametric prior is kept unless the grid prior's log-likelihood beats it by more
-    than ``LR_THRESHOLD / 2`` (a likelihood-ratio test). Smooth parametric priors extrapolate to G beyond the
-    logged n with less variance and put never-solved prompts exactly at p = 0
-    (which n samples alone cannot tell from p = 0.01); the grid prior follows
-    any shape.
+    (:func:`thin_pairs`), which bounds its cost. The nonparametric maximum-likelihood prior (grid EM)
+    is fitted first; a parametric prior is kept unless that prior's log-likelihood beats it by more
+    than ``LR_THRESHOLD / 2`` (a likelihood-ratio test). Smooth parametric priors extrapolate to G beyond
+    the logged n with less variance and put never-solved prompts exactly at p = 0 (which n samples alone
+    cannot tell from p = 0.01). When both are rejected, the prior is the smoothed grid prior
+    (:func:`fit_smooth_prior`) at the bandwidth the counts resolve (:func:`resolution_bandwidth`):
+    the maximum-likelihood grid prior itself is a few point masses, which would move a well-sampled
+    prompt's posterior off its own pass rate onto the nearest mass.
     """
     n_u, k_u, c_u = thin_pairs(*_pairs(n, k, weights))
     # Bound the EM's work on corpora with many distinct (n, k) pairs (~2e8 multiply-adds).
     max_iter = int(np.clip(2e8 / (n_u.size * GRID_SIZE), 150, 3000))
     grid_prior = fit_grid_prior(n_u, k_u, c_u, max_iter=max_iter)
-    scaled = None  # the likelihood matrix, computed once for both candidates
+    scaled = _scaled_lik(n_u, k_u, grid_prior.grid)  # the likelihood matrix, computed once for every candidate
     for components in (1, 2):
         try:
-            if scaled is None:
-                scaled = _scaled_lik(n_u, k_u, grid_prior.grid)
             candidate, _ = _fit_atoms_beta(n_u, k_u, c_u, grid_prior.grid, components, scaled)
         except (ValueError, FloatingPointError):  # pragma: no cover - optimiser failure falls back
             continue
         if 2.0 * (grid_prior.log_likelihood - candidate.log_likelihood) <= LR_THRESHOLD:
-            return candidate
-    return grid_prior
-
-
-class _Fit:
-    """The two fields of scipy's OptimizeResult that the fits read."""
-
-    def __init__(self, x: NDArray[np.float64], nit: int):
-        self.x, self.nit = x, nit
-
-
-def _newton(
-    fun_grad: Callable[[NDArray[np.float64]], tuple[float, NDArray[np.float64]]],
-    x0: NDArray[np.float64],
-    lo: NDArray[np.float64],
-    hi: NDArray[np.float64],
-    max_iter: int = 40,
-    metric: NDArray[np.float64] | None = None,
-) -> _Fit:
-    """Minimise from a start near the optimum: quasi-Newton (BFGS) steps whose curvature starts
-    from ``metric`` (default: a forward-difference Hessian at the start; a bootstrap passes the
-    full fit's, as similar data have similar curvature), damped to be positive definite, an Armijo
-    line search, and the box [lo, hi] by projection. Stops when the Newton decrement is below 1e-6
-    (log-likelihood units: far inside sampling error) or after ``max_iter`` steps."""
-    x = np.clip(np.asarray(x0, dtype=np.float64), lo, hi)
-    f, g = fun_grad(x)
-    H0 = fd_hessian(fun_grad, x, g) if metric is None else metric
-    L = damped_cholesky(H0)
-    Linv = np.linalg.inv(L)
-    Hinv = Linv.T @ Linv
-    it = 0
-    eye = np.eye(x.size)
-    for it in range(1, max_iter + 1):  # noqa: B007 - the count is reported
-        step = -Hinv @ g
-        slope = float(g @ step)
-        if -slope < 1e-6:
-            break
-        t = 1.0
-        while t > 1e-8:
-            x_new = np.clip(x + t * step, lo, hi)
-            f_new, g_new = fun_grad(x_new)
-            if np.isfinite(f_new) and f_new <= f + 1e-4 * t * slope:
-                break
-            t *= 0.5
-        else:
-            break
-        s_k, y_k = x_new - x, g_new - g
-        sy = float(s_k @ y_k)
-        if sy > 1e-12:
-            rho = 1.0 / sy
-            V = eye - rho * np.outer(s_k, y_k)
-            Hinv = V @ Hinv @ V.T + rho * np.outer(s_k, s_k)
-        x, f, g = x_new, f_new, g_new
-    return _Fit(x, it)
+            return replace(candidate, selection=f"not rejected by a likelihood-ratio test against the grid maximum "
+                                                f"(statistic <= {LR_THRESHOLD})")
+    lik, shift = scaled
+    h = resolution_bandwidth(n_u, c_u)
+    w, it = fit_smooth_prior(lik, c_u, smoothing_matrix(grid_prior.grid, h))
+    ll = float(c_u @ (np.log(_matvec(lik, w)) + shift[:, 0]))
+    why = (f"beta+atoms with 1 and 2 Betas rejected by a likelihood-ratio test against the grid maximum "
+           f"(statistic > {LR_THRESHOLD}); smoothed at the counts' resolution")
+    return GridPrior(grid=grid_prior.grid, weights=w, iterations=it, log_likelihood=ll, kind="smooth-grid",
+                     bandwidth=float(h), selection=why)
 
 
 REFIT_MAX_ITER = 300
 """EM steps of a grid prior's refit (it starts from the fitted prior, so it needs few)."""
 
 
-def refit_metric(prior: GridPrior, n: ArrayLike, k: ArrayLike, weights: ArrayLike) -> NDArray[np.float64] | None:
-    """Hessian of a ``beta+atoms`` prior's negative log-likelihood at its fit (None for ``grid-em``):
-    pass it to every :func:`refit_prior` of a bootstrap."""
-    if not (prior.kind.startswith("beta+atoms/") and prior.theta):
-        return None
-    n_u, k_u, c_u = _pairs(n, k, weights)
-    n_u, k_u, c_u = thin_pairs(n_u, k_u, c_u)
-    components = int(prior.kind.rsplit("/", 1)[1])
-    _, info = _fit_atoms_beta(n_u, k_u, c_u, prior.grid, components, None, x0=prior.theta,
-                              log_likelihood=False, metric=np.zeros(0))
-    return np.asarray(info["hessian"])
-
-
-def refit_prior(prior: GridPrior, n: ArrayLike, k: ArrayLike, weights: ArrayLike,
-                metric: NDArray[np.float64] | None = None) -> GridPrior:
+def refit_prior(prior: GridPrior, n: ArrayLike, k: ArrayLike, weights: ArrayLike) -> GridPrior:
     """The same kind of prior as ``prior``, refitted to new multiplicities of (n, k) pairs.
 
     For a bootstrap over prompts: the family that :func:`fit_corpus_prior` chose for the whole
     corpus is kept (its choice is not repeated per replicate) and the fit starts from ``prior``'s
-    parameters, which makes a refit several times cheaper than a fresh fit; ``metric``
-    (:func:`refit_metric`) fixes the Newton steps' curvature to the full fit's. Pairs are thinned
+    parameters, which makes a refit several times cheaper than a fresh fit. Pairs are thinned
     as in :func:`fit_corpus_prior`.
     """
     n_u, k_u, c_u = _pairs(n, k, weights)
@@ -672,8 +721,12 @@ def refit_prior(prior: GridPrior, n: ArrayLike, k: ArrayLike, weights: ArrayLike
     if prior.kind.startswith("beta+atoms/") and prior.theta:
         components = int(prior.kind.rsplit("/", 1)[1])
         refit, _ = _fit_atoms_beta(n_u, k_u, c_u, prior.grid, components, None, x0=prior.theta,
-                                   log_likelihood=False, metric=metric)
+                                   log_likelihood=False)
         return refit
+    if prior.family == "smooth-grid":
+        lik, _ = _scaled_lik(n_u, k_u, prior.grid)
+        w, it = fit_smooth_prior(lik, c_u, smoothing_matrix(prior.grid, prior.bandwidth), prior.weights)
+        return replace(prior, weights=w, iterations=it, log_likelihood=float("nan"))
     return fit_grid_prior(n_u, k_u, c_u, grid=prior.grid, max_iter=REFIT_MAX_ITER, start=prior.weights)
 
 

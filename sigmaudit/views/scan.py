@@ -21,6 +21,22 @@ SILENT_TABLE = "silent-group rate of a future group of G"
 """Title of the table ``--format csv`` writes."""
 
 
+
+def _range(lo_hi: tuple[float, float]) -> str:
+    """An identified range as printed: both ends at 4 decimals."""
+    return f"{lo_hi[0]:.4f} – {lo_hi[1]:.4f}"
+
+
+def prior_words(prior: dict) -> str:
+    """The corpus prior's family in a few words (JSON ``prior.selection`` says how the data chose it)."""
+    if prior.get("family") == "beta+atoms":
+        c = prior.get("components", 1)
+        return f"masses at 0 and 1 + {'a Beta' if c == 1 else f'{c} Betas'}"
+    if prior.get("family") == "smooth-grid":
+        return "smoothed grid"
+    return str(prior.get("family", ""))
+
+
 def _bin_labels(bins: int) -> list[str]:
     return [f"[{i / bins:.1f}, {(i + 1) / bins:.1f}{']' if i == bins - 1 else ')'}" for i in range(bins)]
 
@@ -47,11 +63,15 @@ def _corpus(r: ScanReport) -> Section:
             ("median p̂", pr.median),
             ("never solved in the log (k = 0)", pr.never_solved),
             ("always solved in the log (k = n)", pr.always_solved),
+            ("never solved (p = 0): range the data allow", _range(pr.never_solved_range)),
+            ("always solved (p = 1): range the data allow", _range(pr.always_solved_range)),
             *((("never solved, posterior P(p = 0)", pr.never_solved_posterior),
                ("always solved, posterior P(p = 1)", pr.always_solved_posterior))
               if pr.never_solved_posterior is not None else ()),
         ),
-        note="in the log: k = 0 from a few samples is not p = 0; posterior: under the corpus prior",
+        note="in the log: k = 0 from a few samples is not p = 0; range: from 0 (a tiny p > 0 fits k = 0 as well) "
+             "to the share in the log; posterior: the corpus prior's choice inside that range"
+             + (f" ({prior_words(r.prior)})" if r.prior else ""),
     )
     hist = Table(
         "p̂ histogram",
@@ -173,7 +193,7 @@ def _group_size(r: ScanReport) -> Section:
     if g.dapo_groups_per_kept_group is not None:
         lines.append(
             f"DAPO at G = {g.G:,} draws {format_value(g.dapo_groups_per_kept_group, AMOUNT)} groups per kept group "
-            "(mean of 1/(1 − silent(p̂, G)) over the in-between prompts)."
+            f"(1/(1 − silent rate at G = {g.G:,}); DAPO fills its batch with fresh prompts)."
         )
     tables: tuple[Table, ...] = ()
     if g.quantiles:
