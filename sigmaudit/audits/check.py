@@ -348,19 +348,26 @@ def check_logs(loaded: LoadedCounts, G: int, thresholds: Sequence[Threshold], *,
 
 
 def _escape(data: str) -> str:
-    """GitHub workflow-command message escaping (%, CR, LF)."""
+    """GitHub workflow-command message escaping (%, CR, LF: actions/toolkit ``escapeData``)."""
     return data.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
+def _escape_property(data: str) -> str:
+    """GitHub workflow-command property escaping (``escapeProperty``: also ``:`` and ``,``, which would
+    end the property or the command's properties)."""
+    return _escape(data).replace(":", "%3A").replace(",", "%2C")
+
+
 def github_annotations(result: CheckResult) -> list[str]:
-    """``::error title=...::message`` lines, one per failed check."""
+    """``::error title=...::message`` lines, one per failed check (log text in a title or a message
+    escaped by GitHub's rules, so a ``--by`` value cannot end the property or start a command)."""
     out = [
-        f"::error title=sigmaudit check ({_escape(c.name)})::{_escape(c.sentence())} at G = {result.G} "
-        f"({_escape(METRICS[c.name][2])})"
+        f"::error title={_escape_property(f'sigmaudit check ({c.name})')}::{_escape(c.sentence())} "
+        f"at G = {result.G} ({_escape(METRICS[c.name][2])})"
         for c in result.failed
     ]
     if result.by is not None:
-        out += [f"::error title=sigmaudit check ({_escape(result.by.column)}={_escape(g.value)}, {_escape(c.name)})"
+        out += [f"::error title={_escape_property(f'sigmaudit check ({result.by.column}={g.value}, {c.name})')}"
                 f"::{_escape(c.sentence())} at G = {result.G}"
                 for g in result.by.groups for c in g.result.failed]
     return out
