@@ -112,3 +112,35 @@ def test_other_cpu_features_and_blas_cores_print_the_same():
     for extra in MACHINES:
         got = _rounded(json.loads(_subprocess_scan(extra)))
         assert got == golden, extra
+
+
+def test_prior_chosen_by_the_data_follows_a_well_sampled_corpus(capsys):
+    """n = 160 per prompt: the Beta-plus-atoms priors are rejected, the smoothed grid prior is used and
+    says so, and the posterior GRPO mass share of p in [0.3, 0.4) is within 0.01 of the plug-in 0.0446
+    (the grid maximum, a few point masses, gave < 0.0001)."""
+    path = str(CORPORA[0])
+    _, out, _ = run(capsys, "scan", path, "-q", "-f", "json")
+    post = json.loads(out)
+    _, out, _ = run(capsys, "scan", path, "-q", "-f", "json", "--estimator", "plugin")
+    plug = json.loads(out)
+    assert post["prior"]["family"] == "smooth-grid" and "likelihood-ratio" in post["prior"]["selection"]
+    assert plug["mass_share"]["grpo"]["bins"][3] == pytest.approx(0.0446, abs=5e-5)
+    assert abs(post["mass_share"]["grpo"]["bins"][3] - plug["mass_share"]["grpo"]["bins"][3]) < 0.01
+    rate = post["pass_rate"]
+    assert rate["never_solved_range"] == [0.0, rate["never_solved"]]
+    assert 0.0 <= rate["never_solved_posterior"] <= rate["never_solved"]
+
+
+def test_one_sample_per_prompt_prints_the_range_not_a_posterior(capsys, tmp_path):
+    """Issue 22 item 5: with one sample per prompt, scan -G 1 printed posterior never/always-solved shares
+    that the data do not identify (G = 4 was refused as not identified); now only the identified range."""
+    rng = np.random.default_rng(1)
+    log = tmp_path / "one.csv"
+    log.write_text("prompt,reward\n" + "".join(f"p{i},{int(rng.random() < 0.4)}\n" for i in range(300)))
+    code, out, err = run(capsys, "scan", str(log), "-G", "1", "--g-main", "1", "-q", "-f", "json")
+    assert code == 0, err
+    rate = json.loads(out)["pass_rate"]
+    assert rate["never_solved_posterior"] is None and rate["always_solved_posterior"] is None
+    assert rate["never_solved_range"] == [0.0, rate["never_solved"]]
+    code, out, _ = run(capsys, "scan", str(log), "-G", "1", "--g-main", "1", "-q")
+    assert "range the data allow" in out and "posterior P(p = 0)" not in out
