@@ -240,10 +240,7 @@ def test_fuzz_duckdb_agrees_with_polars_or_refuses(tmp_path, capfd):
     assert len(codes) > 40 and 0 in codes and 2 in codes
 
 
-def test_fuzz_spark_agrees_with_polars_or_refuses(tmp_path, capfd):
-    pytest.importorskip("pyspark")
-    if shutil.which("java") is None:
-        pytest.skip("no Java for a local Spark session")
+def test_fuzz_spark_agrees_with_polars_or_refuses(tmp_path, capfd, spark_engine):
     cases = _engine_cases(tmp_path)[:SPARK_CASES]
     logs = _step_logs(tmp_path)
     cases += [(["scan", str(p), "-G", "4", "-q", "-f", "json"], p.name) for p in logs if p.suffix == ".csv"]

@@ -1,7 +1,7 @@
 """--engine duckdb and --engine spark give the Polars engine's output on every sample log (every layout).
 
-The Spark tests start one local session (Java 17+) for the module; they are skipped only when
-PySpark is not installed (``.ci/run`` installs it: ``pip install -e ".[test,spark]"``).
+The Spark tests share one local session (Java 17+) for the whole run (``spark_engine``, tests/conftest.py);
+they are skipped only when PySpark is not installed (``.ci/run`` installs it: ``pip install -e ".[test,spark]"``).
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import json
 import shutil
 import socket
 import sys
-import warnings
 from pathlib import Path
 
 import polars as pl
@@ -152,42 +151,6 @@ def test_sql_quotes_identifiers():
 
 
 # ---- Spark -----------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def spark_engine():
-    """The local session every Spark test shares, also serving Spark Connect on a free port (for
-    --spark-remote), started with the engine's own settings."""
-    pytest.importorskip("pyspark")
-    if shutil.which("java") is None:
-        pytest.skip("no Java for a local Spark session")
-    with warnings.catch_warnings():  # PySpark's notice about the pandas version
-        warnings.simplefilter("ignore")
-        from pyspark.sql import SparkSession
-
-    from sigmaudit.loaders.engines.spark import LOCAL_CONF
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    builder = SparkSession.builder.master("local[*]").appName("sigmaudit-tests")
-    for key, value in {**LOCAL_CONF, "spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
-                       "spark.connect.grpc.binding.port": str(port)}.items():
-        builder = builder.config(key, value)
-    with warnings.catch_warnings():  # PySpark's notice about the pandas version, on first use
-        warnings.simplefilter("ignore")
-        session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
-    engine = get_engine("spark")
-    engine.connect_url = f"sc://localhost:{port}"
-    yield engine
-    if "pyspark.sql.connect.session" in sys.modules:  # close Connect clients first: they retry for minutes
-        from pyspark.sql.connect.session import SparkSession as ConnectSession
-
-        client = ConnectSession.getActiveSession() or getattr(ConnectSession, "_default_session", None)
-        if client is not None:
-            client.stop()
-    session.stop()
-
 
 @pytest.mark.parametrize("log", RUN + FRAMEWORK)
 def test_spark_scan_json_equals_polars(capsys, spark_engine, log):
