@@ -10,6 +10,7 @@ import json
 import shutil
 import socket
 import sys
+import warnings
 from pathlib import Path
 
 import polars as pl
@@ -394,10 +395,15 @@ def _silent_server(seconds: float = 30.0) -> int:
 @pytest.mark.parametrize("how", ["refused", "silent"])
 def test_spark_connect_unreachable_fails_fast_in_one_line(capsys, monkeypatch, how):
     """Item 30: an address nothing listens on, or a server that accepts and never answers, is refused
-    within the connect timeout (the client alone retried for ten minutes); secrets in it are not shown."""
+    within the connect timeout (the client alone retried for ten minutes); secrets in it are not shown.
+    The clock starts after PySpark is imported (seconds on a loaded machine) and allows 15 s for a 1 s
+    timeout: robust under load, and still far from the client's minutes of retries."""
     import time
 
     pytest.importorskip("pyspark")
+    with warnings.catch_warnings():  # PySpark's notice about the pandas version
+        warnings.simplefilter("ignore")
+        import pyspark.sql  # noqa: F401 - imported before the clock starts
     monkeypatch.setenv("SIGMAUDIT_CONNECT_TIMEOUT", "1")
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -406,7 +412,7 @@ def test_spark_connect_unreachable_fails_fast_in_one_line(capsys, monkeypatch, h
     start = time.monotonic()
     code, out, err = run(capsys, "scan", str(SAMPLES / "long.csv"), "--engine", "spark",
                          "--spark-remote", f"sc://127.0.0.1:{port}/;token=SECRET")
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < 15
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert ("cannot reach Spark Connect" if how == "refused" else "no answer from Spark Connect within 1 s") in err
     assert "SECRET" not in err and "SIGMAUDIT_CONNECT_TIMEOUT" in err

@@ -314,7 +314,8 @@ def _stalling_server(seconds: float = 30.0) -> int:
 
 
 def test_http_read_that_stalls_times_out(capsys, monkeypatch):
-    """Item 12: a server that accepts and never answers: a one-line timeout naming the variable to raise."""
+    """Item 12: a server that accepts and never answers: a one-line timeout naming the variable to raise,
+    within 20 s for 1 s timeouts (robust under load; a read without a timeout waits forever)."""
     import time
 
     port = _stalling_server()
@@ -322,7 +323,7 @@ def test_http_read_that_stalls_times_out(capsys, monkeypatch):
     monkeypatch.setenv("SIGMAUDIT_READ_TIMEOUT", "1")
     start = time.monotonic()
     code, out, err = run(capsys, "scan", f"http://127.0.0.1:{port}/x.csv")
-    assert time.monotonic() - start < 10
+    assert time.monotonic() - start < 20
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert "no answer within 1 s" in err and "SIGMAUDIT_CONNECT_TIMEOUT" in err
 
@@ -330,7 +331,8 @@ def test_http_read_that_stalls_times_out(capsys, monkeypatch):
 @pytest.mark.parametrize("store", ["http", "s3"])
 def test_stalled_read_honours_sigterm(tmp_path, store):
     """Items 12 and 30: SIGTERM during a stalled read (http: Python sockets; s3: Polars' native client,
-    which never returns to Python) exits 2 with one line within seconds, no temporary folder left."""
+    which never returns to Python) exits 2 with one line within seconds (15 s allowed: a loaded machine),
+    no temporary folder left."""
     import signal
     import subprocess
     import sys
@@ -351,7 +353,7 @@ def test_stalled_read_honours_sigterm(tmp_path, store):
     child.send_signal(signal.SIGTERM)
     sent = time.monotonic()
     out, err = child.communicate(timeout=30)
-    assert time.monotonic() - sent < 8
+    assert time.monotonic() - sent < 15
     assert child.returncode == 2 and out == ""
     assert err.strip().splitlines() == ["sigmaudit: error: terminated (SIGTERM)"]
     assert list((tmp_path / "sigmaudit").glob("run-*")) == []
