@@ -553,7 +553,7 @@ def test_stale_temp_sweep_keeps_a_live_run_of_another_pid_namespace(tmp_path):
         live_there.wait()
     assert time.time() - STALE_SECONDS > 0
     assert clean_stale(tmp_path) == 2  # both lock holders gone: the old folders go (this host's at any age)
-    assert sorted(p.name for p in tmp_path.iterdir()) == [bare.name, young.name]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([bare.name, young.name])  # any pid
 
 
 def test_vanished_temp_file_is_not_blamed_on_the_input(tmp_path):
