@@ -65,7 +65,7 @@ def test_groups_generated_checks_the_pre_filter_silent_fraction(capsys):
     assert code == 1
     code, _, err = run(capsys, "check", OPEN_INSTRUCT, "-G", "8", "--max-all-wrong", "0.5",
                        "--groups-generated", "96", "-q")
-    assert code == 2 and "all-wrong/all-correct split" in err
+    assert code == 2 and "all-wrong/all-correct split" in err and "--max-all-wrong" in err
     code, _, err = run(capsys, "check", OPEN_INSTRUCT, "-G", "8", "--max-silent", "0.5",
                        "--groups-generated", "10", "-q")
     assert code == 2 and "below the" in err

@@ -228,8 +228,10 @@ def _silent_used(corpus: Corpus, G: int, estimator: str) -> str:
     return resolve("silent_rate", int(G), estimator, corpus.min_samples)  # type: ignore[arg-type]
 
 
-FILTER_SENSITIVE = ("silent_rate", "all_wrong_rate", "all_correct_rate")
-"""Metrics a post-filter dump understates: ``check`` refuses them on such a dump."""
+FILTER_SENSITIVE = ("silent_rate", "all_wrong_rate", "all_correct_rate", "never_solved_rate", "extreme_share")
+"""Metrics a post-filter dump misstates: ``check`` refuses them on such a dump. The silent rates read
+low; the filter removes the groups of never-solved and always-solved prompts, so the never-solved share
+and the gradient mass on p < 0.1 or p > 0.9 read low too (issue 23 item 27)."""
 
 
 def check(corpus: Corpus, G: int, thresholds: Sequence[Threshold], *, estimator: str = "auto",
@@ -241,10 +243,9 @@ def check(corpus: Corpus, G: int, thresholds: Sequence[Threshold], *, estimator:
     ``replicates`` > 0 adds bootstrap intervals at ``level``; ``confidence`` (needs replicates)
     makes each check test the one-sided bound at that confidence instead of the point.
 
-    On a post-filter dump (``filtered``) a silent/all-wrong/all-correct threshold raises
-    ConfigError (exit 2) unless ``allow_filtered``, or ``pre_filter`` gives the pre-filter silent
-    fraction (which then replaces ``silent_rate``; all-wrong/all-correct stay refused, since
-    the dropped groups' kind is unknown).
+    On a post-filter dump (``filtered``) a threshold in :data:`FILTER_SENSITIVE` raises ConfigError
+    (exit 2) unless ``allow_filtered``, or ``pre_filter`` gives the pre-filter silent fraction (which
+    then replaces ``silent_rate``; the others stay refused, since the dropped groups' kind is unknown).
     """
     from ..core.estimates import warnings as fit_warnings
 
@@ -269,7 +270,7 @@ def check(corpus: Corpus, G: int, thresholds: Sequence[Threshold], *, estimator:
 
 def _refuse_filtered(thresholds: Sequence[Threshold], G: int, filtered: Filtered | None,
                      pre_filter: PreFilter | None, allow_filtered: bool) -> None:
-    """ConfigError for a silent/all-wrong/all-correct threshold on a post-filter dump, unless
+    """ConfigError for a silent, all-wrong, all-correct, never-solved or extreme-share threshold on a post-filter dump, unless
     ``allow_filtered``, or ``pre_filter`` (at the same G) gives the pre-filter silent fraction and
     silent_rate is the only such threshold."""
     sensitive = [t.name for t in thresholds if t.name in FILTER_SENSITIVE]
@@ -280,10 +281,11 @@ def _refuse_filtered(thresholds: Sequence[Threshold], G: int, filtered: Filtered
             f"post-filter log ({filtered.source}): {', '.join(METRICS[n][1] for n in sensitive)} "
             f"would read an understated rate", location="check",
             remedy="pass --groups-generated N (groups sampled before the filter) or --allow-filtered")
-    if sensitive != ["silent_rate"]:
-        raise ConfigError("--groups-generated gives the pre-filter silent fraction, not its "
-                          "all-wrong/all-correct split", location="check",
-                          remedy="drop --max-all-wrong/--max-all-correct, or pass --allow-filtered")
+    others = [METRICS[n][1] for n in sensitive if n != "silent_rate"]
+    if others:
+        raise ConfigError(f"--groups-generated gives the pre-filter silent fraction, not its all-wrong/all-correct "
+                          f"split nor which prompts the filter removed: {', '.join(others)} would read the "
+                          f"post-filter log", location="check", remedy=f"drop {'/'.join(others)}, or pass --allow-filtered")
     if pre_filter.G != G:
         raise ConfigError(f"the dump's groups have G = {pre_filter.G}, not {G}: the pre-filter "
                           f"silent fraction is observed at the logged G", location="G",
@@ -332,7 +334,10 @@ def check_logs(loaded: LoadedCounts, G: int, thresholds: Sequence[Threshold], *,
     opts: dict[str, Any] = {"estimator": estimator, "replicates": replicates, "level": level,
                             "confidence": confidence, "G_source": G_source}
     filtered = resolve(loaded, post_filter, functools.partial(statistical_filter, loaded))
-    pre = pre_filter(loaded, groups_generated) if groups_generated is not None and filtered else None
+    pre = pre_filter(loaded, groups_generated) if groups_generated is not None else None
+    if pre is not None and filtered is None:  # N given: the user says groups were dropped (issue 23 item 4)
+        filtered = Filtered("flag", f"--groups-generated {pre.groups_generated}: {pre.groups_logged:,} of the "
+                                    f"{pre.groups_generated:,} groups sampled are in the log")
     result = check(corpus_of(loaded), G, thresholds, filtered=filtered, pre_filter=pre,
                    allow_filtered=allow_filtered, **opts)
     if loaded.by is None:

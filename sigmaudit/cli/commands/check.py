@@ -69,11 +69,11 @@ MaxNeverSolvedOpt = Annotated[float | None, typer.Option(
     "--max-never-solved", help="Fail when the share of never-solved prompts (p = 0) exceeds X.", **_RATE)]
 GroupsGeneratedOpt = Annotated[int | None, typer.Option(
     "--groups-generated", min=1, show_default=False, metavar="INT",
-    help="Groups sampled before the zero-variance filter: on a post-filter log, --max-silent is then "
-         "checked against the pre-filter silent fraction (N - logged + silent logged) / N.")]
+    help="Groups sampled before the zero-variance filter (the log is then read as post-filter): --max-silent "
+         "is checked against the pre-filter silent fraction (N - logged + silent logged) / N.")]
 AllowFilteredOpt = Annotated[bool, typer.Option(
-    "--allow-filtered", help="Check silent/all-wrong/all-correct thresholds on a post-filter log anyway "
-                             "(they read understated rates).")]
+    "--allow-filtered", help="Check silent, all-wrong, all-correct, never-solved and extreme-share thresholds on a "
+                             "post-filter log anyway (they read understated rates).")]
 ConfidenceOpt = Annotated[float | None, typer.Option(
     "--confidence", callback=check_level, metavar="FLOAT", show_default=False,
     help="Gate on the one-sided bound at this confidence instead of the point: a max-limit must hold for "
@@ -107,8 +107,9 @@ def check(
     """Gate: exit 0 when every threshold holds at G, 1 when any fails, 2 when it cannot run.
 
     On a post-filter log (the dump says so, --post-filter, or no silent group where some are
-    expected) a silent/all-wrong/all-correct threshold exits 2 unless --groups-generated N or
-    --allow-filtered. With --by, fails when any value fails.
+    expected) a silent, all-wrong, all-correct, never-solved or extreme-share threshold exits 2
+    unless --allow-filtered (or, for --max-silent, --groups-generated N). With --by, fails when
+    any value fails.
 
     Every value uses the estimator rule shared with scan and plan (--estimator), so plan's
     recommended G is exactly the smallest G this gate passes. Each value carries a bootstrap

@@ -1,0 +1,49 @@
+"""The gate on post-filter dumps (issue 23 items 4 and 27): --groups-generated N is used whenever it is
+given; never-solved and extreme-share thresholds are refused on a dump the tool calls post-filter."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from cli_runner import run
+
+OPEN_INSTRUCT = str(Path(__file__).resolve().parents[1] / "sample_logs" / "open-instruct")
+
+
+@pytest.fixture
+def kept_one_silent_of_100(tmp_path):
+    """A dump that kept 100 groups of 8 of the 400 sampled: 99 mixed (k = 4) and 1 silent (k = 0)."""
+    rows = [{"step": 1, "prompt_id": f"p{g}", "reward": int(g > 0 and i < 4)} for g in range(100) for i in range(8)]
+    path = tmp_path / "dump.parquet"
+    pl.DataFrame(rows).write_parquet(path)
+    return str(path)
+
+
+def test_check_groups_generated_silently_ignored(capsys, kept_one_silent_of_100):
+    """Before: the statistics test did not call the dump post-filter, so N was ignored and the logged
+    silent fraction 0.01 passed --max-silent 0.5. Now N is used: (400 - 100 + 1) / 400 = 0.7525 fails."""
+    code, out, err = run(capsys, "check", kept_one_silent_of_100, "--max-silent", "0.5", "--groups-generated", "400",
+                         "--bootstrap", "0", "-f", "json", "-q")
+    d = json.loads(out)
+    assert code == 1 and d["checks"][0]["value"] == pytest.approx(0.7525)
+    assert d["pre_filter"]["groups_generated"] == 400 and d["filtered"]["source"] == "flag"
+    assert "100 of the 400 groups sampled" in d["filtered"]["message"]
+    code, _, _ = run(capsys, "check", kept_one_silent_of_100, "--max-silent", "0.5", "--bootstrap", "0", "-q")
+    assert code == 0  # without N the dump reads as it is (0.01)
+
+
+@pytest.mark.parametrize("threshold", ["--max-never-solved", "--max-extreme-share"])
+def test_max_never_solved_passes_on_a_post_filter_dump(capsys, threshold):
+    """The filter removed exactly the never-solved (and always-solved) prompts: refused unless --allow-filtered."""
+    code, out, err = run(capsys, "check", OPEN_INSTRUCT, "-G", "8", threshold, "0.5", "--bootstrap", "0", "-q")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "post-filter log (structure)" in err and "--allow-filtered" in err
+    code, out, _ = run(capsys, "check", OPEN_INSTRUCT, "-G", "8", threshold, "0.5", "--allow-filtered",
+                       "--bootstrap", "0", "-f", "json", "-q")
+    assert code in (0, 1) and json.loads(out)["filtered"]["source"] == "structure"
+    code, _, err = run(capsys, "check", OPEN_INSTRUCT, "-G", "8", "--max-silent", "0.9", threshold, "0.5",
+                       "--groups-generated", "96", "--bootstrap", "0", "-q")
+    assert code == 2 and threshold in err and "--allow-filtered" in err
