@@ -227,8 +227,9 @@ def test_group_size_law(report):
     met = sum(nd <= 16 for nd in needs)
     assert g.met_prompts == met
     assert g.met_share == met / 4  # p̂ ∈ {0, 1} count as unmet
-    draws = [1 / (1 - p**16 - (1 - p) ** 16) for p in (0.25, 0.5)]
-    assert g.dapo_groups_per_kept_group == pytest.approx(sum(draws) / 2, rel=1e-12)
+    # DAPO draws fresh prompts to refill its batch: expected groups per kept group = 1 / (1 − corpus silent rate)
+    assert report.wasted.G == 16
+    assert g.dapo_groups_per_kept_group == pytest.approx(1 / (1 - report.wasted.silent_rollout_share), rel=1e-12)
 
 
 def test_default_g_main_is_the_most_common_group_size():
