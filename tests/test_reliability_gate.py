@@ -47,3 +47,26 @@ def test_max_never_solved_passes_on_a_post_filter_dump(capsys, threshold):
     code, _, err = run(capsys, "check", OPEN_INSTRUCT, "-G", "8", "--max-silent", "0.9", threshold, "0.5",
                        "--groups-generated", "96", "--bootstrap", "0", "-q")
     assert code == 2 and threshold in err and "--allow-filtered" in err
+
+
+@pytest.fixture
+def by_log_with_nulls(tmp_path):
+    """60 prompts × 8 answers; source 'a' (mixed groups) on 40 prompts, null on 20 (all wrong)."""
+    rows = [{"step": 1, "prompt_id": f"p{i}", "reward": (j < 4) if i < 40 else 0,
+             "source": "a" if i < 40 else None} for i in range(60) for j in range(8)]
+    path = tmp_path / "log.parquet"
+    pl.DataFrame(rows, schema={"step": pl.Int64, "prompt_id": pl.Utf8, "reward": pl.Int64,
+                               "source": pl.Utf8}).write_parquet(path)
+    return str(path)
+
+
+def test_by_rows_with_a_null_value_vanish(capsys, by_log_with_nulls):
+    """Before: the 160 rows with a null source belonged to no value, and check --by could not fail on them."""
+    code, out, err = run(capsys, "scan", by_log_with_nulls, "--by", "source", "-f", "json")
+    groups = {g["value"]: g for g in json.loads(out)["by"]["groups"]}
+    assert code == 0 and sorted(groups) == ["(null)", "a"]
+    assert groups["(null)"]["prompts"] == 20 and groups["a"]["prompts"] == 40
+    assert "rows with no source as '(null)'" in err
+    code, _, err = run(capsys, "check", by_log_with_nulls, "-q", "--by", "source", "--max-all-wrong", "0.5",
+                       "--bootstrap", "0")
+    assert code == 1 and "check failed for source = (null)" in err

@@ -17,12 +17,16 @@ from .runs import PSEUDO_COLUMNS, split
 from .tempdirs import run_folder
 
 
+NULL_VALUE = "(null)"
+"""The ``--by`` value of the rows whose column is null (or that come from a file without it)."""
+
+
 def load_by(paths: Sequence[str | Path], column: str, opts: LoadOptions | None = None,
             progress: Callable[[int], None] | None = None) -> LoadedCounts:
     """:func:`load_counts` of every row, with ``parts``: the counts of each value of ``column``.
 
     Each part is its own load (its own corpus, so its own prior fit); rows whose ``column`` is
-    null belong to no part (a note says how many values there are). ``run`` and ``file``, when no
+    null, or that come from a file without it, are the part :data:`NULL_VALUE`. ``run`` and ``file``, when no
     file has such a column, split by run folder or by file (:mod:`.runs`).
     """
     opts = opts or LoadOptions()
@@ -35,19 +39,22 @@ def load_by(paths: Sequence[str | Path], column: str, opts: LoadOptions | None =
     if pseudo and not any(column in _schema(f, opts) for f in files):
         return _by_runs(pooled, files, column, opts)
     values: set[str] = set()
-    seen = False
+    seen = nulls = False
     with run_folder() as tmp:
         for path in files:
             item = open_file(path, tmp, opts, series_ok=False)
             assert isinstance(item, Opened)
-            if column in item.src.schema:
-                seen = True
-                col = pl.col(column).cast(pl.Utf8)
-                try:
-                    values.update(v for v in item.src.lf.select(col.unique()).collect().to_series()
-                                  .to_list() if v is not None)
-                except POLARS_ERRORS as exc:
-                    raise item.src.fail(exc) from exc
+            if column not in item.src.schema:
+                nulls = True  # its rows have no value: they go to "(null)", not nowhere
+                continue
+            seen = True
+            col = pl.col(column).cast(pl.Utf8)
+            try:
+                found = item.src.lf.select(col.unique()).collect().to_series().to_list()
+            except POLARS_ERRORS as exc:
+                raise item.src.fail(exc) from exc
+            nulls = nulls or None in found
+            values.update(v for v in found if v is not None)
     if not seen:
         raise SchemaError(f"--by column {column!r} is in none of the files read",
                           location=", ".join(map(str, files[:3])),
@@ -61,7 +68,11 @@ def load_by(paths: Sequence[str | Path], column: str, opts: LoadOptions | None =
                                  "'sigmaudit scan --per-prompt FILE'")
     parts = tuple((v, load_counts(files, dataclasses.replace(opts, subset=(column, v))))
                   for v in sorted(values, key=_natural))
-    notes = (*pooled.notes, f"split by {column}: {len(parts)} values, each audited on its own")
+    if nulls:  # rows with no value are audited too, as one more value (issue 23 item 22)
+        null_name = NULL_VALUE if NULL_VALUE not in values else f"{NULL_VALUE} (no value)"
+        parts += ((null_name, load_counts(files, dataclasses.replace(opts, subset=(column, None)))),)
+    notes = (*pooled.notes, f"split by {column}: {len(parts)} values, each audited on its own"
+             + (f" (rows with no {column} as {parts[-1][0]!r})" if nulls else ""))
     return dataclasses.replace(pooled, by=column, parts=parts, notes=notes)
 
 

@@ -52,8 +52,9 @@ class LoadOptions:
     rates are divided by it. None: rates are in [0, 1]."""
     threshold: float | None = None
     """Reward >= threshold counts as correct; needed for non-binary rewards."""
-    subset: tuple[str, str] | None = None
-    """(column, value): read only the rows whose column, as text, equals value (``--by``)."""
+    subset: tuple[str, str | None] | None = None
+    """(column, value): read only the rows whose column, as text, equals value (``--by``); value None:
+    the rows where the column is null or missing."""
     keep_duplicates: bool = False
     """Keep rows written twice (a log's block repeated) and byte-for-byte copies of an input file,
     which are dropped by default."""

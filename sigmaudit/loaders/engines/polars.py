@@ -88,12 +88,15 @@ def with_dedupe(src: Source, plan: ColumnMap, opts: LoadOptions) -> ColumnMap:
 
 
 def subset(src: Source, opts: LoadOptions) -> Source:
-    """``src`` restricted to the rows of ``opts.subset`` (column, value)."""
+    """``src`` restricted to the rows of ``opts.subset`` (column, value); value None: the rows where the
+    column is null or missing (``--by``'s "(null)")."""
     if opts.subset is None:
         return src
     column, value = opts.subset
     if column not in src.schema:
-        return dataclasses.replace(src, lf=src.lf.filter(pl.lit(False)))
+        return dataclasses.replace(src, lf=src.lf.filter(pl.lit(value is None)))
+    if value is None:
+        return dataclasses.replace(src, lf=src.lf.filter(pl.col(column).is_null()))
     return dataclasses.replace(src, lf=src.lf.filter(pl.col(column).cast(pl.Utf8) == value))
 
 
