@@ -70,3 +70,35 @@ def test_by_rows_with_a_null_value_vanish(capsys, by_log_with_nulls):
     code, _, err = run(capsys, "check", by_log_with_nulls, "-q", "--by", "source", "--max-all-wrong", "0.5",
                        "--bootstrap", "0")
     assert code == 1 and "check failed for source = (null)" in err
+
+
+def _stepped_log(path, base: int) -> str:
+    rows = [{"step": base + s, "prompt_id": f"p{i}", "reward": int((i + j + s) % 3 == 0)}
+            for s in range(4) for i in range(20) for j in range(8)]
+    pl.DataFrame(rows, schema={"step": pl.Int64, "prompt_id": pl.Utf8, "reward": pl.Int64}).write_parquet(path)
+    return str(path)
+
+
+@pytest.mark.parametrize("command", ["trend", "forecast", "backtest", "report"])
+def test_steps_above_2_53_collide_as_float64(capsys, tmp_path, command):
+    """Steps 2^53 .. 2^53 + 3 (64-bit counters) were merged as float64 ('visits must be sorted by prompt,
+    then by strictly increasing step'); now every figure equals the same log's with steps 0 .. 3."""
+    base = 2**53
+    extra = ["-o", "-"] if command == "report" else []
+    outs = []
+    for b, name in ((base, "big.parquet"), (0, "small.parquet")):
+        code, out, err = run(capsys, command, _stepped_log(tmp_path / name, b), "-q", "-f", "json", *extra)
+        assert code == 0, err
+        outs.append(json.loads(out))
+    big, small = outs
+    if command == "trend":
+        assert [s["step"] for s in big["steps"]] == [base, base + 1, base + 2, base + 3]
+        assert [s["ahead_silent"] for s in big["steps"]] == [s["ahead_silent"] for s in small["steps"]]
+    elif command == "forecast":
+        assert big["next_step"] == base + 4
+        assert [r["last_step"] - base for r in big["per_prompt"]] == [r["last_step"] for r in small["per_prompt"]]
+        assert big["expected_silent"] == small["expected_silent"]
+    elif command == "backtest":
+        assert big["brier"] == small["brier"] and big["visits"] == small["visits"] == 60
+    else:
+        assert [s["step"] - base for s in big["trend"]["steps"]] == [s["step"] for s in small["trend"]["steps"]]

@@ -203,8 +203,7 @@ def _with_history(
         pl.Series("visits_before", hist.visits_before),
         pl.Series("streak_correct", hist.streak_correct),
         pl.Series("streak_wrong", hist.streak_wrong),
-        pl.Series("last_step", hist.last_step),
-    )
+    ).with_columns(pl.col("step").shift(1).over("code").alias("last_step"))  # int64: exact past 2^53
     g = (groups.with_row_index("grow")
          .join(visits.select("prompt", "step", "vrow", "visits_before", "streak_correct", "streak_wrong",
                              "last_step"), on=["prompt", "step"], how="left")

@@ -57,7 +57,8 @@ class History:
     visits_before: NDArray[np.int64]
     """Earlier visits of the same prompt."""
     last_step: NDArray[np.float64]
-    """Step of the previous visit (NaN for a first visit)."""
+    """Step of the previous visit (NaN for a first visit), as a float: exact up to 2^53 only (the
+    audits take the previous step from the int64 steps themselves)."""
     n_eff: NDArray[np.float64]
     """Decayed sample counts Σ w_j n_j, shape (half-lives, visits)."""
     k_eff: NDArray[np.float64]
@@ -93,7 +94,8 @@ def visit_history(
     ([0, 0, 0], [0, 1, 2])
     """
     p = np.asarray(prompt, dtype=np.int64)
-    s = np.asarray(step, dtype=np.float64)
+    s = np.asarray(step)
+    s = s.astype(np.int64) if s.dtype.kind in "iub" else s.astype(np.float64)  # int64 steps stay exact past 2^53
     nn = np.asarray(n, dtype=np.float64)
     kk = np.asarray(k, dtype=np.float64)
     hl = np.atleast_1d(np.asarray(half_lives, dtype=np.float64))
@@ -116,7 +118,7 @@ def visit_history(
     for r in range(1, bounds.size - 1):
         idx = order[bounds[r]:bounds[r + 1]]
         prev = idx - 1
-        d = _decay(s[idx] - s[prev], hl)
+        d = _decay((s[idx] - s[prev]).astype(np.float64), hl)  # the gap in int64, then as a float
         n_eff[:, idx] = (n_eff[:, prev] + nn[prev]) * d
         k_eff[:, idx] = (k_eff[:, prev] + kk[prev]) * d
         sc[idx] = np.where(kk[prev] == nn[prev], sc[prev] + 1, 0)
