@@ -278,3 +278,32 @@ def test_each_load_option_has_one_flag_with_the_same_default():
     fields = {f.name: f.default for f in dataclasses.fields(LoadOptions) if f.name not in inputs.INTERNAL_LOAD_FIELDS}
     assert set(inputs.LAYOUT_OPTIONS) == set(fields)
     assert inputs._LAYOUT_DEFAULTS == fields
+
+
+# --------------------------------------------------------------------------- renderers only render
+
+def _title_branches(source: str) -> list[int]:
+    """Lines of ``source`` that compare a ``.title`` with text (``part.title == "sigmaudit trend"``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(isinstance(s, ast.Attribute) and s.attr == "title" for s in sides) and any(
+                    isinstance(s, ast.Constant) and isinstance(s.value, str) for s in sides):
+                found.append(node.lineno)
+    return found
+
+
+def test_renderers_never_branch_on_titles():
+    """Which sections a page shows, and under which heading, is the view's choice (views/report.py)."""
+    found = {p.name: lines for p in sorted((PKG / "render").glob("*.py"))
+             if (lines := _title_branches(p.read_text(encoding="utf-8")))}
+    assert found == {}
+
+
+def test_title_branch_finder_finds_one():
+    assert _title_branches('if part.title == "sigmaudit trend":\n    pass\nx = view.title\n') == [1]
+
+
+def test_render_imports_no_audit():
+    assert not [m for p in (PKG / "render").glob("*.py") for m in _imports(p) if _layer(m) == "audits"]

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
 # The results drawn here (report data, scan, trend, backtest, fidelity curves) arrive through the View
-# (``view.source``, ``view.parts``): this module reads their fields and imports no audit.
+# (``view.source``, ``view.parts``; each part carries its heading and the sections the page shows): this
+# module reads their fields and imports no audit.
 ReportData = ScanReport = TrendResult = FidelityCurve = BacktestResult = Any
 
 # Okabe–Ito colours (readable with colour-blindness).
@@ -644,13 +645,9 @@ def render_html(view: View) -> str:
     if d.by is not None:
         parts.append(f"<h2>By {esc(d.by.column)}</h2>")
         parts.append(view_html(View(view.title, (report_by_section(d),)), fold_rows=200))
-    for part in rest:
-        if part.title == "sigmaudit trend":
-            parts.append("<h2>Per step</h2>")
-            parts.append(view_html(View(part.title, part.sections[:1])))
-        elif part.title == "sigmaudit backtest":
-            parts.append("<h2>Forecast backtest</h2>")
-            parts.append(view_html(part))
+    for part in rest:  # their headings and sections chosen by views/report.py
+        parts.append(f"<h2>{esc(part.heading or part.title)}</h2>")
+        parts.append(view_html(part))
     if s.notes:
         parts.append("<h2>Notes</h2>")
         parts.append('<ul class="notes">' + "".join(f"<li>{esc(n)}</li>" for n in s.notes) + "</ul>")

@@ -7,6 +7,7 @@ result's JSON contract, so the renderers below need nothing but the :class:`View
 
 from __future__ import annotations
 
+import dataclasses
 from importlib import import_module
 from typing import Any
 
@@ -38,8 +39,7 @@ def build_view(result: Any) -> View:
     view: View = getattr(import_module(f".{module}", __name__), func)(result)
     data = result.to_dict()
     records = None if records_key is None else tuple(_flat(row) for row in data[records_key])
-    return View(view.title, view.sections, view.csv_table, data=data, source=result, parts=view.parts,
-                csv_records=records)
+    return dataclasses.replace(view, data=data, source=result, csv_records=records)
 
 
 def _flat(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -62,7 +62,10 @@ class View:
     source: Any = field(default=None, compare=False, repr=False)
     """The result the view was built from (the HTML renderer draws charts from it)."""
     parts: tuple[View, ...] = ()
-    """A combined view's parts (a report: the scan, plan and trend views)."""
+    """A combined view's parts, as a page shows them (a report: the scan and plan views, then the
+    trend and backtest views with their ``heading`` and the sections the page shows)."""
+    heading: str | None = None
+    """The heading a page puts over this view when it is a part of another (None: the view's title)."""
     csv_records: tuple[dict[str, Any], ...] | None = None
     """The rows ``--format csv`` writes, keyed exactly as in the JSON contract (nested objects
     flattened as ``outer_inner``); None: the ``csv_table`` instead."""

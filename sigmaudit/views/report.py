@@ -25,6 +25,18 @@ def report_part_views(result: ReportData) -> tuple[View, ...]:
     return tuple(parts)
 
 
+def report_page_parts(parts: tuple[View, ...]) -> tuple[View, ...]:
+    """The parts as the report page shows them: scan and plan (placed by the page), then the trend's
+    first section under "Per step" and the backtest under "Forecast backtest" (the section choice
+    is made here, not by the renderer)."""
+    import dataclasses
+
+    scan, plan, *rest = parts
+    chosen = {"sigmaudit trend": ("Per step", 1), "sigmaudit backtest": ("Forecast backtest", None)}
+    return (scan, plan, *(dataclasses.replace(v, heading=chosen[v.title][0], sections=v.sections[:chosen[v.title][1]])
+                          for v in rest))
+
+
 def report_view(result: ReportData) -> View:
     """Every section of the scan, plan and trend views, prefixed by the command each comes from."""
     parts = report_part_views(result)
@@ -36,7 +48,7 @@ def report_view(result: ReportData) -> View:
         sections.insert(0, Section("post-filter dump", (filtered_line(result.filtered),)))
     if result.by is not None:
         sections.append(report_by_section(result))
-    return View(result.title, tuple(sections), parts=parts)
+    return View(result.title, tuple(sections), parts=report_page_parts(parts))
 
 
 def report_by_section(result: ReportData) -> Section:
