@@ -307,3 +307,8 @@ def test_title_branch_finder_finds_one():
 
 def test_render_imports_no_audit():
     assert not [m for p in (PKG / "render").glob("*.py") for m in _imports(p) if _layer(m) == "audits"]
+
+
+def test_views_do_not_compute_group_sizes():
+    """Views lay out what the audit computed (views/scan.py called group_size_exact)."""
+    assert not [p.name for p in (PKG / "views").glob("*.py") if "sigmaudit.core.group_size" in _imports(p)]

@@ -225,6 +225,8 @@ class GroupSize:
     dapo_groups_per_kept_group: float | None
     """DAPO's expected groups drawn per kept group at G: 1 / (1 − corpus silent rate at G), the same
     figure as plan's (DAPO fills its batch with fresh prompts drawn at random); None when every group is silent."""
+    least_need: int | None = None
+    """The exact need at p = 1/2, the least any prompt needs (φ is largest there)."""
 
 
 @dataclass(frozen=True)
@@ -498,6 +500,7 @@ def _group_size(corpus: Corpus, G: int, eps: float, silent: float) -> GroupSize:
         met_prompts=met_prompts,
         met_share=met_prompts / corpus.n_prompts,
         dapo_groups_per_kept_group=1.0 / (1.0 - silent) if silent < 1.0 else None,
+        least_need=group_size_exact(0.5, eps),  # type: ignore[arg-type]
     )
 
 

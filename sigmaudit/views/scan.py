@@ -182,9 +182,7 @@ def _group_size(r: ScanReport) -> Section:
         f"Group-size law at ε = {g.eps:g} (fidelity φ ≥ {1 - g.eps:g}) over the {g.in_between_prompts:,} prompts "
         f"with 0 < k < n; {g.unreachable_prompts:,} prompts with p̂ ∈ {{0, 1}} are unreachable (no G helps).",
     ]
-    from ..core.group_size import group_size_exact
-
-    floor = group_size_exact(0.5, g.eps)  # the least any prompt needs: φ is largest at p = 1/2
+    floor = g.least_need  # computed by the audit: views do not compute
     if g.met_prompts == 0 and floor is not None and g.G < floor:
         lines.append(f"G = {g.G:,} cannot meet φ ≥ {1 - g.eps:g} for any prompt (even p = 1/2 needs G ≥ {floor:,}).")
     else:
