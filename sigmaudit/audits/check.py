@@ -270,7 +270,7 @@ def check(corpus: Corpus, G: int, thresholds: Sequence[Threshold], *, estimator:
 
 def _refuse_filtered(thresholds: Sequence[Threshold], G: int, filtered: Filtered | None,
                      pre_filter: PreFilter | None, allow_filtered: bool) -> None:
-    """ConfigError for a silent, all-wrong, all-correct, never-solved or extreme-share threshold on a post-filter dump, unless
+    """ConfigError for a threshold in :data:`FILTER_SENSITIVE` on a post-filter dump, unless
     ``allow_filtered``, or ``pre_filter`` (at the same G) gives the pre-filter silent fraction and
     silent_rate is the only such threshold."""
     sensitive = [t.name for t in thresholds if t.name in FILTER_SENSITIVE]
@@ -285,7 +285,8 @@ def _refuse_filtered(thresholds: Sequence[Threshold], G: int, filtered: Filtered
     if others:
         raise ConfigError(f"--groups-generated gives the pre-filter silent fraction, not its all-wrong/all-correct "
                           f"split nor which prompts the filter removed: {', '.join(others)} would read the "
-                          f"post-filter log", location="check", remedy=f"drop {'/'.join(others)}, or pass --allow-filtered")
+                          f"post-filter log", location="check",
+                          remedy=f"drop {'/'.join(others)}, or pass --allow-filtered")
     if pre_filter.G != G:
         raise ConfigError(f"the dump's groups have G = {pre_filter.G}, not {G}: the pre-filter "
                           f"silent fraction is observed at the logged G", location="G",

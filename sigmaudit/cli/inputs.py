@@ -330,9 +330,8 @@ def reads_logs(
 
     @functools.wraps(command)
     def wrapper(**kwargs: Any) -> Any:
-        from ..render import Format
-
         from ..loaders import LoadOptions
+        from ..render import Format
 
         paths = kwargs.pop("paths")
         opts = LoadOptions(**{name: kwargs.pop(name) for name in LAYOUT_OPTIONS})

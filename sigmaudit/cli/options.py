@@ -107,9 +107,12 @@ def output_option(help: str = "Write the report to this file (atomically, after 
     return typer.Option("--output", "-o", help=help, **{"show_default": False} | extra)
 
 
-def estimator_option(help: str = "auto (default: silent rates unbiased where every prompt has n ≥ G, else bayes; "
-                                 "everything else bayes), bayes (posterior under the corpus prior), unbiased, or "
-                                 "plugin (p̂ = k/n). The same rule in scan, plan, check, report and trend.") -> OptionInfo:
+ESTIMATOR_HELP = ("auto (default: silent rates unbiased where every prompt has n ≥ G, else bayes; everything else "
+                  "bayes), bayes (posterior under the corpus prior), unbiased, or plugin (p̂ = k/n). The same rule in "
+                  "scan, plan, check, report and trend.")
+
+
+def estimator_option(help: str = ESTIMATOR_HELP) -> OptionInfo:
     """``--estimator``: one of the estimator rules (:func:`check_estimator`)."""
     return typer.Option("--estimator", callback=check_estimator, metavar="NAME", help=help)
 

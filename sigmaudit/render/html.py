@@ -15,7 +15,7 @@ import html
 import io
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from matplotlib.figure import Figure
@@ -201,7 +201,7 @@ def svg_of(fig: Figure, name: str, label: str) -> str:
     return text.strip()
 
 
-def _draw(draw, name: str, label: str, *args: Any, width: float = FIG_WIDTH,  # noqa: ANN001
+def _draw(draw: Callable[..., None], name: str, label: str, *args: Any, width: float = FIG_WIDTH,
           height: float = FIG_HEIGHT) -> str:
     from matplotlib import rc_context
 

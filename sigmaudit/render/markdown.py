@@ -31,8 +31,7 @@ def _table(t: Table) -> list[str]:
     out = [f"**{inert(t.title)}**", ""] if t.title else []
     out.append("| " + " | ".join(inert(c) for c in t.columns) + " |")
     out.append("|" + "|".join("---" for _ in t.columns) + "|")
-    for row in t.cells():
-        out.append("| " + " | ".join(inert(c) for c in row) + " |")
+    out.extend("| " + " | ".join(inert(c) for c in row) + " |" for row in t.cells())
     if t.note:
         out += ["", f"_{inert(t.note)}_"]
     out.append("")

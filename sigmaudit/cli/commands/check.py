@@ -126,7 +126,6 @@ def check(
     from ...errors import ConfigError
     from ...exitcodes import ExitCode
     from ...writers import after_commit
-    from ..output import note
 
     thresholds = _thresholds(max_silent=max_silent, max_all_wrong=max_all_wrong, max_all_correct=max_all_correct,
                              max_extreme_share=max_extreme_share, min_fidelity=min_fidelity,

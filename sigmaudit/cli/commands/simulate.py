@@ -38,7 +38,6 @@ import typer
 
 from ..options import FormatOpt, OutputOpt, emit_result, group_size_option
 
-
 SIMULATE_MAX_G = 65_536
 """simulate's own bound on -G (its cost, like --prompts and --steps): the shared -G rule is the core's."""
 
