@@ -19,13 +19,31 @@ INSIDE_A_TRAINER = "sigmaudit/integrations/"
 """Callbacks that run inside a trainer's process: they import the trainer itself (verl, transformers)."""
 
 
-def _imported(path: Path) -> set[str]:
-    out = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            out |= {a.name.split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            out.add(node.module.split(".")[0])
+def _modules(node: ast.AST) -> set[str]:
+    if isinstance(node, ast.Import):
+        return {a.name.split(".")[0] for a in node.names}
+    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        return {node.module.split(".")[0]}
+    return set()
+
+
+def _guarded(tree: ast.AST) -> set[str]:
+    """Modules imported inside ``try: ... except ImportError`` (the code runs without them)."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(
+                isinstance(h.type, ast.Name) and h.type.id in {"ImportError", "ModuleNotFoundError"}
+                for h in node.handlers):
+            for stmt in node.body:
+                out |= set().union(*(_modules(n) for n in ast.walk(stmt)))
+    return out
+
+
+def _imported(path: Path, *, guarded: bool = False) -> set[str]:
+    """Third-party modules a file imports: unguarded ones, or (``guarded``) only the optional ones."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    optional = _guarded(tree)
+    out = optional if guarded else set().union(*(_modules(n) for n in ast.walk(tree))) - optional
     return {m for m in out if m not in sys.stdlib_module_names and m != "sigmaudit"}
 
 
@@ -56,3 +74,15 @@ def test_zstandard_is_a_regular_dependency():
     assert {"zstandard", "polars", "pyarrow"} <= {m for p in (PKG / "loaders").rglob("*.py")
                                                   if p.relative_to(ROOT).as_posix() not in OPTIONAL
                                                   for m in _imported(p)}
+
+
+def test_an_optional_import_is_declared_by_an_extra():
+    """An import guarded by ``except ImportError`` (boto3 for re-listing an s3 prefix with an odd key)
+    still names its extra, so ``pip install sigmaudit[EXTRA]`` brings it."""
+    extras = set().union(_names(PROJECT["dependencies"]),
+                         *(_names(reqs) for reqs in PROJECT["optional-dependencies"].values()))
+    guarded = {m: p.relative_to(ROOT).as_posix() for p in PKG.rglob("*.py")
+               if not p.relative_to(ROOT).as_posix().startswith(INSIDE_A_TRAINER)
+               for m in _imported(p, guarded=True)}
+    assert "boto3" in guarded
+    assert {m: f for m, f in guarded.items() if m not in extras} == {}
