@@ -111,9 +111,9 @@ def test_one_quantity_prints_alike_in_scan_plan_check_and_report(capsys, tmp_pat
     _, scan_md, _ = run(capsys, "scan", SAMPLE, "-q", "-G", "8", "-f", "markdown")
     _, plan_md, _ = run(capsys, "plan", SAMPLE, "-q", "-G", "8", "-f", "markdown", "--bootstrap", "20")
     _, check_md, _ = run(capsys, "check", SAMPLE, "-q", "-G", "8", "--max-silent", "0.9", "--min-fidelity", "0.1",
-                         "-f", "markdown", "--bootstrap", "20")
+                         "-f", "markdown", "--bootstrap", "20", "--basis", "model")
     _, check_table, _ = run(capsys, "check", SAMPLE, "-q", "-G", "8", "--max-silent", "0.9", "--min-fidelity", "0.1",
-                            "--bootstrap", "20")
+                            "--bootstrap", "20", "--basis", "model")
     code, _, err = run(capsys, "report", SAMPLE, "-q", "-G", "8", "-o", str(tmp_path / "r.html"))
     assert code == 0, err
     report = _html_text((tmp_path / "r.html").read_text(encoding="utf-8"))

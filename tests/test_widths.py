@@ -76,9 +76,11 @@ def test_terminal_rendering_fits_and_colours_the_verdict(monkeypatch, width):
     assert "\x1b[" not in render(build_view(res), Format.table, color=True, width=width)
 
 
-def test_scan_summary_is_ten_lines(capsys):
+def test_scan_summary_is_a_dozen_lines(capsys):
     code, out, _ = run(capsys, "scan", SAMPLE, "--summary", "-q")
     lines = out.splitlines()
-    assert code == 0 and len(lines) == 10
-    assert lines[0].startswith("corpus: 200 prompts") and "never solved in the log" in lines[3]
-    assert "posterior" in lines[7] and all(len(line) < 130 for line in lines)
+    assert code == 0 and len(lines) == 12
+    assert lines[0] == "window: steps 1–20 (20 steps, whole log)" and lines[1].startswith("corpus: 200 prompts")
+    assert "never solved in the log" in lines[4] and lines[5].startswith("observed silent groups: 60.2%")
+    assert lines[6].startswith("per step (observed, steps 1–20)") and "(observed)" in lines[7]
+    assert "posterior" in lines[9] and all(len(line) < 130 for line in lines)

@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..core.weighting import EXTREME
 from ..errors import ConfigError
 from ..fmt import display_pair, none_if_nan
-from ..loaders.options import Filtered
+from ..loaders.options import Filtered, Window
 from .by import ByGroup, ByResult
+from .drift import Drift, context_json
 from .filtered import PreFilter
 
 if TYPE_CHECKING:
@@ -162,6 +163,19 @@ class CheckResult:
     """Set with ``--groups-generated``: ``silent_rate`` is then the observed pre-filter fraction."""
     by: ByResult | None = None
     """With ``--by COLUMN``: each value's own check; ``passed`` needs every one to pass."""
+    basis: str = "model"
+    """``observed``: the silent/all-wrong/all-correct checks compared what the logged groups did over the
+    window; ``model``: every value is an estimate from the per-prompt counts (``--basis``)."""
+    silent_by: str | None = None
+    """Shaped rewards, observed basis: ``zero-spread`` (silent_rate = share of groups whose raw rewards all
+    agree: no gradient) or ``correctness`` (all on one side of ``--threshold``); None for 0/1 rewards."""
+    consecutive: int | None = None
+    """With ``--consecutive K`` (observed basis): a silent/all-wrong/all-correct limit fails only when the
+    per-step share crosses it in K consecutive logged steps; ``tested`` is the largest share held K steps."""
+    window: Window | None = None
+    """The training steps the figures cover (``--steps``/``--last-steps``, else the whole log); None without steps."""
+    drift: Drift | None = None
+    """Set when pass rates moved within the window (:mod:`sigmaudit.audits.drift`): pooled-count figures understate."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON contract: passed, G, estimator, prompts, checks[{name, value, value_ci, tested, limit, ...}]."""
@@ -185,7 +199,11 @@ class CheckResult:
             "warnings": list(self.warnings),
             "filtered": None if self.filtered is None else asdict(self.filtered),
             "pre_filter": None if self.pre_filter is None else asdict(self.pre_filter),
+            "basis": self.basis,
+            "consecutive": self.consecutive,
+            "silent_by": self.silent_by,
             "by": None if self.by is None else self.by.to_dict(),
+            **context_json(self.window, self.drift),
         }
 
     @property
@@ -320,34 +338,110 @@ def _checks(
     return checks, intervals
 
 
+BASES = ("observed", "model")
+"""``--basis`` values: what the silent/all-wrong/all-correct checks compare."""
+
+
+def resolve_basis(loaded: LoadedCounts, G: int, basis: str | None) -> str:
+    """``observed`` when the log's groups are known and ``G`` is their most common size (the default, and
+    what ``--basis observed`` needs), else ``model``; ConfigError for ``observed`` where it cannot be."""
+    from . import logged_group_size
+
+    logged = logged_group_size(loaded)
+    if basis not in (None, *BASES):
+        raise ConfigError(f"{basis!r} is not a basis; choose observed or model", location="--basis")
+    if basis == "model" or (basis is None and logged != G):
+        return "model"
+    if logged is None:
+        raise ConfigError("--basis observed needs logged groups, and this log has none (counts only)",
+                          location="--basis", remedy="drop --basis (the model is used), or give a log with groups")
+    if logged != G:
+        raise ConfigError(f"--basis observed compares the logged groups, which have G = {logged}, not {G}",
+                          location="--basis", remedy=f"pass -G {logged}, or --basis model for another G")
+    return "observed"
+
+
+def _held(shares: Sequence[float], k: int) -> float:
+    """The largest share the series holds for ``k`` consecutive entries: max over windows of their min."""
+    import numpy as np
+
+    x = np.asarray(shares, dtype=np.float64)
+    if x.size < k:
+        return float("nan")
+    return float(np.lib.stride_tricks.sliding_window_view(x, k).min(axis=1).max())
+
+
+def _observed_checks(result: CheckResult, loaded: LoadedCounts, consecutive: int | None,
+                     silent_by: str | None = None) -> CheckResult:
+    """``result`` with its silent/all-wrong/all-correct checks compared on what the logged groups did
+    (``--groups-generated`` keeps its pre-filter silent fraction); ``consecutive`` K tests the largest
+    per-step share held K steps running instead of the window's share. With shaped rewards (the load kept
+    each group's reward range) silent_rate is the zero-spread share unless ``silent_by`` is ``correctness``."""
+    from .scan import observed_by_step, zero_spread_mask
+
+    groups = loaded.per_group
+    assert groups is not None
+    n, k = groups["n"].to_numpy(), groups["k"].to_numpy()
+    flat = zero_spread_mask(groups) if silent_by != "correctness" else None
+    silent = ((k == 0) | (k == n)) if flat is None else flat
+    values = {"silent_rate": float(silent.mean()), "all_wrong_rate": float((k == 0).mean()),
+              "all_correct_rate": float(((k == n) & (k > 0)).mean())}
+    steps = observed_by_step(groups) if consecutive is not None else ()
+    fields = {"silent_rate": "fraction", "all_wrong_rate": "all_wrong", "all_correct_rate": "all_correct"}
+    checks = []
+    for c in result.checks:
+        if c.name not in values or (result.pre_filter is not None and c.name == "silent_rate"):
+            checks.append(c)
+            continue
+        tested = None if consecutive is None else _held([getattr(s, fields[c.name]) for s in steps], consecutive)
+        compared = values[c.name] if tested is None else tested
+        checks.append(replace(c, value=values[c.name], value_ci=None, tested=tested, estimator="observed",
+                              passed=passes(compared, c.kind, c.limit)))
+    est = result.estimator if result.pre_filter is not None else "observed (the logged groups)"
+    return replace(result, checks=tuple(checks), passed=all(c.passed for c in checks), estimator=est,
+                   basis="observed", consecutive=consecutive,
+                   silent_by=None if zero_spread_mask(groups) is None else silent_by or "zero-spread")
+
+
 def check_logs(loaded: LoadedCounts, G: int, thresholds: Sequence[Threshold], *, post_filter: bool = False,
                groups_generated: int | None = None, allow_filtered: bool = False, estimator: str = "auto",
                replicates: int = 0, level: float = 0.9, confidence: float | None = None,
-               G_source: str = "given") -> CheckResult:
-    """:func:`check` on loaded logs: post-filter resolution (:mod:`.filtered`), and with ``--by``
-    one check per value (the pooled result passes only when every value passes too)."""
+               G_source: str = "given", basis: str | None = None, consecutive: int | None = None,
+               silent_by: str | None = None) -> CheckResult:
+    """:func:`check` on loaded logs: post-filter resolution (:mod:`.filtered`), the basis of the silent
+    checks (:func:`resolve_basis`: observed at the logged G by default), and with ``--by`` one check per
+    value (the pooled result passes only when every value passes too)."""
     import functools
 
     from . import corpus_of
+    from .drift import context
     from .filtered import pre_filter, resolve
     from .scan import statistical_filter
 
     opts: dict[str, Any] = {"estimator": estimator, "replicates": replicates, "level": level,
                             "confidence": confidence, "G_source": G_source}
+    used = resolve_basis(loaded, G, basis)
+    if consecutive is not None and (used != "observed" or not loaded.has_steps):
+        raise ConfigError("--consecutive counts logged steps, so it needs the observed basis on a log with steps",
+                          location="--consecutive",
+                          remedy="drop --consecutive, or give a log with steps at the logged G")
     filtered = resolve(loaded, post_filter, functools.partial(statistical_filter, loaded))
     pre = pre_filter(loaded, groups_generated) if groups_generated is not None else None
     if pre is not None and filtered is None:  # N given: the user says groups were dropped (issue 23 item 4)
         filtered = Filtered("flag", f"--groups-generated {pre.groups_generated}: {pre.groups_logged:,} of the "
                                     f"{pre.groups_generated:,} groups sampled are in the log")
-    result = check(corpus_of(loaded), G, thresholds, filtered=filtered, pre_filter=pre,
-                   allow_filtered=allow_filtered, **opts)
+    result = replace(check(corpus_of(loaded), G, thresholds, filtered=filtered, pre_filter=pre,
+                           allow_filtered=allow_filtered, **opts), **context(loaded))
+    if used == "observed":
+        result = _observed_checks(result, loaded, consecutive, silent_by)
     if loaded.by is None:
         return result
     if pre is not None:
         raise ConfigError("--groups-generated counts the groups of the whole log, not of each --by value",
                           location="--by", remedy="drop --by, or pass --allow-filtered")
     groups = tuple(ByGroup(value, check_logs(part, G, thresholds, post_filter=post_filter,
-                                             allow_filtered=allow_filtered, **opts))
+                                             allow_filtered=allow_filtered, basis=basis if basis == "model" else
+                                             None, **opts))
                    for value, part in loaded.parts)
     return replace(result, passed=result.passed and all(g.result.passed for g in groups),
                    by=ByResult(loaded.by, groups))

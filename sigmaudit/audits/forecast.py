@@ -33,7 +33,8 @@ from numpy.typing import NDArray
 
 from ..errors import ConfigError, SchemaError
 from ..fmt import none_if_nan
-from ..loaders.options import Filtered
+from ..loaders.options import Filtered, Window
+from .drift import Drift, context_json
 
 HALF_LIFE_SAMPLE = 20_000
 """The half-life is chosen on about this many groups (whole prompts, by a hash of their names) in
@@ -429,6 +430,10 @@ class ForecastResult:
     filtered: Filtered | None = None
     """Set when the log is a post-filter dump (see :mod:`sigmaudit.audits.filtered`): each prompt's
     history lacks its silent groups, so P(silent) is understated."""
+    window: Window | None = None
+    """The training steps the figures cover (``--steps``/``--last-steps``, else the whole log); None without steps."""
+    drift: Drift | None = None
+    """Set when pass rates moved within the window (:mod:`sigmaudit.audits.drift`): pooled-count figures understate."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON contract (see :mod:`sigmaudit.commands.forecast`)."""
@@ -440,6 +445,7 @@ class ForecastResult:
             "backtest_brier": self.backtest_brier, "recalibrated": self.recalibrated,
             "filtered": None if self.filtered is None else asdict(self.filtered),
             "per_prompt": self.table.to_dicts(),
+            **context_json(self.window, self.drift),
         }
 
 

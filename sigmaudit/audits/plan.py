@@ -34,8 +34,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..fmt import pct as _pct
-from ..loaders.options import Filtered
+from ..loaders.options import Filtered, Window
 from .by import ByGroup, ByResult
+from .drift import Drift, context_json
 
 if TYPE_CHECKING:
     from ..core.corpus import Corpus
@@ -217,6 +218,10 @@ class PlanResult:
     """The objective's curve, knee, saturation cap and reasoning (None when targets chose G)."""
     price: Price | None = None
     """The recommendation against the logged G (or G = 8): None without a recommendation."""
+    window: Window | None = None
+    """The training steps the figures cover (``--steps``/``--last-steps``, else the whole log); None without steps."""
+    drift: Drift | None = None
+    """Set when pass rates moved within the window (:mod:`sigmaudit.audits.drift`): pooled-count figures understate."""
 
     @property
     def target_failed(self) -> bool:
@@ -252,6 +257,7 @@ class PlanResult:
             "allocation": None if self.allocation is None else self.allocation.to_dict(),
             "filtered": None if self.filtered is None else asdict(self.filtered),
             "by": None if self.by is None else self.by.to_dict(),
+            **context_json(self.window, self.drift),
         }
 
 def _reason(sweep: Sequence[SweepRow], targets: Targets, chosen: int | None, unreachable: float) -> str:
@@ -495,9 +501,11 @@ def plan_logs(
     allocation is for the pooled log only). Without targets ``objective`` (default ``signal``;
     None: none) chooses G; prices are against the log's most common group size (else G = 8)."""
     import functools
+    from dataclasses import replace
 
     from . import corpus_of, logged_group_size
     from .allocate import allocate
+    from .drift import context
     from .filtered import resolve
     from .scan import statistical_filter
 
@@ -513,7 +521,8 @@ def plan_logs(
                                      post_filter=post_filter, estimator=estimator, replicates=replicates,
                                      level=level))
             for value, part in loaded.parts))
-    return plan(corpus, Gs, batch_prompts=batch_prompts, targets=targets, objective=objective,
-                reference_G=logged_group_size(loaded), allocation=alloc,
-                filtered=resolve(loaded, post_filter, functools.partial(statistical_filter, loaded)), by=by,
-                estimator=estimator, replicates=replicates, level=level)
+    result = plan(corpus, Gs, batch_prompts=batch_prompts, targets=targets, objective=objective,
+                  reference_G=logged_group_size(loaded), allocation=alloc,
+                  filtered=resolve(loaded, post_filter, functools.partial(statistical_filter, loaded)), by=by,
+                  estimator=estimator, replicates=replicates, level=level)
+    return replace(result, **context(loaded))

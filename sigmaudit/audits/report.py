@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..loaders.options import Window
+from .drift import Drift, context_json
+
 if TYPE_CHECKING:
     from ..loaders import LoadedCounts
     from ..loaders.options import Filtered
@@ -77,6 +80,10 @@ class ReportData:
     """Set when the log is a post-filter dump (the scan's ``filtered``; see :mod:`sigmaudit.audits.filtered`)."""
     by: ByResult | None = None
     """With ``--by COLUMN``: the scan of each value's rows (own prior fit); ``scan`` is the pooled one."""
+    window: Window | None = None
+    """The training steps the figures cover (``--steps``/``--last-steps``, else the whole log); None without steps."""
+    drift: Drift | None = None
+    """Set when pass rates moved within the window (:mod:`sigmaudit.audits.drift`): pooled-count figures understate."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON contract: title, files, g_main, chosen_G, chosen_by, eps, filtered, scan, plan, trend, backtest,
@@ -101,6 +108,7 @@ class ReportData:
                 for c in self.fidelity_curves
             ],
             "by": None if self.by is None else self.by.to_dict(),
+            **context_json(self.window, self.drift),
         }
 
 
@@ -177,6 +185,7 @@ def build_report(
     With ``loaded.by`` (``--by``) the report gains ``by``: the scan of each value.
     """
     from . import corpus_of
+    from .drift import context
     from .plan import DEFAULT_G_GRID, Targets
     from .plan import plan as run_plan
 
@@ -191,6 +200,7 @@ def build_report(
         title=title or default_title(loaded.files), files=tuple(loaded.files), scan=scan, plan=plan, trend=trend,
         backtest=bt, g_main=main, chosen_G=int(chosen), chosen_by=chosen_by, eps=float(eps),
         fidelity_curves=fidelity_curves(scan, curve_G([r.G for r in plan.sweep])), filtered=filtered, by=by,
+        **context(loaded),
     )
 
 

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..loaders.options import Filtered
+from ..loaders.options import Filtered, Window
 from .by import ByGroup, ByResult
+from .drift import Drift
 
 if TYPE_CHECKING:
     import polars as pl
@@ -108,6 +109,24 @@ class SilentRow:
 
 
 @dataclass(frozen=True)
+class StepSilent:
+    """What the logged groups of one training step did."""
+
+    step: int
+    """The step."""
+    groups: int
+    """Groups logged at this step."""
+    fraction: float
+    """Share of them that were silent (k = 0 or k = n)."""
+    all_wrong: float
+    """Share with k = 0."""
+    all_correct: float
+    """Share with k = n."""
+    rollout_share: float
+    """Share of the step's rollouts in silent groups."""
+
+
+@dataclass(frozen=True)
 class ObservedSilent:
     """Silent fraction of the groups actually logged (only when group membership is known)."""
 
@@ -123,24 +142,39 @@ class ObservedSilent:
     """Share of logged groups with k = n."""
     rollout_share: float
     """Share of logged rollouts that sit in silent groups."""
+    all_wrong_rollout_share: float
+    """Share of logged rollouts in all-wrong groups."""
+    all_correct_rollout_share: float
+    """Share of logged rollouts in all-correct groups."""
     expected: float
     """Default estimate of the silent rate at ``G`` from the per-prompt counts (mean over prompts)."""
     expected_estimator: str
     """Estimator of ``expected``: ``unbiased`` or ``bayes``."""
     expected_groups: float
     """``expected`` × ``groups``: silent groups an unfiltered log of this size should hold."""
+    by_step: tuple[StepSilent, ...] = ()
+    """The same shares step by step, in step order (empty when the log has no steps)."""
+    zero_spread: float | None = None
+    """With ``--threshold`` (shaped rewards): share of logged groups whose raw rewards all agree (zero
+    spread: no gradient at all). ``fraction`` is then silence on correctness (all on one side of the
+    threshold), which a format bonus can break without any gradient. None: rewards were read as 0/1."""
+    zero_spread_rollout_share: float | None = None
+    """Share of logged rollouts in zero-spread groups (None as ``zero_spread``)."""
 
 
 @dataclass(frozen=True)
 class Wasted:
-    """Compute spent on silent groups if the logged budget were sampled in groups of G."""
+    """Compute spent on silent groups: what the logged groups spent (``basis`` ``observed``, when the log's
+    groups are known at G), else what a budget sampled in groups of G is predicted to spend."""
 
     G: int
     """Group size (``--g-main``)."""
     estimator: str
-    """Estimator of the silent share: ``unbiased`` or ``bayes``."""
+    """Where the shares come from: ``observed`` (the logged groups), ``observed, zero spread`` (shaped
+    rewards: the groups whose raw rewards all agree; the all-wrong/all-correct parts stay on correctness),
+    or the estimator (``unbiased``, ``bayes``, ``plugin``) of a prediction from the pooled per-prompt counts."""
     silent_rollout_share: float
-    """Estimated share of rollouts in silent groups (= the silent-group rate: every group has G rollouts)."""
+    """Share of rollouts in silent groups: observed, or predicted (= the silent-group rate at G)."""
     all_wrong_share: float
     """Part of ``silent_rollout_share`` in all-wrong groups."""
     all_correct_share: float
@@ -154,6 +188,13 @@ class Wasted:
     """G × (1 − silent_rollout_share): signal-carrying rollouts per group of G."""
     effective_from: str = "estimate"
     """What ``effective_rollouts`` used: ``log`` (the logged silent groups) or the estimator's name."""
+    basis: str = "predicted"
+    """``observed`` (the shares are what the logged groups did) or ``predicted`` (a model of a fresh budget)."""
+    predicted: float | None = None
+    """The prediction at G from the pooled per-prompt counts (by ``predicted_estimator``), beside an
+    observed ``silent_rollout_share``: the two differ when pass rates moved (see ``drift``)."""
+    predicted_estimator: str | None = None
+    """Estimator of ``predicted``."""
 
 
 @dataclass(frozen=True)
@@ -279,6 +320,10 @@ class ScanReport:
     (``--post-filter``) or ``statistics`` (``filtered_warning``), with a one-line message."""
     by: ByResult | None = None
     """With ``--by COLUMN``: the audit of each value's rows (this report is the pooled one)."""
+    window: Window | None = None
+    """The training steps the figures cover (``--steps``/``--last-steps``, else the whole log); None without steps."""
+    drift: Drift | None = None
+    """Set when pass rates moved within the window (:mod:`sigmaudit.audits.drift`): pooled-count figures understate."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract (field names are the keys; NaN becomes null in the renderer)."""
@@ -388,10 +433,43 @@ def _observed(loaded: LoadedCounts, corpus: Corpus, rows: dict[int, SilentRow]) 
         all_wrong=float((k == 0).sum() / groups),
         all_correct=float((k == n).sum() / groups),
         rollout_share=float(n[silent].sum() / n.sum()),
+        all_wrong_rollout_share=float(n[k == 0].sum() / n.sum()),
+        all_correct_rollout_share=float(n[(k == n) & (k > 0)].sum() / n.sum()),
+        by_step=observed_by_step(frame) if loaded.has_steps else (),
+        **_zero_spread(frame, n),
         expected=row.estimate,
         expected_estimator=row.estimator,
         expected_groups=row.estimate * groups,
     )
+
+
+def zero_spread_mask(per_group: pl.DataFrame) -> NDArray[np.bool_] | None:
+    """Which logged groups had raw rewards of zero spread (None when the load did not keep the range)."""
+    if "rmin" not in per_group.columns:
+        return None
+    return (per_group["rmin"] == per_group["rmax"]).fill_null(False).to_numpy()
+
+
+def _zero_spread(frame: pl.DataFrame, n: NDArray[np.int64]) -> dict[str, float | None]:
+    flat = zero_spread_mask(frame)
+    if flat is None:
+        return {}
+    return {"zero_spread": float(flat.mean()), "zero_spread_rollout_share": float(n[flat].sum() / n.sum())}
+
+
+def observed_by_step(per_group: pl.DataFrame) -> tuple[StepSilent, ...]:
+    """What the logged groups (``step, n, k``) did, step by step (groups without a step left out)."""
+    import polars as pl
+
+    silent = (pl.col("k") == 0) | (pl.col("k") == pl.col("n"))
+    frame = (per_group.filter(pl.col("step").is_not_null()).group_by("step")
+             .agg(pl.len().alias("groups"), silent.mean().alias("fraction"),
+                  (pl.col("k") == 0).mean().alias("all_wrong"),
+                  ((pl.col("k") == pl.col("n")) & (pl.col("k") > 0)).mean().alias("all_correct"),
+                  (pl.col("n").filter(silent).sum() / pl.col("n").sum()).alias("rollout_share"))
+             .sort("step"))
+    return tuple(StepSilent(int(r[0]), int(r[1]), float(r[2]), float(r[3]), float(r[4]), float(r[5]))
+                 for r in frame.iter_rows())
 
 
 def statistical_filter(loaded: LoadedCounts) -> Filtered | None:
@@ -428,20 +506,21 @@ def _filtered_warning(obs: ObservedSilent | None) -> str | None:
 
 
 def _wasted(corpus: Corpus, row: SilentRow, rollouts: int, observed: ObservedSilent | None = None) -> Wasted:
-    """Silent shares estimated at G; the effective rollouts of the *logged* budget use the logged
-    silent-rollout share when the log's groups are known at this G (not an estimate of it)."""
-    share = row.estimate
-    logged_share = share if observed is None else observed.rollout_share
+    """What the logged groups spent on silent groups when they are known at this G (``observed``), with
+    the pooled-count prediction beside it; else the prediction at G alone."""
+    if observed is None:
+        return Wasted(G=row.G, estimator=row.estimator, silent_rollout_share=row.estimate,
+                      all_wrong_share=row.estimate_all_wrong, all_correct_share=row.estimate_all_correct,
+                      rollouts=rollouts, effective_rollouts=rollouts * (1.0 - row.estimate),
+                      effective_from=row.estimator, effective_rollouts_per_group=row.G * (1.0 - row.estimate))
+    share = observed.rollout_share if observed.zero_spread is None else observed.zero_spread_rollout_share
+    flat = observed.zero_spread is not None
     return Wasted(
-        G=row.G,
-        estimator=row.estimator,
-        silent_rollout_share=share,
-        all_wrong_share=row.estimate_all_wrong,
-        all_correct_share=row.estimate_all_correct,
-        rollouts=rollouts,
-        effective_rollouts=rollouts * (1.0 - logged_share),
-        effective_from="log" if observed is not None else row.estimator,
-        effective_rollouts_per_group=row.G * (1.0 - share),
+        G=row.G, estimator="observed, zero spread" if flat else "observed", silent_rollout_share=share,  # type: ignore[arg-type]
+        all_wrong_share=observed.all_wrong_rollout_share, all_correct_share=observed.all_correct_rollout_share,
+        rollouts=rollouts, effective_rollouts=rollouts * (1.0 - share), effective_from="log",
+        effective_rollouts_per_group=row.G * (1.0 - share), basis="observed", predicted=row.estimate,
+        predicted_estimator=row.estimator,
     )
 
 
@@ -549,6 +628,7 @@ def audit(
         posterior (auto, bayes, unbiased) or from p̂ = k/n (plugin).
     """
     from . import corpus_of
+    from .drift import context
 
     _validate(tuple(G), g_main, eps)
     sizes = tuple(sorted({int(g) for g in G}))
@@ -565,9 +645,7 @@ def audit(
     filtered, notes = _filtered_and_notes(loaded, post_filter, warning)
     return ScanReport(
         **_log_facts(loaded, corpus), rollouts=rollouts, samples_per_prompt=spp, pass_rate=rate,
-        estimator=_estimator_description(rows),
-        silent=rows,
-        observed_silent=observed,
+        estimator=_estimator_description(rows), silent=rows, observed_silent=observed,
         filtered_warning=warning,
         wasted=_wasted(corpus, main_row, rollouts, observed if observed is not None and observed.G == g_main else None),
         mass_share=_mass_share(corpus, g_main, estimator),
@@ -575,6 +653,7 @@ def audit(
         notes=notes,
         prior=corpus.prior.describe(),
         filtered=filtered,
+        **context(loaded),
         by=None if loaded.by is None else ByResult(loaded.by, tuple(
             ByGroup(value, audit(part, G, g_main, eps, post_filter, estimator)) for value, part in loaded.parts)),
     )

@@ -49,8 +49,9 @@ from numpy.typing import NDArray
 from ..core.estimators import ESTIMATORS, Estimator
 from ..errors import SchemaError
 from ..fmt import none_if_nan
-from ..loaders.options import Filtered
+from ..loaders.options import Filtered, Window
 from .by import ByGroup, ByResult
+from .drift import Drift, SilentGap, context_json
 
 if TYPE_CHECKING:
     from ..loaders import LoadedCounts
@@ -122,6 +123,13 @@ class TrendResult:
     silent shares are the dump's, not the run's."""
     by: ByResult | None = None
     """With ``--by COLUMN``: each value's own trend (own prior fit); this one is pooled."""
+    pooled: SilentGap | None = None
+    """Over the whole window: the observed silent share beside the prediction from pooled per-prompt counts
+    (they part when pass rates move; None for a series)."""
+    window: Window | None = None
+    """The training steps the figures cover (``--steps``/``--last-steps``, else the whole log); None without steps."""
+    drift: Drift | None = None
+    """Set when pass rates moved within the window (:mod:`sigmaudit.audits.drift`): pooled-count figures understate."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON contract: ``steps`` (one object per row), ``G_logged``, ``every``, ``estimator``, ..."""
@@ -155,6 +163,8 @@ class TrendResult:
             "source": self.source,
             "filtered": None if self.filtered is None else asdict(self.filtered),
             "by": None if self.by is None else self.by.to_dict(),
+            **context_json(self.window, self.drift),
+            "pooled": None if self.pooled is None else asdict(self.pooled),
         }
 
 
@@ -367,7 +377,9 @@ def trend_logs(
         by = ByResult(loaded.by, tuple(
             ByGroup(value, trend_logs(part, G=G, every=every, estimator=estimator, post_filter=post_filter))
             for value, part in loaded.parts))
-    return replace(res, filtered=filtered_of(loaded, post_filter), by=by)
+    from .drift import context, gap_of
+
+    return replace(res, filtered=filtered_of(loaded, post_filter), by=by, pooled=gap_of(loaded), **context(loaded))
 
 
 def trend_from_series(series: pl.DataFrame, *, every: int = 1, G: Sequence[int] = ()) -> TrendResult:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..errors import SigmauditError
+from .options import LastStepsOpt, StepsOpt
 
 if TYPE_CHECKING:
     from ..loaders import LoadedCounts, LoadOptions
@@ -144,6 +145,8 @@ def load_inputs(
     progress: bool = False,
     series_ok: bool = True,
     by: str | None = None,
+    steps: str | None = None,
+    last_steps: int | None = None,
 ) -> LoadedCounts:
     """Load per-prompt counts from the given paths with the layout overrides ``opts`` (default: detect
     everything); notes go to stderr unless ``quiet``.
@@ -151,9 +154,11 @@ def load_inputs(
     ``engine`` names where the reduction runs (``spark_remote``: a Spark Connect URL).
 
     ``progress`` shows a Rich progress indicator on stderr (the caller decides:
-    only on a terminal and never for machine-readable output).
+    only on a terminal and never for machine-readable output). ``steps``/``last_steps`` cut the load to a
+    step window (:func:`sigmaudit.loaders.window.cut`; the whole log's span otherwise).
     """
     from ..loaders import LoadOptions
+    from ..loaders.window import cut
 
     runner = _engine_runner(engine, spark_remote)
     opts = opts if opts is not None else LoadOptions()
@@ -168,6 +173,7 @@ def load_inputs(
 
         raise SchemaError("is a per-step series of shares (no per-prompt counts to audit)",
                           location=loaded.files[0], remedy="use 'sigmaudit trend' for a series")
+    loaded = cut(loaded, steps, last_steps)
     if not quiet:
         _print_notes(loaded, runner)
     return loaded
@@ -338,11 +344,13 @@ def reads_logs(
         engine = {name: kwargs.pop(name) for name, _, _ in _ENGINE_PARAMS}
         quiet = kwargs.pop("quiet")
         by = kwargs.pop("by", None)
+        window = {"steps": kwargs.pop("steps"), "last_steps": kwargs.pop("last_steps")}
         if validate is not None:
             validate(**kwargs)
         _check_format(kwargs, formats)
         progress = sys.stderr.isatty() and sys.stdout.isatty() and kwargs.get("fmt") in (None, Format.table)
-        loaded = load_inputs(paths, opts, **engine, quiet=quiet, progress=progress, series_ok=series_ok, by=by)
+        loaded = load_inputs(paths, opts, **engine, quiet=quiet, progress=progress, series_ok=series_ok, by=by,
+                             **window)
         if wants_quiet:
             kwargs["quiet"] = quiet
         return command(loaded=loaded, **kwargs)
@@ -367,6 +375,8 @@ def _command_params(command: Callable[..., Any], by_ok: bool) -> list[inspect.Pa
 
     params = [inspect.Parameter("paths", keyword, annotation=PathsArg)]
     params += [resolved(p) for name, p in own.parameters.items() if name not in ("loaded", "quiet")]
+    params.append(inspect.Parameter("steps", keyword, default=None, annotation=StepsOpt))
+    params.append(inspect.Parameter("last_steps", keyword, default=None, annotation=LastStepsOpt))
     if by_ok:
         params.append(inspect.Parameter("by", keyword, default=None, annotation=ByOpt))
     params.append(inspect.Parameter("quiet", keyword, default=False, annotation=QuietOpt))

@@ -62,6 +62,11 @@ def group_size_option(help: str, **extra: Any) -> OptionInfo:
                         **{"show_default": False} | extra)
 
 
+def steps_option(help: str, **extra: Any) -> OptionInfo:
+    """``--steps``: the steps of a log to read (``A:B``, a window) or, in ``simulate``, how many to run."""
+    return typer.Option("--steps", help=help, **extra)
+
+
 def g_main_option(help: str) -> OptionInfo:
     """``--g-main``: the G of wasted compute, finite-G mass and the group-size check."""
     return typer.Option("--g-main", min=1, callback=group_size_bound, show_default=False, metavar="INT", help=help)
@@ -266,4 +271,18 @@ ObjectiveOpt = Annotated[
              "recommendation is the knee: the most per step while a rollout still returns at least half the best "
              "per-rollout value, capped where returns saturate (90% of the G → ∞ limit).",
     ),
+]
+
+
+_WINDOW = "Step window (a training run moves)"
+StepsOpt = Annotated[
+    str | None,
+    steps_option("Use only the groups logged at steps A to B (inclusive; A: or :B leave a side open). "
+                 "Every figure, observed or predicted, is then the window's; JSON key 'window'.",
+                 metavar="A:B", rich_help_panel=_WINDOW, show_default=False),
+]
+LastStepsOpt = Annotated[
+    int | None,
+    typer.Option("--last-steps", min=1, metavar="N", rich_help_panel=_WINDOW, show_default=False,
+                 help="Use only the groups of the last N logged steps (the run's current difficulty)."),
 ]

@@ -14,7 +14,7 @@ from ..errors import InputError, SchemaError
 from . import trainers
 from .columns import ColumnMap, key_note
 from .options import FileCounts, LoadedCounts
-from .reduce import PARTIAL_SCHEMA
+from .reduce import PARTIAL_SCHEMA, SPREAD_COLUMNS
 from .rules import copies_note, skip_notes
 from .runs import separate
 
@@ -85,6 +85,11 @@ SLICE_ROWS = 2_000_000
 """Per-prompt sums over more groups than this are taken slice by slice (smaller hash tables)."""
 
 
+def _spread_merged(frame: pl.DataFrame) -> tuple[pl.Expr, ...]:
+    """The raw-reward range of a group read in parts (its smallest minimum, its largest maximum)."""
+    return (pl.col("rmin").min(), pl.col("rmax").max()) if "rmin" in frame.columns else ()
+
+
 def _sum_by_prompt(frame: pl.DataFrame) -> pl.DataFrame:
     """n and k summed per prompt, over zero-copy slices of ``frame`` and then over their sums."""
     sums = (pl.col("n").sum(), pl.col("k").sum())
@@ -105,9 +110,9 @@ def assemble(files: list[Path], plans: list[ColumnMap], partials: list[pl.DataFr
     if grouped:
         if _may_overlap(partials, plans):
             allp = (allp.group_by(["step", "gid", "prompt"])
-                    .agg(pl.col("n").sum(), pl.col("k").sum())
+                    .agg(pl.col("n").sum(), pl.col("k").sum(), *_spread_merged(allp))
                     .sort(["step", "prompt", "gid"], nulls_last=True))
-        per_group = allp.select("step", "prompt", "n", "k")
+        per_group = allp.select("step", "prompt", "n", "k", *(c for c in SPREAD_COLUMNS if c in allp.columns))
         mixed = _ids_over_prompts(allp, plans)
         if (per_group["n"] == 0).any():  # filter only when needed: it copies every column
             per_group = per_group.filter(pl.col("n") > 0)

@@ -28,6 +28,29 @@ class Filtered:
 
 
 @dataclass(frozen=True)
+class Window:
+    """The training steps a load was cut to (``--steps A:B``, ``--last-steps N``), or the whole log's."""
+
+    first_step: int
+    """First step in the window (inclusive)."""
+    last_step: int
+    """Last step in the window (inclusive)."""
+    steps: int
+    """Distinct steps with logged groups in the window."""
+    asked: str | None = None
+    """The flag that cut it (``--last-steps 10``, ``--steps 5:``); None: the whole log."""
+
+    def span(self) -> str:
+        """``steps 91–100`` (``step 7`` for one step)."""
+        return f"step {self.first_step}" if self.first_step == self.last_step else \
+            f"steps {self.first_step}–{self.last_step}"
+
+    def describe(self) -> str:
+        """``steps 91–100 (10 steps, --last-steps 10)`` or ``steps 1–100 (100 steps, whole log)``."""
+        return f"{self.span()} ({self.steps:,} step{'s' if self.steps != 1 else ''}, {self.asked or 'whole log'})"
+
+
+@dataclass(frozen=True)
 class LoadOptions:
     """Overrides for layout detection; every field is optional (None = detect)."""
 
@@ -72,7 +95,8 @@ class LoadedCounts:
     summed over all its samples in all files and steps."""
     per_group: pl.DataFrame | None
     """Columns ``step`` (Int64, null without steps), ``prompt``, ``n``, ``k``: one row per
-    logged group; None when group membership is unknown."""
+    logged group; None when group membership is unknown. With ``--threshold`` on the Polars engine also
+    ``rmin``, ``rmax`` (Float64): the group's smallest and largest raw reward (zero spread: rmin = rmax)."""
     layout: str
     """One of ``LAYOUTS``: ``long``, ``grouped``, ``counts``, a trainer (``verl``, ``trl``,
     ``open-instruct``, ``prime-rl``, ``nemo-rl``, ``areal``, ``roll``, ``skyrl``, ``inspect-ai``)
@@ -107,6 +131,8 @@ class LoadedCounts:
     filtered: Filtered | None = None
     """Set when the dump itself shows it was written after zero-variance filtering (source
     ``structure``); None otherwise. Audits may add the ``statistics``/``flag`` sources."""
+    window: Window | None = None
+    """The steps the counts cover (see :mod:`.window`): set for a log with steps, None without."""
 
 
 

@@ -93,13 +93,25 @@ def _finish(src: Source, plan: ColumnMap, df: pl.DataFrame, gid: pl.Expr) -> pl.
         # sort on the raw keys (cheap) and project in one plan: the rows are gathered once
         out = df.lazy().sort(list(dict.fromkeys(order)), nulls_last=True).select(
             step.cast(pl.Int64).alias("step"), gid.cast(pl.Utf8).alias("gid"),
-            prompt.alias("prompt"), *(pl.col(c).cast(pl.Int64) for c in
-                                      ("n", "k", "missing", "rows"))).collect()
+            prompt.alias("prompt"), *(pl.col(c).cast(pl.Int64) for c in ("n", "k", "missing", "rows")),
+            *(pl.col(c).cast(pl.Float64) for c in SPREAD_COLUMNS if c in df.columns)).collect()
     except POLARS_ERRORS as exc:
         raise SchemaError(f"step column {plan.step!r} is not an integer step",
                           location=f"{src.path}: column {plan.step}",
                           remedy="pass --step-col with an integer column") from exc
     return out  # rows with a null prompt key are counted and dropped by Partial.of
+
+
+SPREAD_COLUMNS = ("rmin", "rmax")
+"""With ``--threshold`` (rewards that need not be 0/1): each group's smallest and largest raw reward, so a
+group whose rewards have zero spread (no gradient at all) is told from one silent only on correctness."""
+
+
+def _spread(valid_rewards: pl.Expr, threshold: float | None) -> tuple[pl.Expr, ...]:
+    """The raw-reward range aggregations of a group (none without a threshold: rewards are 0/1 there)."""
+    if threshold is None:
+        return ()
+    return valid_rewards.min().alias("rmin"), valid_rewards.max().alias("rmax")
 
 
 def _prepared(src: Source, plan: ColumnMap) -> pl.LazyFrame:
@@ -137,7 +149,7 @@ def reduce_samples(src: Source, plan: ColumnMap, threshold: float | None,
     x = pl.col(plan.reward).cast(pl.Float64)
     valid, correct, bad = reward_flags(x, threshold)
     aggs = (valid.sum().alias("n"), correct.sum().alias("k"), (~valid).sum().alias("missing"),
-            pl.len().alias("rows"), bad.sum().alias("bad"))
+            pl.len().alias("rows"), bad.sum().alias("bad"), *_spread(x.filter(valid), threshold))
     gid = pl.col(plan.group) if plan.group and plan.has_groups else pl.lit(None)
 
     def reduced(part: pl.LazyFrame) -> Partial:
@@ -298,7 +310,8 @@ def reduce_lists(src: Source, plan: ColumnMap, threshold: float | None, file_ind
         col.list.eval(correct).list.sum().fill_null(0).alias("k"),
         col.list.eval(~valid).list.sum().fill_null(0).alias("missing"),
         col.list.len().fill_null(0).alias("rows"),
-        col.list.eval(bad).list.sum().fill_null(0).alias("bad"))
+        col.list.eval(bad).list.sum().fill_null(0).alias("bad"),
+        *(col.list.eval(agg).list.first().alias(agg.meta.output_name()) for agg in _spread(x.filter(valid), threshold)))
     df = _collect(src, rows)
     if df["bad"].sum():
         flat = lf.select(col.explode().cast(pl.Float64).alias("x"))

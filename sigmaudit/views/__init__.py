@@ -36,7 +36,7 @@ def build_view(result: Any) -> View:
     if name not in _BUILDERS:
         raise TypeError(f"no view for {name}")
     module, func, records_key = _BUILDERS[name]
-    view: View = getattr(import_module(f".{module}", __name__), func)(result)
+    view: View = _with_context(getattr(import_module(f".{module}", __name__), func)(result), result)
     data = result.to_dict()
     records = None if records_key is None else tuple(_flat(row) for row in data[records_key])
     return dataclasses.replace(view, data=data, source=result, csv_records=records)
@@ -54,3 +54,22 @@ def _flat(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             out[name] = value
     return out
+
+
+def context_lines(result: Any) -> tuple[str, ...]:
+    """Which steps a result covers and, when its pass rates moved, the drift WARNING line."""
+    window = getattr(result, "window", None)
+    drift = getattr(result, "drift", None)
+    lines = [] if window is None else [f"window: {window.describe()}"]
+    return (*lines, *([] if drift is None else [drift.message]))
+
+
+def _with_context(view: View, result: Any) -> View:
+    """``view`` with :func:`context_lines` opening its first section."""
+    from dataclasses import replace
+
+    lines = context_lines(result)
+    if not lines:
+        return view
+    first = view.sections[0] if view.sections else Section(view.title)
+    return replace(view, sections=(replace(first, lines=(*lines, *first.lines)), *view.sections[1:]))

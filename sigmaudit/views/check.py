@@ -25,13 +25,17 @@ def check_view(result: CheckResult) -> View:
         ci = "—" if c.value_ci is None else "[{}, {}]".format(*(display_pair(x, c.limit)[0] for x in c.value_ci))
         rows.append((c.name, point, ci, a if c.tested is not None else "", c.op, b, "pass" if c.passed else "FAIL",
                      c.estimator))
-    cols = ("check", "value", f"{pct} interval", "tested bound" if result.confidence else "", "", "limit",
-            "result", "estimator")
-    if result.confidence is None:
+    tested = ("tested bound" if result.confidence is not None else
+              f"held {result.consecutive} steps" if result.consecutive is not None else "")
+    cols = ("check", "value", f"{pct} interval", tested, "", "limit", "result", "estimator")
+    if not tested:
         rows = [r[:3] + r[4:] for r in rows]
         cols = cols[:3] + cols[4:]
     gated = ("the point estimate" if result.confidence is None
              else f"the one-sided {100 * result.confidence:g}% bound (upper for max-limits, lower for min-limits)")
+    if result.consecutive is not None:
+        gated += (f"; observed silent checks: the largest per-step share held {result.consecutive} consecutive "
+                  "logged steps")
     note = (f"estimator rule: {result.estimator_rule} (silent rates {result.estimator}; fidelity, extreme share and "
             f"never solved: {'p̂ = k/n in the log' if result.estimator_rule == 'plugin' else 'posterior'}); "
             f"interval: bootstrap over prompts, {result.replicates:,} replicates; gate tests {gated}")
@@ -41,7 +45,11 @@ def check_view(result: CheckResult) -> View:
     verdict = (("PASSED: the 1 check holds" if n == 1 else f"PASSED: {n} of {n} checks hold") if result.passed
                else f"FAILED: {n_fail} of {len(result.checks)} checks")
     g_from = "" if result.G_source == "given" else " (the log's most common group size; -G to change)"
-    lines = [f"G = {result.G:,}{g_from}, {result.prompts:,} prompts — {verdict}",
+    basis = ("basis: observed — the silent limits compare the shares of the window's logged groups that were "
+             "silent, all-wrong or all-correct (what happened); --basis model: the estimate from the counts"
+             if result.basis == "observed" else
+             "basis: model — every value is an estimate from the per-prompt counts (a prediction for a group of G)")
+    lines = [f"G = {result.G:,}{g_from}, {result.prompts:,} prompts — {verdict}", basis,
              *(f"warning: {w}" for w in result.warnings)]
     if result.filtered is not None:
         lines.append(filtered_line(result.filtered, "silent rates read from it are understated (see "

@@ -15,9 +15,9 @@ from .model import Section, Table, View
 
 if TYPE_CHECKING:
     from ..audits.by import ByResult
-    from ..audits.scan import MassBands, ScanReport
+    from ..audits.scan import MassBands, ObservedSilent, ScanReport
 
-SILENT_TABLE = "silent-group rate of a future group of G"
+SILENT_TABLE = "predicted silent-group rate of a future group of G"
 """Title of the table ``--format csv`` writes."""
 
 
@@ -99,20 +99,33 @@ def _silent(r: ScanReport) -> Section:
     tables = [table]
     o = r.observed_silent
     if o is None:
-        lines.append("Logged groups: group membership unknown (no group or step column), so no observed fraction.")
+        lines.append("Logged groups: group membership unknown (no group or step column), so no observed fraction; "
+                     "every rate below is a prediction from the per-prompt counts.")
     else:
-        tables.append(Table(
-            f"logged groups ({o.groups:,}; most common size G = {o.G:,})",
+        lines.append(f"What happened: {pct(o.fraction)} of the {o.groups:,} logged groups were silent "
+                     f"({pct(o.all_wrong)} all-wrong, {pct(o.all_correct)} all-correct), holding "
+                     f"{pct(o.rollout_share)} of the logged rollouts.")
+        if o.zero_spread is not None:
+            lines.append(f"Shaped rewards (--threshold): {pct(o.zero_spread)} of the logged groups had raw rewards of "
+                         f"zero spread (no gradient at all, {pct(o.zero_spread_rollout_share)} of the rollouts); "
+                         f"{pct(o.fraction)} were silent on correctness (all on one side of the threshold), the "
+                         "silence p^G + (1 − p)^G predicts.")
+        if o.by_step:
+            lines.append(_per_step_line(o))
+        tables.insert(0, Table(
+            f"observed: logged groups ({o.groups:,}; most common size G = {o.G:,})",
             ("quantity", "value"),
             (
                 ("silent groups (k = 0 or k = n)", o.fraction),
                 ("  all-wrong", o.all_wrong),
                 ("  all-correct", o.all_correct),
                 ("rollouts in silent groups", o.rollout_share),
-                (f"expected silent rate at G = {o.G:,} ({o.expected_estimator})", o.expected),
-                ("expected silent groups", o.expected_groups),
+                *((("zero-spread groups (raw rewards all equal)", o.zero_spread),)
+                  if o.zero_spread is not None else ()),
+                (f"predicted silent rate at G = {o.G:,} from pooled counts ({o.expected_estimator})", o.expected),
+                ("predicted silent groups", o.expected_groups),
             ),
-            row_digits=(None, None, None, None, None, AMOUNT),
+            row_digits=(None, None, None, None, *((None,) if o.zero_spread is not None else ()), None, AMOUNT),
         ))
     if r.filtered_warning and (r.filtered is None or r.filtered.source != "statistics"):
         lines.append(f"WARNING: {r.filtered_warning}")
@@ -121,14 +134,34 @@ def _silent(r: ScanReport) -> Section:
     return Section("silent groups", tuple(lines), tuple(tables))
 
 
+def _per_step_line(o: ObservedSilent) -> str:
+    """The observed silent share step by step, as a sparkline with its first, last, lowest and highest."""
+    from .sparkline import sparkline
+
+    fr = [s.fraction for s in o.by_step]
+    first, last = o.by_step[0], o.by_step[-1]
+    return (f"per step (observed, steps {first.step}–{last.step}): {sparkline(fr, lo=0.0, hi=1.0, width=60)} "
+            f"first {pct(first.fraction)}, last {pct(last.fraction)}, range {pct(min(fr))}–{pct(max(fr))}")
+
+
 def _wasted(r: ScanReport) -> Section:
     w = r.wasted
-    lines = (
-        f"{pct(w.silent_rollout_share)} of a budget sampled in groups of G = {w.G:,} would land in silent groups "
-        f"(no update; {w.estimator} estimate, mean over {r.prompts:,} prompts).",
-    )
+    if w.basis == "observed":
+        lines: tuple[str, ...] = (
+            f"{pct(w.silent_rollout_share)} of the {w.rollouts:,} logged rollouts sat in silent groups (no update; "
+            f"observed in the logged groups of G = {w.G:,}"
+            + ("; silent = raw rewards of zero spread, all-wrong/all-correct on correctness)." if w.estimator !=
+               "observed" else ")."),
+            f"Prediction for a fresh budget in groups of G = {w.G:,} from the pooled per-prompt counts: "
+            f"{pct(w.predicted)} ({w.predicted_estimator}, mean over {r.prompts:,} prompts).",
+        )
+    else:
+        lines = (
+            f"{pct(w.silent_rollout_share)} of a budget sampled in groups of G = {w.G:,} would land in silent groups "
+            f"(no update; predicted: {w.estimator} estimate, mean over {r.prompts:,} prompts).",
+        )
     table = Table(
-        f"wasted compute at G = {w.G:,} ({w.estimator})",
+        f"wasted compute at G = {w.G:,} ({'observed' if w.basis == 'observed' else 'predicted, ' + w.estimator})",
         ("quantity", "value"),
         (
             ("rollouts in silent groups (share)", w.silent_rollout_share),
@@ -228,13 +261,14 @@ def by_section(by: ByResult, pooled: str = "the panels above are the pooled audi
                      w.all_correct_share, s.pass_rate.never_solved, s.pass_rate.always_solved,
                      None if s.filtered is None else s.filtered.source))
     G = by.groups[0].result.wasted.G if by.groups else None
-    cols = (by.column, "prompts", "rollouts", "groups", "observed silent", f"silent G={G}",
+    cols = (by.column, "prompts", "rollouts", "groups", "observed silent", f"wasted G={G}",
             "all-wrong", "all-correct", "never solved", "always solved", "post-filter")
     if all(row[-1] is None for row in rows):  # the column only when a value is a post-filter dump
         cols, rows = cols[:-1], [row[:-1] for row in rows]
     ests = ", ".join(sorted({g.result.wasted.estimator for g in by.groups})) or "—"
-    note = (f"each value audited on its own (own prior fit); silent G={G}: the scan's default estimate "
-            f"({ests}), a mean over the value's prompts; never/always solved: shares of its prompts with "
+    note = (f"each value audited on its own (own prior fit); wasted G={G}: share of rollouts in silent groups "
+            f"({ests}: observed where the value's groups are logged at G, else predicted over its prompts), as in "
+            "wasted compute; never/always solved: shares of its prompts with "
             f"k = 0 / k = n; {pooled}")
     return Section(f"by {by.column}", tables=(Table(f"by {by.column}", cols, tuple(rows), note=note),))
 
@@ -246,23 +280,34 @@ def _by(r: ScanReport) -> Section:
 
 
 def scan_summary(r: ScanReport) -> list[str]:
-    """The ten lines a person needs from a scan (``sigmaudit scan --summary``)."""
+    """The dozen lines a person needs from a scan, what happened first (``sigmaudit scan --summary``)."""
     pr, w, m, g = r.pass_rate, r.wasted, r.mass_share, r.group_size
     est = {s.G: s for s in r.silent}
     rates = ", ".join(f"G={s.G:,} {pct(s.estimate)}" for s in est.values())
     post = ("" if pr.never_solved_posterior is None else
             f"; posterior P(p = 0) {pct(pr.never_solved_posterior)}, P(p = 1) {pct(pr.always_solved_posterior)}")
+    from . import context_lines
+
+    o = r.observed_silent
     lines = [
+        *context_lines(r),
         f"corpus: {r.prompts:,} prompts, {r.rollouts:,} rollouts, {r.files:,} file(s), layout {r.layout}",
         f"samples per prompt: min {r.samples_per_prompt.min:,}, median {format_count(r.samples_per_prompt.median)}, "
         f"max {r.samples_per_prompt.max:,}",
         f"pass rate p̂: mean {format_value(pr.mean, RATE)}, median {format_value(pr.median, RATE)}",
         f"never solved in the log {pct(pr.never_solved)}, always solved in the log {pct(pr.always_solved)}{post}",
-        f"silent-group rate ({r.estimator}): {rates}",
-        ("observed silent groups: none logged by group" if r.observed_silent is None else
-         f"observed silent groups: {pct(r.observed_silent.fraction)} of {r.observed_silent.groups:,} logged groups "
-         f"(G = {r.observed_silent.G:,}; expected {pct(r.observed_silent.expected)})"),
-        f"wasted at G = {w.G:,}: {pct(w.silent_rollout_share)} of rollouts in silent groups ({w.estimator})",
+        ("observed silent groups: none logged by group" if o is None else
+         f"observed silent groups: {pct(o.fraction)} of {o.groups:,} logged groups at G = {o.G:,} "
+         f"(all-wrong {pct(o.all_wrong)}, all-correct {pct(o.all_correct)})"),
+        *([] if o is None or o.zero_spread is None else
+          [f"zero-spread groups (raw rewards all equal, no gradient): {pct(o.zero_spread)}; silent on correctness "
+           f"(--threshold): {pct(o.fraction)}"]),
+        *([] if o is None or not o.by_step else [_per_step_line(o)]),
+        (f"wasted at G = {w.G:,}: {pct(w.silent_rollout_share)} of logged rollouts in silent groups ({w.estimator}); "
+         f"predicted from pooled counts {pct(w.predicted)} ({w.predicted_estimator})" if w.basis == "observed" else
+         f"wasted at G = {w.G:,}: {pct(w.silent_rollout_share)} of rollouts in silent groups "
+         f"(predicted, {w.estimator})"),
+        f"predicted silent-group rate of a fresh group ({r.estimator}, pooled counts): {rates}",
         f"extreme-band share of gradient mass ({EXTREME.describe('p')}, {m.basis}): GRPO {pct(m.grpo.extreme)}, "
         f"Dr. GRPO {pct(m.drgrpo.extreme)}",
         f"group size for φ ≥ {1 - g.eps:g}: G = {g.G:,} meets {g.met_prompts:,} of {r.prompts:,} prompts"

@@ -56,17 +56,7 @@ def trend_view(result: TrendResult) -> View:
     lines = [f"{name:{name_w}}  {sparkline(vals, lo=0.0, hi=1.0, width=width)}  "
              f"{format_value(vals[0], RATE)} → {format_value(vals[-1], RATE)}" for name, vals in series]
     lines.append(f"{'':{name_w}}  scale 0–1, step {result.rows[0].step} → {result.rows[-1].step_last}")
-    extra: tuple[str, ...] = (f"{result.dropped_groups:,} groups without a step value left out",) \
-        if result.dropped_groups else ()
-    if result.filtered is not None:
-        extra = (filtered_line(result.filtered, "the observed silent shares per step are the dump's, not the "
-                                                "run's (understated)"), *extra)
-    if result.ahead_note and result.source == "groups":
-        extra += (result.ahead_note,)
-    if result.ahead_mae is not None and result.naive_mae is not None:
-        extra += (f"forecast error over {result.mae_steps:,} steps (mean |observed − predicted| silent share): "
-                  f"one step ahead {format_value(result.ahead_mae)}, naive (previous step's share) "
-                  f"{format_value(result.naive_mae)}",)
+    extra = _notes(result)
     sections = [Section("silent groups over training", lines=extra, tables=(table,)),
                 Section("trend", lines=tuple(lines))]
     if result.by is not None:
@@ -92,3 +82,25 @@ def by_section(result: TrendResult) -> Section:
             "the table above is the pooled log")
     return Section(f"by {column}", tables=(Table(f"per step by {column}", tuple(cols), rows, note=note),))
 
+
+
+def _notes(result: TrendResult) -> tuple[str, ...]:
+    """The lines above the per-step table: groups left out, the post-filter state, the forecast's error,
+    and the window's observed silent share beside the pooled prediction."""
+    extra: tuple[str, ...] = (f"{result.dropped_groups:,} groups without a step value left out",) \
+        if result.dropped_groups else ()
+    if result.filtered is not None:
+        extra = (filtered_line(result.filtered, "the observed silent shares per step are the dump's, not the "
+                                                "run's (understated)"), *extra)
+    if result.ahead_note and result.source == "groups":
+        extra += (result.ahead_note,)
+    if result.pooled is not None:
+        g = result.pooled
+        extra += (f"over the window: {format_value(g.observed)} of the {g.groups:,} logged groups were silent "
+                  f"(observed); pooling each prompt's samples predicts {format_value(g.predicted)} (unbiased, "
+                  "the model's view of one fixed p per prompt)",)
+    if result.ahead_mae is not None and result.naive_mae is not None:
+        extra += (f"forecast error over {result.mae_steps:,} steps (mean |observed − predicted| silent share): "
+                  f"one step ahead {format_value(result.ahead_mae)}, naive (previous step's share) "
+                  f"{format_value(result.naive_mae)}",)
+    return extra

@@ -5,7 +5,9 @@ The golden files were produced by the code *before* the reading fast path (issue
 pins today's output: rerun this script only for a deliberate change of output, and say so in
 the commit message.
 
-    PYTHONPATH=$PWD python tests/golden/make_scan_json.py [--fixtures-only]
+    PYTHONPATH=$PWD python tests/golden/make_scan_json.py [--fixtures-only | --golden-only]
+
+It also writes ``tests/golden/scan_table/`` (the terminal table of every sample log).
 """
 
 from __future__ import annotations
@@ -151,8 +153,20 @@ def run_case(args: list[str]) -> dict[str, object]:
             "stderr": proc.stderr}
 
 
+TABLES = ROOT / "tests" / "golden" / "scan_table"
+
+
+def write_table(name: str, args: list[str]) -> None:
+    """The terminal table (and stderr) of ``sigmaudit scan ARGS`` at 200 columns, as
+    ``tests/test_scan_golden.py::test_scan_table_unchanged`` reads it."""
+    proc = subprocess.run([sys.executable, "-m", "sigmaudit", "scan", *args], cwd=ROOT, capture_output=True,
+                          text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "COLUMNS": "200"})
+    (TABLES / f"{name}.txt").write_text(proc.stdout + "--stderr--\n" + proc.stderr)
+
+
 def main() -> None:
-    write_fixtures()
+    if "--golden-only" not in sys.argv:  # the gzip fixtures carry a timestamp: rewrite them only when asked
+        write_fixtures()
     if "--fixtures-only" in sys.argv:
         return
     GOLDEN.mkdir(parents=True, exist_ok=True)
@@ -160,6 +174,8 @@ def main() -> None:
         result = run_case(args)
         (GOLDEN / f"{name}.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
         print(name, result["exit"], result["stderr"].strip().splitlines()[-1:] if result["stderr"] else "")
+        if name.startswith("sample_"):
+            write_table(name, args)
 
 
 if __name__ == "__main__":

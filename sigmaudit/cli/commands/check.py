@@ -78,12 +78,44 @@ ConfidenceOpt = Annotated[float | None, typer.Option(
     "--confidence", callback=check_level, metavar="FLOAT", show_default=False,
     help="Gate on the one-sided bound at this confidence instead of the point: a max-limit must hold for "
          "the upper bound, a min-limit for the lower one.")]
+BasisOpt = Annotated[str | None, typer.Option(
+    "--basis", metavar="observed|model", show_default=False, rich_help_panel=_GATE,
+    help="What the silent limits (--max-silent, --max-all-wrong, --max-all-correct) compare. observed (default "
+         "on a log with groups at the logged G): the share of the window's logged groups that were silent; model: "
+         "the estimate from the "
+         "per-prompt counts (always used for another G or a counts-only log).")]
+ConsecutiveOpt = Annotated[int | None, typer.Option(
+    "--consecutive", min=1, metavar="K", show_default=False, rich_help_panel=_GATE,
+    help="Observed basis: fail a silent/all-wrong/all-correct limit only when the per-step share crosses it "
+         "in K consecutive logged steps.")]
+SilentByOpt = Annotated[str, typer.Option(
+    "--silent-by", metavar="zero-spread|correctness", rich_help_panel=_GATE, callback=lambda v: _silent_by(v),
+    help="Shaped rewards (--threshold), observed basis: a group is silent when its raw rewards have zero spread "
+         "(no gradient at all; default) or when all are on one side of --threshold (correctness).")]
+
+
+def _silent_by(value: str) -> str:
+    if value not in ("zero-spread", "correctness"):
+        raise typer.BadParameter(f"choose zero-spread or correctness, got {value!r}")
+    return value
+
+
 JunitOpt = Annotated[Path | None, typer.Option(
     "--junit", metavar="PATH", dir_okay=False, show_default=False,
     help="Also write a JUnit XML report here (one test case per threshold).")]
 
 
-@reads_logs(validate=_thresholds, by_ok=True)
+def _validate(*, confidence: float | None = None, replicates: int = 200, **kwargs: object) -> None:
+    """Reject impossible options before any file is read: no threshold, or --confidence without replicates."""
+    from ...errors import ConfigError
+
+    _thresholds(**kwargs)  # type: ignore[arg-type]
+    if confidence is not None and replicates == 0:
+        raise ConfigError("needs bootstrap replicates", location="--confidence",
+                          remedy="drop --bootstrap 0, or give --bootstrap 200")
+
+
+@reads_logs(validate=_validate, by_ok=True)
 def check(
     loaded: LoadedCounts,
     G: GroupSizeOpt = None,
@@ -100,22 +132,22 @@ def check(
     replicates: BootstrapOpt = 200,
     level: LevelOpt = 0.9,
     confidence: ConfidenceOpt = None,
+    basis: BasisOpt = None,
+    consecutive: ConsecutiveOpt = None,
+    silent_by: SilentByOpt = "zero-spread",
     junit: JunitOpt = None,
     fmt: FormatOpt = None,
     output: OutputOpt = None,
 ) -> None:
     """Gate: exit 0 when every threshold holds at G, 1 when any fails, 2 when it cannot run.
 
-    On a post-filter log (the dump says so, --post-filter, or no silent group where some are
-    expected) a silent, all-wrong, all-correct, never-solved or extreme-share threshold exits 2
-    unless --allow-filtered (or, for --max-silent, --groups-generated N). With --by, fails when
-    any value fails.
+    At the logged G the silent limits compare what happened: the share of the window's logged
+    groups that were silent (--basis model: the estimate, as for any other G). On a post-filter
+    log a silent, all-wrong, all-correct, never-solved or extreme-share threshold exits 2 unless
+    --allow-filtered (--max-silent: or --groups-generated N). --by: fails when any value fails.
 
-    Every value uses the estimator rule shared with scan and plan (--estimator), so plan's
-    recommended G is exactly the smallest G this gate passes. Each value carries a bootstrap
-    interval; --confidence gates on its one-sided bound. A one-line verdict always goes to
-    stderr. Under GitHub Actions (GITHUB_ACTIONS set) failures and errors are also printed as
-    ::error:: annotations and a markdown summary is appended to $GITHUB_STEP_SUMMARY.
+    Estimates follow --estimator (as scan and plan) with a bootstrap interval (--confidence gates
+    its bound); the verdict goes to stderr (GitHub Actions: also annotations and a summary).
 
     \b
     Example:
@@ -123,20 +155,17 @@ def check(
           --max-silent 0.4 --min-fidelity 0.85
     """
     from ...audits.check import check_logs
-    from ...errors import ConfigError
     from ...exitcodes import ExitCode
     from ...writers import after_commit
 
     thresholds = _thresholds(max_silent=max_silent, max_all_wrong=max_all_wrong, max_all_correct=max_all_correct,
                              max_extreme_share=max_extreme_share, min_fidelity=min_fidelity,
                              max_never_solved=max_never_solved)
-    if confidence is not None and replicates == 0:
-        raise ConfigError("needs bootstrap replicates", location="--confidence",
-                          remedy="drop --bootstrap 0, or give --bootstrap 200")
     G, G_source = (G, "given") if G is not None else (_logged_group_size(loaded), "log")
     result = check_logs(loaded, G, thresholds, post_filter=post_filter, groups_generated=groups_generated,
                         allow_filtered=allow_filtered, estimator=estimator, replicates=replicates, level=level,
-                        confidence=confidence, G_source=G_source)
+                        confidence=confidence, G_source=G_source, basis=basis, consecutive=consecutive,
+                        silent_by=silent_by)
     emit_result(result, fmt, output)
     if junit is not None:
         _write_junit(result, junit)

@@ -99,8 +99,12 @@ def forecast(
             raise SchemaError("this log has no groups, so there is no group size to default to",
                               location="-G/--group-size", remedy="give the next visit's group size, e.g. -G 8")
         note(f"-G not given: forecasting groups of G = {G}, the log's most common group size")
-    result = run_forecast(loaded.per_group, G, max_p_silent=max_p_silent, target_saving=target_saving,
-                          filtered=filtered_of(loaded, post_filter))
+    from dataclasses import replace
+
+    from ...audits.drift import context
+
+    result = replace(run_forecast(loaded.per_group, G, max_p_silent=max_p_silent, target_saving=target_saving,
+                                  filtered=filtered_of(loaded, post_filter)), **context(loaded))
     if skip_out is not None:
         write_table(result.table, skip_out, "--skip-out")
     emit_result(result, fmt, output)

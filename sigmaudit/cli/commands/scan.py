@@ -46,7 +46,8 @@ def scan(
              "to FILE (.csv, .parquet or .jsonl), at --g-main.")] = None,
     post_filter: PostFilterOpt = False,
     estimator: EstimatorOpt = "auto",
-    summary: Annotated[bool, typer.Option("--summary", help="Print only the ten lines a person needs (text).")] = False,
+    summary: Annotated[bool, typer.Option("--summary", help="Print only the dozen lines a person needs: what "
+                                                            "happened first, then predictions.")] = False,
     fmt: FormatOpt = None,
     output: OutputOpt = None,
 ) -> None:

@@ -36,7 +36,7 @@ from typing import Annotated
 
 import typer
 
-from ..options import FormatOpt, OutputOpt, emit_result, group_size_option
+from ..options import FormatOpt, OutputOpt, emit_result, group_size_option, steps_option
 
 SIMULATE_MAX_G = 65_536
 """simulate's own bound on -G (its cost, like --prompts and --steps): the shared -G rule is the core's."""
@@ -77,7 +77,7 @@ def simulate(
                                                 help="Simulated prompts M [default: 6000; with --init-from: "
                                                      "every usable corpus prompt, else resampled to M].")] = None,
     G: Annotated[int, group_size_option("Group size G.", show_default=True)] = 8,
-    steps: Annotated[int, typer.Option("--steps", min=1, max=1_000_000, help="Training steps.")] = 150,
+    steps: Annotated[int, steps_option("Training steps.", min=1, max=1_000_000)] = 150,
     lr: Annotated[float, typer.Option("--lr", callback=_positive, help="Step size on the logit θ (> 0).")] = 0.5,
     seed: Annotated[int, typer.Option("--seed", help="Seed of every random draw.")] = 0,
     dapo_max_tries: Annotated[int, typer.Option("--dapo-max-tries", min=1, max=1_000,

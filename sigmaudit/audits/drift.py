@@ -1,0 +1,138 @@
+"""Did the pass rates move within the window? (a training run is a time series, not one fixed p per prompt)
+
+The test compares what the logged groups did with what pooling each prompt's samples predicts. For
+every logged group j of prompt i (size g_j, k_j right) the observed silence is 1{k_j ∈ {0, g_j}}; the
+pooled prediction is the unbiased (hypergeometric) chance that g_j of the prompt's N_i logged answers
+(K_i right), drawn without replacement, all agree: [C(K_i, g_j) + C(N_i − K_i, g_j)] / C(N_i, g_j).
+While a prompt's p stays put its groups are exchangeable and the prediction is exactly unbiased, so
+the per-prompt sums d_i = Σ_j (observed − predicted) have mean 0 and are independent across prompts;
+z = Σ d_i / sqrt(Σ d_i²). When p moves, groups of one step agree more often than answers mixed
+across steps (p^G + (1 − p)^G is convex), so the observed silent share rises above the pooled
+prediction: the test is one-sided. It fires when z ≥ :data:`Z_DRIFT` and the gap is at least
+:data:`MIN_GAP` (a gap too small to change a decision is not worth a warning on a huge log).
+Measured false-alarm rate on stationary simulated logs: see tests/test_drift.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import polars as pl
+
+if TYPE_CHECKING:
+    from ..loaders import LoadedCounts
+
+Z_DRIFT = 3.5
+"""One-sided z above which the observed silent share is called beyond the pooled prediction."""
+MIN_GAP = 0.02
+"""Smallest gap (observed − predicted silent share of the logged groups) that is reported as drift."""
+CURRENT_SHARE = 0.1
+"""The current difficulty is read from the last tenth of the window's steps ..."""
+CURRENT_MIN_STEPS = 5
+"""... and at least this many steps (all of them in a shorter window)."""
+
+
+@dataclass(frozen=True)
+class Drift:
+    """Pass rates moved within the window: the logged groups were silent more often than pooled counts predict."""
+
+    statistic: float
+    """z = Σ_i d_i / sqrt(Σ_i d_i²) over prompts (see the module)."""
+    message: str
+    """The one WARNING line every view prints."""
+    observed: float
+    """Share of the window's logged groups that were silent."""
+    predicted: float
+    """Pooled-count (unbiased) prediction of that share, from each prompt's samples over the window."""
+    groups: int
+    """Logged groups tested."""
+
+
+def silent_gap(per_group: pl.DataFrame) -> tuple[float, float, float, int]:
+    """(observed silent share, pooled prediction, z, groups) of logged groups (``prompt, n, k``)."""
+    from ..core.estimators import silent_unbiased
+
+    totals = per_group.group_by("prompt").agg(pl.col("n").sum().alias("N"), pl.col("k").sum().alias("K"))
+    g = per_group.select("prompt", "n", "k").join(totals, on="prompt", how="left")
+    n, k = g["n"].to_numpy().astype(np.int64), g["k"].to_numpy().astype(np.int64)
+    N, K = g["N"].to_numpy().astype(np.int64), g["K"].to_numpy().astype(np.int64)
+    observed = ((k == 0) | (k == n)).astype(np.float64)
+    predicted = np.empty(n.size, dtype=np.float64)
+    for size in np.unique(n):
+        at = n == size
+        predicted[at] = silent_unbiased(N[at], K[at], int(size)).silent
+    d = pl.DataFrame({"prompt": g["prompt"], "d": observed - predicted}).group_by("prompt").agg(pl.col("d").sum())
+    d_i = d["d"].to_numpy()
+    total, scale = float(d_i.sum()), float(np.sqrt((d_i ** 2).sum()))
+    z = 0.0 if scale == 0.0 else total / scale
+    return float(observed.mean()), float(predicted.mean()), z, int(n.size)
+
+
+@dataclass(frozen=True)
+class SilentGap:
+    """The window's logged groups: silent share observed beside the pooled-count prediction of it."""
+
+    observed: float
+    """Share of the logged groups that were silent."""
+    predicted: float
+    """Unbiased prediction of that share from each prompt's samples pooled over the window."""
+    statistic: float
+    """The drift test's z (see the module)."""
+    groups: int
+    """Logged groups."""
+
+
+def gap_of(loaded: LoadedCounts) -> SilentGap | None:
+    """:func:`silent_gap` of a load's logged groups (built once per load); None without groups."""
+    if "silent_gap" not in loaded.cache:
+        groups = loaded.per_group
+        found = None
+        if groups is not None and groups.height:
+            found = SilentGap(*silent_gap(groups)[:3], groups.height)  # type: ignore[call-arg]
+        loaded.cache["silent_gap"] = found
+    return loaded.cache["silent_gap"]  # type: ignore[no-any-return]
+
+
+def drift_of(loaded: LoadedCounts) -> Drift | None:
+    """The drift warning of a load's logged groups (over its window), or None: no groups, or no drift."""
+    if "drift" in loaded.cache:
+        return loaded.cache["drift"]  # type: ignore[no-any-return]
+    found = None
+    gap = gap_of(loaded)
+    if gap is not None:
+        obs, pred, z, count = gap.observed, gap.predicted, gap.statistic, gap.groups
+        if z >= Z_DRIFT and obs - pred >= MIN_GAP:
+            span = "the log" if loaded.window is None else loaded.window.span()
+            found = Drift(z, f"WARNING: pass rates moved within {span}: {obs:.1%} of its {count:,} logged "
+                             f"groups were silent, pooling each prompt's samples predicts {pred:.1%} (z = {z:.1f}); "
+                             "figures from pooled counts understate what happened: read the observed figures, "
+                             "or cut a window (--last-steps N) for the current difficulty", obs, pred, count)
+    loaded.cache["drift"] = found
+    return found
+
+
+def current_window(loaded: LoadedCounts) -> LoadedCounts:
+    """The current difficulty: ``loaded`` cut to the last tenth of its steps (at least
+    :data:`CURRENT_MIN_STEPS`; the whole load when it has fewer or no steps). Its ``window`` says which."""
+    from ..loaders.window import cut
+
+    if loaded.window is None or loaded.window.steps <= CURRENT_MIN_STEPS:
+        return loaded
+    last = max(CURRENT_MIN_STEPS, int(np.ceil(CURRENT_SHARE * loaded.window.steps)))
+    return cut(loaded, last_steps=last) if last < loaded.window.steps else loaded
+
+
+def context(loaded: LoadedCounts) -> dict[str, object]:
+    """The ``window`` and ``drift`` fields every result built from ``loaded`` carries."""
+    return {"window": loaded.window, "drift": drift_of(loaded)}
+
+
+def context_json(window: object, drift: Drift | None) -> dict[str, object]:
+    """JSON of those fields: ``window`` {first_step, last_step, steps, asked} or null; ``drift``
+    {statistic, message, observed, predicted, groups} or null."""
+    from dataclasses import asdict
+
+    return {"window": None if window is None else asdict(window),  # type: ignore[call-overload]
+            "drift": None if drift is None else asdict(drift)}
