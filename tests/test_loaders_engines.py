@@ -416,3 +416,28 @@ def test_spark_connect_unreachable_fails_fast_in_one_line(capsys, monkeypatch, h
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert ("cannot reach Spark Connect" if how == "refused" else "no answer from Spark Connect within 1 s") in err
     assert "SECRET" not in err and "SIGMAUDIT_CONNECT_TIMEOUT" in err
+
+
+def test_duckdb_counts_zero_spread_groups_as_polars_does(tmp_path, capsys):
+    """Shaped rewards (correct + 0.1 * format) with --threshold: DuckDB carries each group's raw reward
+    range, so zero-spread groups, wasted and the gate equal the Polars engine's (they fell back to
+    correctness silence, null zero_spread)."""
+    pytest.importorskip("duckdb")
+    rows = []
+    for step in range(3):
+        for p in range(6):
+            for i in range(4):
+                correct = float(p % 2 == 0) if p < 4 else float(i % 2)
+                rows.append((step, f"q{p}", correct + (0.1 if (p == 0 or i % 2) else 0.0)))
+    log = tmp_path / "shaped.parquet"
+    pl.DataFrame(rows, schema=["step", "prompt_id", "reward"], orient="row").write_parquet(log)
+    out = {}
+    for engine in ("polars", "duckdb"):
+        code, text, _ = run(capsys, "scan", str(log), "--threshold", "1", "-q", "-f", "json", "--engine", engine)
+        assert code == 0
+        out[engine] = json.loads(text)
+    # q0: all correct, all +0.1 -> zero spread; q2: all correct, formats differ -> silent on correctness only;
+    # q1, q3: all wrong, formats differ; q4, q5: mixed. Zero spread: 1 of 6 groups per step.
+    assert out["duckdb"]["observed_silent"]["zero_spread"] == pytest.approx(1 / 6)
+    assert out["duckdb"]["observed_silent"] == out["polars"]["observed_silent"]
+    assert out["duckdb"]["wasted"] == out["polars"]["wasted"]

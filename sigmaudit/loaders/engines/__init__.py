@@ -165,7 +165,8 @@ def _labelled(raw: pl.DataFrame, plan: ColumnMap, where: str) -> pl.DataFrame:
     try:
         return raw.select(pl.col("step").cast(pl.Int64), pl.col("gid").cast(pl.Utf8), pl.col("prompt").cast(pl.Utf8),
                           pl.col("n").cast(pl.Int64), pl.col("k").cast(pl.Int64),
-                          pl.col("missing").cast(pl.Int64), pl.col("rows").cast(pl.Int64))
+                          pl.col("missing").cast(pl.Int64), pl.col("rows").cast(pl.Int64),
+                          *(pl.col(c).cast(pl.Float64) for c in ("rmin", "rmax") if c in raw.columns))
     except (pl.exceptions.InvalidOperationError, pl.exceptions.ComputeError) as exc:
         raise SchemaError(f"step column {plan.step!r} is not an integer step", location=f"{where}: column {plan.step}",
                           remedy="pass --step-col with an integer column") from exc

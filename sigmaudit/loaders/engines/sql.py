@@ -152,6 +152,9 @@ def reduce_sql(plan: ColumnMap, opts: LoadOptions, d: Dialect, table: str,
     if plan.layout == "counts":
         return _counts_sql(plan, opts, d, table, step, prompt, col)
     if plan.list_rewards:
+        if opts.threshold is not None:
+            raise refuse(plan, engine, "with --threshold it counts each group's reward spread (zero-spread groups) "
+                                       "on the polars engine only")
         x = "CAST(e AS DOUBLE)"
         valid, correct, bad = _flags(x, opts.threshold)
         rewards = col(plan.reward or "")
@@ -170,8 +173,11 @@ def reduce_sql(plan: ColumnMap, opts: LoadOptions, d: Dialect, table: str,
         step = "CAST(NULL AS BIGINT)"
     x = f"CAST({col(plan.reward or '')} AS DOUBLE)"
     valid, correct, bad = _flags("x", opts.threshold)
+    # with --threshold, each group's raw reward range (zero spread: no gradient at all), as reduce._spread
+    spread = (f"  MIN(CASE WHEN {valid} THEN x END) AS rmin,\n  MAX(CASE WHEN {valid} THEN x END) AS rmax,\n"
+              if opts.threshold is not None else "")
     return (
-        f"SELECT step, gid, prompt,\n"
+        f"SELECT step, gid, prompt,\n{spread}"
         f"  SUM(CASE WHEN {valid} THEN 1 ELSE 0 END) AS n,\n"
         f"  SUM(CASE WHEN {correct} THEN 1 ELSE 0 END) AS k,\n"
         f"  SUM(CASE WHEN {valid} THEN 0 ELSE 1 END) AS missing,\n"
