@@ -230,3 +230,54 @@ def test_informative_curve_is_the_sweep_silent_rate(capsys):
     for point in d["objective_detail"]["curve"]:
         if point["G"] in silent:
             assert point["value"] == pytest.approx(1.0 - silent[point["G"]], rel=1e-12)
+
+
+# ---------------------------------------------------------------- the current difficulty (issue 27 item 4)
+
+
+@pytest.fixture(scope="module")
+def drifting_log(tmp_path_factory):
+    """A simulated GRPO run: every prompt's pass rate climbs over 60 steps (the drift test fires)."""
+    from sigmaudit.cli import main
+
+    path = tmp_path_factory.mktemp("drift") / "run.parquet"
+    assert main(["simulate", "--prompts", "300", "--steps", "60", "--log-out", str(path), "-f", "json",
+                 "-o", str(path.with_suffix(".json"))]) == 0
+    return str(path)
+
+
+def test_drifting_log_is_planned_on_its_last_steps(capsys, drifting_log):
+    code, out, _ = run(capsys, "plan", drifting_log, "-G", "4", "-G", "8", "-G", "16", "-f", "json", "-q",
+                       "--bootstrap", "0")
+    d = json.loads(out)
+    assert code == 0 and d["drift"] is not None
+    assert d["window"] == {"first_step": 55, "last_step": 60, "steps": 6, "asked": "current difficulty"}
+    assert d["difficulty"].startswith("the current difficulty: pass rates of the last 6 steps (steps 55–60")
+    # the same figures as asking for that window by hand
+    code, out, _ = run(capsys, "plan", drifting_log, "-G", "4", "-G", "8", "-G", "16", "-f", "json", "-q",
+                       "--bootstrap", "0", "--last-steps", "6")
+    by_hand = json.loads(out)
+    assert by_hand["difficulty"].endswith("the window asked")
+    assert d["recommended_G"] == by_hand["recommended_G"] and d["prompts"] == by_hand["prompts"]
+    assert [r["silent"] for r in d["sweep"]] == [r["silent"] for r in by_hand["sweep"]]
+    assert d["price"] == by_hand["price"]
+    # and not the pooled log's: its pass rates are from earlier, harder steps
+    whole = json.loads(run(capsys, "plan", drifting_log, "-G", "4", "-G", "8", "-G", "16", "-f", "json", "-q",
+                           "--bootstrap", "0", "--steps", "1:60")[1])
+    assert whole["sweep"][1]["silent"] != d["sweep"][1]["silent"]
+
+
+def test_stationary_log_is_planned_whole_and_says_so(capsys):
+    code, out, _ = run(capsys, "plan", ROLLOUTS, "-G", "8", "-f", "json", "-q", "--bootstrap", "0")
+    d = json.loads(out)
+    assert d["drift"] is None and d["window"]["asked"] is None
+    assert "did not move detectably (drift test), so the whole log stands for the current difficulty" in d["difficulty"]
+    text = " ".join(run(capsys, "plan", ROLLOUTS, "-G", "8", "-q", "--bootstrap", "0")[1].split())
+    assert "read from pass rates of the whole log" in text
+
+
+def test_counts_without_steps_have_no_difficulty_line(capsys, tmp_path):
+    path = tmp_path / "counts.csv"
+    path.write_text("prompt,n,k\n" + "".join(f"q{i},{n},{k}\n" for i, (n, k) in enumerate(zip(N, K, strict=True))))
+    d = json.loads(run(capsys, "plan", str(path), "-G", "8", "-f", "json", "-q", "--bootstrap", "0")[1])
+    assert d["difficulty"] is None and d["window"] is None

@@ -222,6 +222,9 @@ class PlanResult:
     """The training steps the figures cover (``--steps``/``--last-steps``, else the whole log); None without steps."""
     drift: Drift | None = None
     """Set when pass rates moved within the window (:mod:`sigmaudit.audits.drift`): pooled-count figures understate."""
+    difficulty: str | None = None
+    """Which steps' pass rates the sweep, the recommendation and its price read, and why (None without
+    steps): on a drifting log, the last tenth of the steps (:func:`current_difficulty`)."""
 
     @property
     def target_failed(self) -> bool:
@@ -258,6 +261,7 @@ class PlanResult:
             "filtered": None if self.filtered is None else asdict(self.filtered),
             "by": None if self.by is None else self.by.to_dict(),
             **context_json(self.window, self.drift),
+            "difficulty": self.difficulty,
         }
 
 def _reason(sweep: Sequence[SweepRow], targets: Targets, chosen: int | None, unreachable: float) -> str:
@@ -505,14 +509,14 @@ def plan_logs(
 
     from . import corpus_of, logged_group_size
     from .allocate import allocate
-    from .drift import context
     from .filtered import resolve
     from .scan import statistical_filter
 
-    corpus = corpus_of(loaded)
+    basis, drift, difficulty = current_difficulty(loaded)
+    corpus = corpus_of(basis)
     alloc = None
     if budget is not None or eps is not None:
-        alloc = allocate(corpus, loaded.per_prompt["prompt"].to_list(), budget=budget, eps=eps,
+        alloc = allocate(corpus, basis.per_prompt["prompt"].to_list(), budget=budget, eps=eps,
                          min_g=min_g, max_g=max_g)
     by = None
     if loaded.by is not None:
@@ -525,4 +529,37 @@ def plan_logs(
                   reference_G=logged_group_size(loaded), allocation=alloc,
                   filtered=resolve(loaded, post_filter, functools.partial(statistical_filter, loaded)), by=by,
                   estimator=estimator, replicates=replicates, level=level)
-    return replace(result, **context(loaded))
+    return replace(result, window=basis.window, drift=drift, difficulty=difficulty)
+
+
+def current_difficulty(loaded: LoadedCounts) -> tuple[LoadedCounts, Drift | None, str | None]:
+    """The counts a plan reads on a training log, the drift found over what was asked, and why, in words.
+
+    A run moves, so G is chosen for where it is now: when the pass rates moved within the window asked
+    (:func:`sigmaudit.audits.drift.drift_of`) and no window was given, the plan reads the last tenth of
+    the steps (:func:`sigmaudit.audits.drift.current_window`); without drift the whole window stands for
+    the current difficulty; a window given with --steps/--last-steps is used as it is. No steps: no words.
+    """
+    import dataclasses
+
+    from .drift import CURRENT_MIN_STEPS, current_window, drift_of
+
+    drift = drift_of(loaded)
+    window = loaded.window
+    if window is None:
+        return loaded, drift, None
+    if window.asked is not None:
+        return loaded, drift, f"pass rates of {window.describe()}, the window asked"
+    if drift is None:
+        return loaded, None, (f"pass rates of the whole log ({window.describe()}): they did not move detectably "
+                              "(drift test), so the whole log stands for the current difficulty")
+    basis = current_window(loaded)
+    if basis is loaded:
+        return loaded, drift, (f"pass rates moved, but the log has only {window.steps:,} steps (at most "
+                               f"{CURRENT_MIN_STEPS}), so the plan pools them all; the current difficulty is "
+                               "likely different")
+    cut = dataclasses.replace(basis.window, asked="current difficulty")  # type: ignore[arg-type]
+    return dataclasses.replace(basis, window=cut), drift, (
+        f"the current difficulty: pass rates of the last {cut.steps:,} steps ({cut.span()}, the last tenth of "
+        f"{window.span()}), because pass rates moved within the log (drift); --steps/--last-steps chooses "
+        "another window")

@@ -49,6 +49,7 @@ def plan_view(result: PlanResult) -> View:
     lines = (
         f"{result.prompts:,} prompts; {chooser}",
         f"recommended G: {rec} — {result.reason}",
+        *(() if result.difficulty is None else (f"read from {result.difficulty}",)),
         f"unreachable at any G: {pct_(result.unreachable_share)} of prompts "
         f"(never solved {pct_(result.unreachable_all_wrong)}, always solved "
         f"{pct_(result.unreachable_all_correct)}; posterior P(p ∈ {{0, 1}}))",
