@@ -261,3 +261,15 @@ def test_a_signal_ends_the_watch_cleanly_with_a_summary(tmp_path, sig, how):
     assert [json.loads(x)["step"] for x in events.read_text().splitlines()] == [1]
     assert not list(folder.parent.glob(".*.tmp"))
     shutil.rmtree(folder)
+
+
+def test_a_run_joined_midway_says_why_its_past_steps_have_no_forecast(capsys):
+    """Of the steps already logged when the watch starts only the last is forecast; the others say so
+    (they said "needs two steps", true only of the first step)."""
+    verl = Path(__file__).resolve().parents[1] / "sample_logs" / "verl"
+    code = main(["watch", str(verl), "--once", "-q"])
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("step ")]
+    assert code == 0 and len(lines) == 5
+    assert "forecast step 2: — (needs two steps)" in lines[0]
+    assert all("— (already logged when the watch started)" in line for line in lines[1:4])
+    assert "forecast step 6: " in lines[4] and "—" not in lines[4].split("forecast step 6: ")[1][:2]

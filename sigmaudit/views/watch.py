@@ -24,7 +24,9 @@ def step_line(r: StepReport) -> str:
              f"observed silent {pct(o.silent)} (all-wrong {pct(o.all_wrong)}, all-correct {pct(o.all_correct)})",
              f"last {r.window_steps} steps {pct(r.window.silent)}"]
     if r.forecast is None:
-        parts.append(f"forecast step {r.step + 1}: — (needs two steps)")
+        # none before the second step; of the steps already complete when the watch started, only the last
+        why = "needs two steps" if r.cumulative.groups == o.groups else "already logged when the watch started"
+        parts.append(f"forecast step {r.step + 1}: — ({why})")
     else:
         f = r.forecast
         parts.append(f"forecast step {f.step}: {pct(f.silent)} ({f.prompts} prompts, G={f.G})")
