@@ -15,6 +15,8 @@ training step costs about one prior fit plus a pass over the groups.
 
 from __future__ import annotations
 
+import dataclasses
+
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -23,6 +25,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..errors import ConfigError
+from ..loaders.options import Window
 
 if TYPE_CHECKING:
     import polars as pl
@@ -172,9 +175,17 @@ class Forecaster:
         if size not in self._results:
             if self._replay is None:
                 self._replay = replay(self.per_group)
-            self._results[size] = forecast(self.per_group, size, max_p_silent=self.max_p_silent,
-                                           replayed=self._replay)
+            result = forecast(self.per_group, size, max_p_silent=self.max_p_silent, replayed=self._replay)
+            self._results[size] = dataclasses.replace(result, window=self._window())
         return self._results[size]
+
+    def _window(self) -> Window | None:
+        """The steps fed so far, as the command's ``window`` of a whole log (drift is not tested here:
+        :func:`sigmaudit.forecast_logs` on the files says when pass rates moved)."""
+        steps = self.per_group["step"].drop_nulls() if self.per_group.height else None
+        if steps is None or steps.is_empty():
+            return None
+        return Window(int(steps.min()), int(steps.max()), int(steps.n_unique()))  # type: ignore[arg-type]
 
     def p_silent(self, G: int | None = None) -> dict[str, float]:
         """Each prompt's P(silent) at its next visit with G samples (a prediction)."""

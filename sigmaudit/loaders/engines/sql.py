@@ -13,6 +13,8 @@ cast to text and joined by `` | `` (nulls skipped).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from dataclasses import dataclass
 
 from ...errors import ConfigError
@@ -166,6 +168,12 @@ def reduce_sql(plan: ColumnMap, opts: LoadOptions, d: Dialect, table: str,
             f"  COALESCE({d.size}({rewards}), 0) AS rows,\n"
             f"  {d.count_where(rewards, bad)} AS bad\n"
             f"FROM {table}")
+    return _samples_sql(plan, opts, d, table, step, prompt, col)
+
+
+def _samples_sql(plan: ColumnMap, opts: LoadOptions, d: Dialect, table: str, step: str, prompt: str,
+                 col: Callable[[str], str]) -> str:
+    """Long and trainer layouts: one row per sample, grouped per (step, group, prompt)."""
     grouped = plan.has_groups
     gid = (f"CAST({col(plan.group)} AS {d.text})" if plan.group and grouped
            else f"CAST(NULL AS {d.text})")
