@@ -16,7 +16,6 @@ training step costs about one prior fit plus a pass over the groups.
 from __future__ import annotations
 
 import dataclasses
-
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
