@@ -16,7 +16,6 @@ from .readers import POLARS_ERRORS
 from .runs import PSEUDO_COLUMNS, split
 from .tempdirs import run_folder
 
-
 NULL_VALUE = "(null)"
 """The ``--by`` value of the rows whose column is null (or that come from a file without it)."""
 

@@ -14,7 +14,6 @@ cast to text and joined by `` | `` (nulls skipped).
 from __future__ import annotations
 
 from collections.abc import Callable
-
 from dataclasses import dataclass
 
 from ...errors import ConfigError
