@@ -15,7 +15,7 @@ WRITERS = Path(__file__).resolve().parent / "fixtures" / "writers"
 
 def _groups(lc) -> list[tuple[int, int]]:
     """(n, k) of every logged group, sorted."""
-    return sorted(zip(lc.per_group["n"].to_list(), lc.per_group["k"].to_list()))
+    return sorted(zip(lc.per_group["n"].to_list(), lc.per_group["k"].to_list(), strict=True))
 
 
 def _silent(lc) -> float:
@@ -33,7 +33,7 @@ def test_prime_rl_group_straddling_two_step_folders_is_one_group():
     assert (lc.per_prompt.height, lc.n_rows, lc.per_group.height) == (4, 16, 4)
     assert _groups(lc) == [(4, 0), (4, 1), (4, 2), (4, 4)]  # d: 1 of 4, a: 2 of 4, b: 4, c: 0
     assert _silent(lc) == pytest.approx(0.5, abs=1e-12)
-    steps = dict(zip(lc.per_group["k"].to_list(), lc.per_group["step"].to_list()))
+    steps = dict(zip(lc.per_group["k"].to_list(), lc.per_group["step"].to_list(), strict=True))
     assert steps[4] == 1 and steps[1] == 2  # b keeps its dispatch step; d is step 2's
 
 
