@@ -1,6 +1,6 @@
 """sigmaudit: audit RL-with-verifiable-rewards rollout logs.
 
-The Python API exposes the closed forms of THEORY.md, vectorised over NumPy
+The Python API exposes the closed forms of docs/theory.md, vectorised over NumPy
 arrays, and the audit itself::
 
     >>> import sigmaudit

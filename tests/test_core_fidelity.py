@@ -71,7 +71,7 @@ def test_expected_sigma_and_sigma_squared_monte_carlo(p: float, G: int) -> None:
 
 
 def test_fidelity_reference_values() -> None:
-    # API order is fidelity(p, G); THEORY.md writes φ(G, p)
+    # API order is fidelity(p, G); docs/theory.md writes φ(G, p)
     assert round(fidelity(0.5, 8), 4) == 0.9278
     assert round(fidelity(0.05, 8), 4) == 0.5390
     assert fidelity(0.5, 2) == pytest.approx(0.5, rel=1e-14)  # E[σ] = 1/4 over sqrt(1/4)

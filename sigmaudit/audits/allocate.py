@@ -6,7 +6,7 @@ maximise the total expected realised GRPO signal
     Σ_i f_i(G_i),   f_i(G) = E[ E[σ](p, G) | n_i, k_i ]
 
 the posterior expectation (corpus prior, as in ``plan``'s sweep) of the exact expected
-update size E[σ](p, G) of THEORY.md. f_i is computed once per distinct (n, k) pair as the
+update size E[σ](p, G) of docs/theory.md. f_i is computed once per distinct (n, k) pair as the
 posterior matrix times a (grid p × G) table of E[σ].
 
 Method: every kept prompt starts at min_g; the remaining budget goes, one rollout at a time,

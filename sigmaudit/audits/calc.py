@@ -58,7 +58,7 @@ class CalcResult:
 
 
 def calc(p: Sequence[float], G: Sequence[int], eps: float = 0.05) -> CalcResult:
-    """Evaluate every closed form of THEORY.md for each (p, G) pair (vectorised)."""
+    """Evaluate every closed form of docs/theory.md for each (p, G) pair (vectorised)."""
     import numpy as np
 
     from ..core import fidelity as fid

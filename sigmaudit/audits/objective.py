@@ -4,7 +4,7 @@ A group of G answers per prompt earns f(G), a mean over the corpus's prompts, an
 rollouts. Three objectives f (``--objective``):
 
 - ``signal`` (default): f(G) = mean_i E[E[σ](p, G) | n_i, k_i], the expected GRPO update size of a
-  group (THEORY.md, "Expected update"); its G → ∞ limit is mean_i E[sqrt(p (1 − p))].
+  group (docs/theory.md, "Expected update"); its G → ∞ limit is mean_i E[sqrt(p (1 − p))].
 - ``informative``: f(G) = 1 − silent(G), the chance a group is informative (σ > 0: DAPO keeps it),
   by the estimator rule of the sweep's silent column; limit 1 − mean_i P(p ∈ {0, 1}).
 - ``knapsack``: f(G) = mean_i E[Value(G, p)], Knapsack-RL's value of G rollouts,

@@ -3,7 +3,7 @@
 :func:`audit` turns a :class:`~sigmaudit.loaders.LoadedCounts` into a
 :class:`ScanReport`. All the math runs on the corpus's distinct (n, k) pairs
 with their multiplicities (:class:`~sigmaudit.corpus.Corpus`), never per row
-or per prompt; corpus rates are means over prompts (THEORY.md, "Silent groups").
+or per prompt; corpus rates are means over prompts (docs/theory.md, "Silent groups").
 
 Default estimates follow one rule everywhere: the unbiased (hypergeometric)
 estimate where it exists for every prompt (n >= G), else the model-based one

@@ -1,4 +1,4 @@
-"""``sigmaudit simulate``: the controlled training run of THEORY.md on Bernoulli-logit prompts.
+"""``sigmaudit simulate``: the controlled training run of docs/theory.md on Bernoulli-logit prompts.
 
 Each prompt is a one-parameter policy p = sigmoid(θ). Every step each prompt
 draws a group of G answers, k ~ Binomial(G, p), and takes the scalar step
@@ -7,7 +7,7 @@ draws a group of G answers, k ~ Binomial(G, p), and takes the scalar step
 Where the gains come from. For a Bernoulli-logit prompt the score of an
 answer with reward r is d log π(r)/dθ = r − p, so the update of any advantage
 A is g = (1/G) Σ_i A_i (r_i − p). The right answers share the score
-s̄₊ = 1 − p and the wrong ones s̄₋ = −p, so Δs = s̄₊ − s̄₋ = 1 and THEORY.md's
+s̄₊ = 1 − p and the wrong ones s̄₋ = −p, so Δs = s̄₊ − s̄₋ = 1 and docs/theory.md's
 identity g = σ · Δs gives the gains of :func:`sigmaudit.core.sigma.update_gain`:
 
 ==========  ==================================  ==========================================
@@ -27,7 +27,7 @@ The sign rule is not mean-zero, so its update depends on p, not only on k:
       = (1/G) [k · (1)(1 − p) + (G − k) · (−1)(−p)]
       = (k/G)(1 − p) + (1 − k/G) p            = p + (k/G)(1 − 2p),
 
-with E[g] = p(1 − p) + (1 − p) p = 2 p (1 − p) (THEORY.md). On unanimous groups
+with E[g] = p(1 − p) + (1 − p) p = 2 p (1 − p) (docs/theory.md). On unanimous groups
 it still moves: g = 1 − p when k = G and g = p when k = 0.
 
 Randomness: one :class:`numpy.random.SeedSequence` from ``seed``; the initial

@@ -18,7 +18,7 @@ Two different numbers per step:
   step-to-step noise; it says what the step's pass rates imply, it does not predict.
 
 The implied rate is a mean over the step's groups of a per-group estimate of
-p^G + (1 − p)^G (THEORY.md, "Estimating from finite logs"); ``estimator``:
+p^G + (1 − p)^G (docs/theory.md, "Estimating from finite logs"); ``estimator``:
 
 - ``bayes`` (default): the corpus prior over p (:func:`~sigmaudit.core.prior.fit_corpus_prior`:
   point masses at 0 and 1 plus Betas, or a grid prior by EM) fitted to every logged group of

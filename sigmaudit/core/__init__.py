@@ -1,4 +1,4 @@
-"""The closed-form core: pure functions of p, k, n and G (THEORY.md).
+"""The closed-form core: pure functions of p, k, n and G (docs/theory.md).
 
 Nothing in this package reads files, prints, or imports the CLI. Each module is
 named for the quantity it holds: ``sigma`` (the group standard deviation and

@@ -1,7 +1,7 @@
 """Advantages of each rule on a group of rewards (binary or real-valued).
 
 ``rewards`` has shape (..., G): the last axis is the group. Every function
-returns an array of the same shape. THEORY.md, "The group-standard-deviation
+returns an array of the same shape. docs/theory.md, "The group-standard-deviation
 identity": GRPO divides the centred reward by the group's population standard
 deviation σ, Dr. GRPO does not, DAPO drops groups with σ = 0, RLOO uses a
 leave-one-out baseline, and the fixed-reference sign advantage is A = 2r − 1.

@@ -1,6 +1,6 @@
 """Corpus-level estimates that a gate can test, with one estimator rule, and their intervals.
 
-THEORY.md, "Estimating from finite logs". Every quantity is a ratio of two means over prompts,
+docs/theory.md, "Estimating from finite logs". Every quantity is a ratio of two means over prompts,
 
     Q = Σ_j c_j a_j / Σ_j c_j b_j
 

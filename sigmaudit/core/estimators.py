@@ -1,6 +1,6 @@
 """Silent-group rates estimated from finite logs (n samples per prompt, k right).
 
-THEORY.md, "Estimating from finite logs". Three estimates of the chance that a
+docs/theory.md, "Estimating from finite logs". Three estimates of the chance that a
 future group of G answers to a prompt is silent:
 
 - ``plugin``: silent(k/n, G). Biased when n is small.

@@ -1,6 +1,6 @@
 """Expected update size E[σ](p, G), fidelity φ and its large-G attenuation.
 
-THEORY.md, "Expected update, fidelity and the group-size law":
+docs/theory.md, "Expected update, fidelity and the group-size law":
 
     E[σ](p, G) = Σ_k Binom(k; G, p) · sqrt(k (G − k)) / G        (exact)
     φ(p, G)    = E[σ] / sqrt(p (1 − p))          ∈ [0, 1], → 1 as G → ∞
@@ -157,7 +157,7 @@ def fidelity(p: ArrayLike, G: ArrayLike) -> NDArray[np.float64] | float:
     """φ(p, G) = E[σ](p, G) / sqrt(p (1 − p)), in [0, 1]; 0 at p ∈ {0, 1} (its limit).
 
     The share of the large-G update a group of G delivers on average
-    (THEORY.md writes it φ(G, p)). φ(0.5, 8) = 0.9278, φ(0.05, 8) = 0.5390.
+    (docs/theory.md writes it φ(G, p)). φ(0.5, 8) = 0.9278, φ(0.05, 8) = 0.5390.
 
     Examples
     --------

@@ -1,6 +1,6 @@
 """One-step-ahead forecasts of silent groups from a prompt's visit history, and how to score them.
 
-THEORY.md, "Estimating from finite logs", model-based estimate, applied forward in time.
+docs/theory.md, "Estimating from finite logs", model-based estimate, applied forward in time.
 A prompt visited at steps s_1 < s_2 < ... (k_j right of n_j at visit j) is forecast at its
 next visit, step t, from its earlier visits only:
 

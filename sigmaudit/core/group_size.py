@@ -1,6 +1,6 @@
 """The group-size law: how large G must be for fidelity φ ≥ 1 − ε.
 
-THEORY.md, "Expected update, fidelity and the group-size law":
+docs/theory.md, "Expected update, fidelity and the group-size law":
 
     closed form   G*(ε, p) = ceil(1 / (8 ε p (1 − p)))
     exact         the smallest G with φ(p, G) ≥ 1 − ε (search on the exact sum)

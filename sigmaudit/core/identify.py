@@ -13,7 +13,7 @@ distribution of p (on a fine grid) whose first moments match the log's unbiased 
 estimates to within ``Z_SLACK`` standard errors: a linear programme. :func:`thin_corpus`
 says when the check is needed: when most prompts have fewer samples than the corpus prior's
 parameters (point masses at 0 and 1 plus a Beta: four), so the fitted prior is not identified
-either. Well-sampled corpora extrapolate through the fitted prior, as THEORY.md describes.
+either. Well-sampled corpora extrapolate through the fitted prior, as docs/theory.md describes.
 """
 
 from __future__ import annotations

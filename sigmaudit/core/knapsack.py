@@ -7,7 +7,7 @@ knapsack item of cost N and value
     Value(N, p) = ProbNonZeroGradient(N, p) × InfoGain(p)
                 = (1 − p^N − (1 − p)^N) · p (1 − p)²
 
-where 1 − p^N − (1 − p)^N is the chance that a GRPO group of N answers is not silent (THEORY.md,
+where 1 − p^N − (1 − p)^N is the chance that a GRPO group of N answers is not silent (docs/theory.md,
 "Silent groups") and InfoGain(p) = p (1 − p)² is the paper's approximation of the rise in the
 success rate after one gradient step on the prompt (largest at p = 1/3). The paper maximises
 Σ_i Value(N_i, p_i) subject to Σ_i N_i ≤ budget; ``sigmaudit plan --objective knapsack`` uses the

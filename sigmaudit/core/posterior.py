@@ -3,7 +3,7 @@ assembles into corpus-level figures.
 
 Every figure here is a posterior mass vector (one row per distinct (n, k) pair, over the prior's
 grid) times a function of p evaluated once per grid point: E[σ](p, G) for each G, sqrt(p(1−p)),
-the masses at p = 0 and p = 1. See THEORY.md, "Estimating from finite logs".
+the masses at p = 0 and p = 1. See docs/theory.md, "Estimating from finite logs".
 """
 
 from __future__ import annotations

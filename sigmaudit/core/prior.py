@@ -1,6 +1,6 @@
 """Corpus-level priors over the success probability p, fitted to (n, k) counts.
 
-THEORY.md, "Estimating from finite logs", model-based estimate. Two priors:
+docs/theory.md, "Estimating from finite logs", model-based estimate. Two priors:
 
 - :class:`GridPrior` (the default): a discrete prior on a fine grid of p that
   includes the point masses p = 0 and p = 1, fitted by EM to maximise the
@@ -742,7 +742,7 @@ class BetaPrior:
     """Beta-binomial log-likelihood of the counts at (a, b)."""
 
     def silent_rate(self, n: ArrayLike, k: ArrayLike, G: ArrayLike) -> NDArray[np.float64]:
-        """Posterior E[p^G + (1 − p)^G | k, n] (THEORY.md's closed form)."""
+        """Posterior E[p^G + (1 − p)^G | k, n] (docs/theory.md's closed form)."""
         a_all, b_all = self.branch_rates(n, k, G)
         return a_all + b_all
 

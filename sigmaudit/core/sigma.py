@@ -1,6 +1,6 @@
 """The group standard deviation σ(k, G) and each rule's per-prompt update gain.
 
-THEORY.md, "The group-standard-deviation identity": for binary rewards the
+docs/theory.md, "The group-standard-deviation identity": for binary rewards the
 GRPO update of a prompt is exactly σ · (s̄₊ − s̄₋), so σ *is* the update size.
 """
 

@@ -1,6 +1,6 @@
 """Silent groups: the chance that all G answers agree (σ = 0, zero update).
 
-THEORY.md, "Silent groups": silent(p, G) = p^G + (1 − p)^G, split into the
+docs/theory.md, "Silent groups": silent(p, G) = p^G + (1 − p)^G, split into the
 all-correct branch p^G and the all-wrong branch (1 − p)^G. DAPO's dynamic
 sampling redraws silent groups; with unlimited retries it draws 1 / (1 − silent)
 groups per kept group.

@@ -1,6 +1,6 @@
 """Difficulty weighting: where GRPO and Dr. GRPO spend their gradient.
 
-THEORY.md, "Difficulty weighting": in the large-G limit GRPO ascends
+docs/theory.md, "Difficulty weighting": in the large-G limit GRPO ascends
 2·arcsin(sqrt p) and Dr. GRPO ascends p, so GRPO puts the extra weight
 w(p) = 1 / sqrt(p (1 − p)) on a prompt. Per-prompt gradient mass:
 
