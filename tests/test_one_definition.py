@@ -30,7 +30,7 @@ def test_same_label_same_number_in_scan_plan_and_check(capsys, path, G):
     scan = _json(capsys, "scan", str(path), "-G", str(G), "--g-main", str(G))
     plan = _json(capsys, "plan", str(path), "-G", str(G), "--bootstrap", "0")
     check = _json(capsys, "check", str(path), "-G", str(G), "--max-silent", "1", "--min-fidelity", "0",
-                  "--bootstrap", "0")
+                  "--bootstrap", "0", "--basis", "model")
     (row,) = [r for r in plan["sweep"] if r["G"] == G]
     silent = {c["name"]: c["value"] for c in check["checks"]}
     scan_row = next(r for r in scan["silent"] if r["G"] == G)
@@ -38,6 +38,10 @@ def test_same_label_same_number_in_scan_plan_and_check(capsys, path, G):
     assert scan_row["estimate"] == pytest.approx(row["silent"], abs=1e-12)
     assert silent["silent_rate"] == pytest.approx(row["silent"], abs=1e-12)
     assert silent["fidelity"] == pytest.approx(row["fidelity"], abs=1e-12)
+    # what happened: check's default basis at the logged G is scan's observed share of the logged groups
+    if scan["observed_silent"] is not None and scan["observed_silent"]["G"] == G:
+        observed = _json(capsys, "check", str(path), "-G", str(G), "--max-silent", "1", "--bootstrap", "0")
+        assert observed["checks"][0]["value"] == scan["observed_silent"]["fraction"]
     # DAPO's expected groups drawn per kept group
     dapo = scan["group_size"]["dapo_groups_per_kept_group"]
     assert dapo == pytest.approx(row["dapo_groups_per_kept_group"], abs=1e-12)

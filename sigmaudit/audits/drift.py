@@ -15,6 +15,7 @@ Measured false-alarm rate on stationary simulated logs: see tests/test_drift.py.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -63,11 +64,13 @@ def silent_gap(per_group: pl.DataFrame) -> tuple[float, float, float, int]:
     for size in np.unique(n):
         at = n == size
         predicted[at] = silent_unbiased(N[at], K[at], int(size)).silent
-    d = pl.DataFrame({"prompt": g["prompt"], "d": observed - predicted}).group_by("prompt").agg(pl.col("d").sum())
-    d_i = d["d"].to_numpy()
-    total, scale = float(d_i.sum()), float(np.sqrt((d_i ** 2).sum()))
+    # per-prompt sums in row order and exactly rounded totals: the same bits whatever order the groups
+    # came in (engines, threads), since z and the prediction are printed
+    _, prompt_index = np.unique(g["prompt"].to_numpy(), return_inverse=True)
+    d_i = np.bincount(prompt_index, weights=observed - predicted)
+    total, scale = math.fsum(d_i), math.sqrt(math.fsum(d_i ** 2))
     z = 0.0 if scale == 0.0 else total / scale
-    return float(observed.mean()), float(predicted.mean()), z, int(n.size)
+    return math.fsum(observed) / n.size, math.fsum(predicted) / n.size, z, int(n.size)
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,9 @@ def gap_of(loaded: LoadedCounts) -> SilentGap | None:
         groups = loaded.per_group
         found = None
         if groups is not None and groups.height:
+            # one summation order whatever the engine or file order gave (the statistic is printed in JSON)
+            # (rows equal in these columns add equal terms, so their order among themselves is immaterial)
+            groups = groups.sort([c for c in ("step", "prompt", "n", "k") if c in groups.columns], nulls_last=True)
             found = SilentGap(*silent_gap(groups)[:3], groups.height)  # type: ignore[call-arg]
         loaded.cache["silent_gap"] = found
     return loaded.cache["silent_gap"]  # type: ignore[no-any-return]
