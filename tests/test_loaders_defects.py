@@ -240,9 +240,12 @@ def test_23_14_closed_stdin_from_the_shell(tmp_path):
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "sigmaudit", "scan", "-"], stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=120,
-                          preexec_fn=lambda: __import__("os").close(0))
+    # stdin closed by a tiny Python that then execs sigmaudit (`scan - <&-`); no preexec_fn, so no fork
+    # handler of the test worker (grpc's, after the Spark Connect tests) runs in the child
+    close_and_exec = ("import os, sys; os.close(0); "
+                      "os.execv(sys.executable, [sys.executable, '-m', 'sigmaudit', 'scan', '-'])")
+    done = subprocess.run([sys.executable, "-c", close_and_exec], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith("sigmaudit: error: <stdin>: standard input is closed")
 

@@ -602,11 +602,17 @@ def test_ctrl_c_inside_typer_is_one_line_and_exit_2(tmp_path, capsys, monkeypatc
     assert (code, out) == (2, "") and err.strip().splitlines()[-1] == "sigmaudit: error: interrupted (SIGINT)"
 
 
+RESET_SIGINT_AND_EXEC = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                         "os.execv(sys.executable, [sys.executable, '-m', 'sigmaudit', *sys.argv[1:]])")
+
+
 def _signalled(args: list[str], signum: int, delay: float, env: dict | None = None) -> tuple[int, str, float]:
     """``python -m sigmaudit *args`` sent ``signum`` after ``delay`` s: (exit code, stderr, seconds to exit)."""
-    child = subprocess.Popen([sys.executable, "-m", "sigmaudit", *args], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, **(env or {})},
-                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    # SIGINT back to its default (a pytest worker may ignore it) by a tiny Python that execs sigmaudit: no
+    # preexec_fn, so the child is spawned without running the worker's fork handlers (grpc's, after the
+    # Spark Connect tests, log or abort in a forked child before it execs)
+    child = subprocess.Popen([sys.executable, "-c", RESET_SIGINT_AND_EXEC, *args], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, **(env or {})})
     time.sleep(delay)
     child.send_signal(signum)
     sent = time.monotonic()
