@@ -368,28 +368,9 @@ def test_spark_reads_a_quoted_newline_in_a_prompt_id(tmp_path, capsys, spark_eng
 
 def _silent_server(seconds: float = 30.0) -> int:
     """127.0.0.1: accepts connections, never answers, stops by itself."""
-    import threading
-    import time
+    from stalling import silent_port
 
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(8)
-    srv.settimeout(0.2)
-    end = time.monotonic() + seconds
-
-    def loop() -> None:
-        held = []
-        while time.monotonic() < end:
-            try:
-                held.append(srv.accept()[0])
-            except OSError:
-                pass
-        for conn in held:
-            conn.close()
-        srv.close()
-
-    threading.Thread(target=loop, daemon=True).start()
-    return srv.getsockname()[1]
+    return silent_port(seconds)
 
 
 @pytest.mark.parametrize("how", ["refused", "silent"])

@@ -288,29 +288,9 @@ def test_secrets_in_urls_are_never_shown(capsys):
 
 def _stalling_server(seconds: float = 30.0) -> int:
     """A server on 127.0.0.1 that accepts connections and never answers; it stops by itself."""
-    import socket
-    import threading
-    import time
+    from stalling import silent_port
 
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(16)
-    srv.settimeout(0.2)
-    end = time.monotonic() + seconds
-
-    def loop() -> None:
-        held = []
-        while time.monotonic() < end:
-            try:
-                held.append(srv.accept()[0])
-            except OSError:
-                pass
-        for conn in held:
-            conn.close()
-        srv.close()
-
-    threading.Thread(target=loop, daemon=True).start()
-    return srv.getsockname()[1]
+    return silent_port(seconds)
 
 
 def test_http_read_that_stalls_times_out(capsys, monkeypatch):

@@ -623,25 +623,9 @@ def _signalled(args: list[str], signum: int, delay: float, env: dict | None = No
 def _stalling_url(seconds: float = 60.0) -> str:
     """An http URL on 127.0.0.1 whose server accepts and never answers (a read that never ends by
     itself, whatever the machine's speed); the server stops by itself."""
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(16)
-    srv.settimeout(0.2)
-    end = time.monotonic() + seconds
+    from stalling import silent_port
 
-    def loop() -> None:
-        held = []
-        while time.monotonic() < end:
-            try:
-                held.append(srv.accept()[0])
-            except OSError:
-                pass
-        for conn in held:
-            conn.close()
-        srv.close()
-
-    threading.Thread(target=loop, daemon=True).start()
-    return f"http://127.0.0.1:{srv.getsockname()[1]}/log.csv.gz"
+    return f"http://127.0.0.1:{silent_port(seconds)}/log.csv.gz"
 
 
 GRPC_LOG = re.compile(r"^[EWI]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S+\.cc:\d+\] ")
