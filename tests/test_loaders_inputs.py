@@ -168,3 +168,46 @@ def test_an_empty_path_is_refused_not_read_as_the_current_folder(capsys, path):
     assert code == 2 and out == ""
     assert err.startswith("sigmaudit: error: '") and err.endswith(
         "': an input path is empty; name a file or directory ('.' for the current one)\n") and err.count("\n") == 1
+
+
+def _nested_line_file(tmp_path, depth: int, opener: str = "[") -> Path:
+    """A two-line jsonl log whose second line is nested ``depth`` levels deep (its object included)."""
+    closer = {"[": "]", "{": "}"}[opener]
+    inner = "1" if opener == "[" else '{"k":1}'
+    levels = depth - 1 if opener == "[" else depth - 2
+    body = opener * levels + inner + closer * levels if opener == "[" else '{"k":' * levels + inner + "}" * levels
+    path = tmp_path / f"deep_{opener}{depth}.jsonl"
+    path.write_text('{"prompt_id":"a","reward":1}\n{"prompt_id":"b","reward":0,"x":' + body + "}\n")
+    return path
+
+
+@pytest.mark.parametrize("opener", ["[", "{"])
+def test_nesting_bound_is_ours_on_every_polars_version(tmp_path, monkeypatch, opener):
+    """A line 1,025 levels deep is refused and one 1,024 deep read, identically whether the installed
+    Polars bounds the depth itself (2.1 and later) or sigmaudit does (older versions read such lines,
+    1.35-2.0 as measured; ``polars_bounds_depth`` switched off here to run that path on this Polars)."""
+    from sigmaudit.loaders import jsonl
+    from sigmaudit.loaders.jsonl import MAX_DEPTH, too_deep
+
+    ok, deep = _nested_line_file(tmp_path, MAX_DEPTH, opener), _nested_line_file(tmp_path, MAX_DEPTH + 1, opener)
+    assert (too_deep(ok), too_deep(deep)) == (None, 2)
+    answers = []
+    for ours in (False, True):
+        if ours:
+            monkeypatch.setattr(jsonl, "polars_bounds_depth", lambda: False)
+        assert load_counts([ok], LoadOptions()).per_prompt["n"].to_list() == [1, 1]
+        with pytest.raises(InputError) as info:
+            load_counts([deep], LoadOptions())
+        answers.append(info.value.one_line())
+    assert answers[0] == answers[1]
+    assert answers[0].endswith(f"{deep.name}:2: malformed JSON on line 2: nested too deeply")
+
+
+def test_depth_counts_brackets_outside_strings_only(tmp_path):
+    from sigmaudit.loaders.jsonl import too_deep
+
+    path = tmp_path / "braces_in_text.jsonl"
+    text = '{"prompt_id":"a","reward":1,"text":"' + "{[" * 2000 + '\\" ]"}\n'
+    path.write_text('{"prompt_id":"b","reward":0}\n' * 3 + text + '{"prompt_id":"c","reward":1}')
+    assert too_deep(path) is None
+    assert too_deep(path, limit=0) == 1

@@ -304,8 +304,8 @@ def sweep(corpus: Corpus, Gs: Sequence[int], batch_prompts: int = DEFAULT_BATCH_
             silent_ci=est.interval("silent_rate", g, level) if replicates else None,
             fidelity_ci=est.interval("fidelity", g, level) if replicates else None,
             signal_prompts_per_batch=None if kept is None else batch_prompts * kept,
-            rollouts_per_signal_prompt=g / kept if kept else None,
-            dapo_groups_per_kept_group=1.0 / kept if kept else None,
+            rollouts_per_signal_prompt=g / kept if kept and kept > 1e-12 else None,  # G = 1: kept is 0 up to rounding
+            dapo_groups_per_kept_group=1.0 / kept if kept and kept > 1e-12 else None,
         ))
     return tuple(rows)
 

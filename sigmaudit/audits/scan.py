@@ -578,7 +578,8 @@ def _group_size(corpus: Corpus, G: int, eps: float, silent: float) -> GroupSize:
         quantiles=tuple(quantiles),
         met_prompts=met_prompts,
         met_share=met_prompts / corpus.n_prompts,
-        dapo_groups_per_kept_group=1.0 / (1.0 - silent) if silent < 1.0 else None,
+        # at G = 1 every group is silent: 1 - silent is 0, or 1e-16 by rounding (numpy 1.26): no draws figure
+        dapo_groups_per_kept_group=1.0 / (1.0 - silent) if silent < 1.0 - 1e-12 else None,
         least_need=group_size_exact(0.5, eps),  # type: ignore[arg-type]
     )
 

@@ -14,6 +14,7 @@ the old ones. Only the columns the layout needs are parsed into memory (projecti
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 SCALARS = {str: "s", bool: "b", int: "i", float: "f", type(None): "n"}
@@ -71,3 +72,60 @@ def shape(path: Path) -> tuple[tuple[str, str], ...] | None:
     except OSError:
         return None
     return head if tail == head else None
+
+
+MAX_DEPTH = 1024
+"""Deepest nesting of objects and arrays a jsonl line may have: Polars refuses deeper lines from 2.1
+("DepthLimitExceeded"); older versions read them (or crash inferring a schema), so under those sigmaudit
+finds such a line itself (:func:`too_deep`) and refuses it the same way."""
+
+
+def polars_bounds_depth() -> bool:
+    """The installed Polars refuses jsonl lines nested past :data:`MAX_DEPTH` levels (2.1 and later)."""
+    import polars as pl
+
+    m = re.match(r"(\d+)\.(\d+)", pl.__version__)
+    return m is not None and (int(m.group(1)), int(m.group(2))) >= (2, 1)
+_CHUNK = 1 << 24
+_STRING = re.compile(rb'"(?:[^"\\\n]|\\.)*"')
+
+
+def _depth(line: bytes) -> int:
+    """The deepest nesting of objects and arrays in one JSON line (strings skipped)."""
+    import numpy as np
+
+    bare = np.frombuffer(_STRING.sub(b"", line), np.uint8)
+    step = np.isin(bare, (123, 91)).astype(np.int32) - np.isin(bare, (125, 93)).astype(np.int32)
+    return int(np.cumsum(step).max(initial=0))
+
+
+def too_deep(path: Path, limit: int = MAX_DEPTH) -> int | None:
+    """The number of the first line of ``path`` nested deeper than ``limit`` levels, or None. A line
+    opening at most ``limit`` objects and arrays (counted over the bytes, strings included) cannot be
+    deeper; only lines opening more are parsed for their depth. One pass, in chunks."""
+    import numpy as np
+
+    number, carry = 1, b""
+    with open(path, "rb") as fh:
+        while True:
+            chunk = fh.read(_CHUNK)
+            block = carry + chunk
+            end = len(block) if not chunk else block.rfind(b"\n") + 1
+            if end == 0:
+                if not chunk:
+                    return None
+                carry = block
+                continue
+            data = np.frombuffer(block, np.uint8, count=end)
+            breaks = np.flatnonzero(data == 10)
+            opens = np.flatnonzero((data == 123) | (data == 91))
+            counts = np.bincount(np.searchsorted(breaks, opens), minlength=len(breaks) + 1)
+            starts = np.concatenate(([0], breaks + 1))
+            for i in np.flatnonzero(counts > limit):
+                stop = breaks[i] if i < len(breaks) else end
+                if _depth(block[starts[i]:stop]) > limit:
+                    return number + int(i)
+            number += len(breaks)
+            carry = block[end:]
+            if not chunk:
+                return None

@@ -16,6 +16,17 @@ COMPRESSIONS = {".gz": "gz", ".zst": "zst"}
 SUPPORTED = "parquet, csv, jsonl/ndjson (csv and jsonl also as .gz or .zst), inspect_ai .eval"
 
 
+def zstd_errors() -> tuple[type[BaseException], ...]:
+    """The exception class zstandard raises for data that are not valid zstd: ``zstandard.ZstdError``,
+    whichever backend defines it (``zstd.ZstdError`` in 0.22-0.23, ``zstandard.backend_c.ZstdError``
+    from 0.24), so ``except zstd_errors():`` matches on every supported version; () without the package."""
+    try:
+        import zstandard
+    except ImportError:
+        return ()
+    return (zstandard.ZstdError,)
+
+
 def file_kind(path: PurePath) -> tuple[str, str | None] | None:
     """(format, compression) of a supported file, from its suffixes; None if unsupported."""
     suffixes = [s.lower() for s in path.suffixes]

@@ -20,7 +20,7 @@ from typing import Any
 import polars as pl
 
 from ..errors import InputError, SchemaError
-from .paths import file_kind
+from .paths import file_kind, zstd_errors
 from .remote import all_lines, comment_lines, head_lines, parse_url, storage_options, store_error
 from .tempdirs import temp_failure
 
@@ -95,11 +95,9 @@ def _decompress(path: Path, compression: str, tmpdir: Path) -> Path:
             raise own from exc
         raise InputError(f"corrupt or truncated {compression} data ({_first_line(exc)})",
                          location=str(path)) from exc
-    except Exception as exc:  # zstandard.ZstdError ("not a zstd frame") and the like
+    except zstd_errors() as exc:  # "Unknown frame descriptor" and the like
         target.unlink(missing_ok=True)
-        if type(exc).__module__.startswith("zstandard") or "zstd" in type(exc).__name__.lower():
-            raise InputError(f"not valid zstd data ({_first_line(exc)})", location=str(path)) from exc
-        raise
+        raise InputError(f"not valid zstd data ({_first_line(exc)})", location=str(path)) from exc
     return target
 
 
@@ -251,8 +249,11 @@ def scan(path: Path | str, tmpdir: Path, like: Source | None = None) -> Source:
                 raise NoDataError("no data rows (header only)", location=str(path))
             lf = pl.scan_csv(local, skip_rows=skip, infer_schema_length=10_000)
         else:
-            from .jsonl import shape
+            from .jsonl import MAX_DEPTH, polars_bounds_depth, shape, too_deep
 
+            deep = None if polars_bounds_depth() else too_deep(local)
+            if deep is not None:  # refused as Polars >= 2.1 refuses it
+                raise pl.exceptions.ComputeError(f"line {deep} is nested deeper than {MAX_DEPTH} levels")
             found = shape(local)
             if like is not None and like.fmt == "jsonl" and found is not None and found == like.shape \
                     and list(like.schema) == [key for key, _ in found]:

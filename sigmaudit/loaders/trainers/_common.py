@@ -27,7 +27,7 @@ import polars as pl
 from ...errors import InputError
 from ..columns import ColumnMap
 from ..options import Filtered, LoadOptions
-from ..paths import COMPRESSIONS
+from ..paths import COMPRESSIONS, zstd_errors
 from ..readers import CUT_OFF, MAX_EXPANSION, Source, cut_off, json_object
 
 FRAME_SCHEMA = {"step": pl.Int64, "group": pl.Utf8, "prompt": pl.Utf8, "reward": pl.Float64}
@@ -202,7 +202,7 @@ def json_lines(path: Path) -> Iterator[tuple[int, dict]]:
                     raise InputError(text, location=f"{path}:{number}",
                                      remedy=CUT_OFF if cut_off(line, fh) else None)
                 yield number, value
-    except (EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError) as exc:
+    except (EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError, *zstd_errors()) as exc:
         raise InputError(f"corrupt or truncated compressed data ({exc})", location=str(path)) from exc
     except OSError as exc:
         raise InputError(f"cannot read: {exc}", location=str(path)) from exc
@@ -233,10 +233,8 @@ def _first_json_line(path: Path, mtime_ns: int, size: int) -> dict | None:
                     return value if isinstance(value, dict) else None
     except (OSError, ValueError, EOFError, zlib.error, InputError):
         return None
-    except Exception as exc:  # zstandard.ZstdError: not zstd data, so not a dump
-        if type(exc).__module__.startswith("zstandard"):
-            return None
-        raise
+    except zstd_errors():  # not zstd data, so not a dump
+        return None
     return None
 
 

@@ -27,6 +27,7 @@ import polars as pl
 
 from ...errors import InputError, SchemaError
 from ..options import LoadOptions
+from ..paths import zstd_errors
 from ._common import Normalised, TrainerReader
 
 NAME = "inspect-ai"
@@ -102,7 +103,7 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
                                       remedy="pass --reward-col with a scalar scorer") from exc
                 sid = str(sample.get("id", m.group(1)))
                 rows.append((f"{task} | {sid}", f"{path}:{sid}", value))
-    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+    except (zipfile.BadZipFile, OSError, ValueError, *zstd_errors()) as exc:
         if isinstance(exc, SchemaError):
             raise
         raise InputError(f"cannot read inspect .eval log: {exc}", location=str(path)) from exc
