@@ -354,3 +354,82 @@ def test_object_store_listing_that_stalls_times_out(capsys, monkeypatch):
     assert time.monotonic() - start < 30
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert "no answer within 1 s" in err and "SIGMAUDIT_READ_TIMEOUT" in err and "credentials" not in err
+
+
+def _zstd_bomb() -> bytes:
+    zstandard = pytest.importorskip("zstandard")
+    return zstandard.ZstdCompressor().compress(b'{"prompt_id": "p", "reward": 1}\n' + b" " * (8 << 20))
+
+
+BAD = Path(__file__).resolve().parent / "fixtures" / "bad"
+BY_CONTENT = {"gz/long.csv": lambda: gzip.compress((SAMPLES / "long.csv").read_bytes()),
+              "bomb/bomb.csv": lambda: (BAD / "gzip_bomb.jsonl.gz").read_bytes(),
+              "bomb/bomb.jsonl.gz": lambda: (BAD / "gzip_bomb.jsonl.gz").read_bytes(), "bomb/zstd.jsonl": _zstd_bomb}
+
+
+def _same_as_local(capsys, tmp_path: Path, key: str, url: str) -> None:
+    """``url`` (the object stored under ``key``) gives what the same bytes in a local file give: the same
+    JSON (but the file's name), or the same one-line refusal naming the URL instead of the path."""
+    local = tmp_path / key
+    local.parent.mkdir(parents=True, exist_ok=True)
+    local.write_bytes(BY_CONTENT[key]())
+    want = run(capsys, "scan", str(local), "-G", "8", "-f", "json")
+    got = run(capsys, "scan", url, "-G", "8", "-f", "json")
+    assert got[0] == want[0], got[2]
+    if want[0] == 0:
+        assert {k: v for k, v in json.loads(got[1]).items() if k != "notes"} == \
+            {k: v for k, v in json.loads(want[1]).items() if k != "notes"}
+        assert json.loads(got[1])["rollouts"] == 4800
+    else:
+        assert got[1] == "" and got[2] == want[2].replace(str(local), url)
+        assert "decompresses to more than 250x its size (a compression bomb?)" in got[2]
+
+
+@pytest.mark.parametrize("key", list(BY_CONTENT))
+def test_s3_object_compression_is_told_by_content_and_bounded(s3, capsys, tmp_path, key):
+    """Issue 23 item 10 on object stores: an object is read as a local file with the same bytes (its
+    compression told by its first bytes, not its key; what it inflates to bounded): gzip under a .csv
+    key reads; a gzip bomb under .csv or .jsonl.gz and a zstd bomb under .jsonl are refused, exit 2, one
+    line naming the URL (before: the bomb under .csv read as "no data rows", the zstd bomb as one prompt
+    inflated in memory, and 510 KB of gzip under .csv took 2 GB of RAM)."""
+    import boto3
+
+    client = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1")
+    client.put_object(Bucket="bucket", Key=f"content/{key}", Body=BY_CONTENT[key]())
+    _same_as_local(capsys, tmp_path, key, f"s3://bucket/content/{key}")
+
+
+@pytest.mark.parametrize("key", list(BY_CONTENT))
+def test_http_and_hf_files_are_told_by_content_and_bounded(capsys, tmp_path, monkeypatch, key):
+    """The same over http(s) and for an ``hf://`` file (its Hub download address on a local server
+    through ``HF_ENDPOINT``)."""
+    served = tmp_path / "served"
+    for where in (served / key, served / "datasets" / "org" / "logs" / "resolve" / "main" / key):
+        where.parent.mkdir(parents=True, exist_ok=True)
+        where.write_bytes(BY_CONTENT[key]())
+    server = _serve(served)
+    port = server.server_address[1]
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    try:
+        _same_as_local(capsys, tmp_path / "local", key, f"http://127.0.0.1:{port}/{key}")
+        _same_as_local(capsys, tmp_path / "local", key, f"hf://datasets/org/logs/{key}")
+    finally:
+        server.shutdown()
+
+
+def test_remote_head_lines_are_bounded(s3):
+    """The first lines of an object (csv comments for the Spark engine, a jsonl's first line for the
+    framework probe) are read by content and bounded too."""
+    import boto3
+
+    from sigmaudit.loaders.readers import csv_skip_rows, remote_lines
+
+    client = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1")
+    client.put_object(Bucket="bucket", Key="head/bomb.csv", Body=(BAD / "gzip_bomb.jsonl.gz").read_bytes())
+    client.put_object(Bucket="bucket", Key="head/c.csv", Body=gzip.compress(b"# a\n# b\nprompt_id,reward\nq,1\n"))
+    with pytest.raises(InputError) as err:
+        remote_lines("s3://bucket/head/bomb.csv", 3)
+    assert err.value.one_line() == ("s3://bucket/head/bomb.csv: decompresses to more than 250x its size (a "
+                                    "compression bomb?); decompress it yourself if the data are real")
+    assert remote_lines("s3://bucket/head/c.csv", None) == ["# a", "# b", "prompt_id,reward", "q,1"]
+    assert csv_skip_rows("s3://bucket/head/c.csv") == 2

@@ -14,15 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import polars as pl
-
 from ..errors import SigmauditError
 from . import trainers
 from .detect import detect
 from .options import LoadedCounts, LoadOptions
 from .paths import file_kind
-from .remote import all_lines, head_lines, http_download, parse_url, redact, storage_options, store_error
-from .tempdirs import run_folder, temp_failure
+from .remote import download, parse_url
+from .tempdirs import run_folder
 
 MAX_PROBES = 8
 """Inputs looked at (first line and schema) before deciding that a remote load is not a framework dump."""
@@ -35,7 +33,7 @@ def _local(root: Path, url: str) -> Path:
 
 def framework_dump(urls: list[str], opts: LoadOptions) -> bool:
     """Whether the first recognisable input among ``urls`` is claimed by a framework reader."""
-    from .readers import scan_remote
+    from .readers import remote_lines, scan_remote
 
     with run_folder() as tmp:
         for url in urls[:MAX_PROBES]:
@@ -43,7 +41,7 @@ def framework_dump(urls: list[str], opts: LoadOptions) -> bool:
             stub = _local(tmp, url)
             stub.parent.mkdir(parents=True, exist_ok=True)
             if kind == ("jsonl", None):
-                stub.write_text("\n".join(head_lines(url, 1)) + "\n", encoding="utf-8")
+                stub.write_text("\n".join(remote_lines(url, 1)) + "\n", encoding="utf-8")
                 if trainers.needs_reader(stub):
                     return True
             try:
@@ -58,29 +56,10 @@ def framework_dump(urls: list[str], opts: LoadOptions) -> bool:
 
 
 def _fetch(url: str, dest: Path) -> Path:
-    """The object at ``url`` copied to ``dest`` (decompressed text keeps its name without .gz/.zst)."""
-    kind = file_kind(parse_url(url).pure)
+    """The object at ``url`` copied to ``dest`` as stored (a .gz stays compressed: the local load reads it
+    by content, bounded, as it reads a local file)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    http = parse_url(url).store == "http"
-    try:
-        if kind is not None and kind[0] == "parquet":
-            if http:
-                return http_download(url, dest)
-            pl.read_parquet(url, glob=False, storage_options=storage_options(url)).write_parquet(dest)
-            return dest
-        if kind is not None and kind[1] is not None:
-            dest = dest.with_suffix("")
-        lines = all_lines(url, strict=True)
-    except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
-        raise (temp_failure(exc, dest.parent, redact(url)) or store_error(url, exc)) from exc
-    try:
-        dest.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    except OSError as exc:
-        own = temp_failure(exc, dest.parent, redact(url))
-        if own is None:
-            raise
-        raise own from exc
-    return dest
+    return download(url, dest)
 
 
 def load_mirrored(args, urls: list[str], load: Callable[[list], LoadedCounts]) -> LoadedCounts:  # noqa: ANN001

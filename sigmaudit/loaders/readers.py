@@ -7,8 +7,10 @@ scanned from there, bounded by :data:`MAX_EXPANSION` and the free space of the t
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gzip
+import io
 import json
 import shutil
 import zlib
@@ -21,7 +23,7 @@ import polars as pl
 
 from ..errors import InputError, SchemaError
 from .paths import file_kind, zstd_errors
-from .remote import all_lines, comment_lines, head_lines, parse_url, storage_options, store_error
+from .remote import comment_lines, parse_url, storage_options, store_error
 from .tempdirs import temp_failure
 
 PARQUET_MAGIC = b"PAR1"
@@ -51,8 +53,7 @@ def _copy_bounded(src, dst, path: Path, limit: int, folder: Path) -> None:  # no
     while chunk := src.read(_CHUNK):
         written += len(chunk)
         if written > limit:
-            raise InputError(f"decompresses to more than {MAX_EXPANSION}x its size (a compression bomb?)",
-                             location=str(path), remedy="decompress it yourself if the data are real")
+            raise bomb_error(str(path))
         if written % (64 * _CHUNK) < _CHUNK and shutil.disk_usage(folder).free < FREE_RESERVE + _CHUNK:
             raise InputError(f"not enough free space in TMPDIR ({folder.parent}) to decompress it",
                              location=str(path), remedy="point TMPDIR at a larger disk, or free space there")
@@ -152,7 +153,7 @@ def _check_csv_text(path: Path, shown: Path, skip: int) -> None:
 def csv_skip_rows(path: Path | str) -> int:
     """Leading comment lines (starting with ``#`` or ``"#``) to skip."""
     if isinstance(path, str):
-        return comment_lines(head_lines(path, 1_000))
+        return comment_lines(remote_lines(path, 1_000))
     skip = 0
     with open(path, encoding="utf-8", errors="replace") as fh:
         for line in fh:
@@ -396,33 +397,22 @@ def bad_json_line(path: Path) -> tuple[int, str, bool] | None:
     return None
 
 
-def scan_remote(url: str, tmpdir: Path | None = None) -> Source:
-    """A lazy scan of one remote file, like :func:`.readers.scan` (Polars decompresses .gz/.zst). An
-    http(s) file is downloaded to ``tmpdir`` first (with the read and connect timeouts) and scanned there.
-    A URL is one object's name here, never a glob (a listed key may hold ``?`` or ``[``)."""
+def scan_remote(url: str, tmpdir: Path) -> Source:
+    """A lazy scan of one remote file, like :func:`.readers.scan`. A csv or jsonl object (and any http(s)
+    or ``hf://`` file) is copied into ``tmpdir`` as stored and read there exactly as a local file: its
+    compression told by its first bytes, not its name, and what it inflates to bounded
+    (:data:`MAX_EXPANSION`). An object-store parquet file is scanned where it lies (Polars reads only
+    the parts it needs). A URL is one object's name here, never a glob (a listed key may hold ``?`` or ``[``)."""
     kind = file_kind(parse_url(url).pure)
     assert kind is not None, url
     fmt = kind[0]
     if fmt not in ("parquet", "csv", "jsonl"):
         raise InputError(f"{fmt} files are read from local disk only", location=url,
                          remedy="download it first")
-    if parse_url(url).store == "http" and tmpdir is not None:
-        return _scan_http(url, tmpdir)
-    if fmt == "jsonl" and any(c in parse_url(url).key for c in GLOB_CHARS) and tmpdir is not None:
-        return _scan_http(url, tmpdir)  # Polars' jsonl scan always expands globs: read a copy of the lines
-    options = storage_options(url)
+    if fmt != "parquet" or parse_url(url).store in ("http", "hf"):
+        return _scan_copy(url, tmpdir)
     try:
-        if fmt == "parquet":
-            lf = pl.scan_parquet(url, glob=False, storage_options=options)
-        elif fmt == "csv":
-            lines = head_lines(url, 1_000)
-            skip = comment_lines(lines)
-            if not any(line.strip() for line in lines[skip + 1:]):
-                raise NoDataError("no data rows (header only)" if len(lines) > skip else "empty file",
-                                 location=url)
-            lf = pl.scan_csv(url, skip_rows=skip, infer_schema_length=10_000, glob=False, storage_options=options)
-        else:
-            lf = pl.scan_ndjson(url, infer_schema_length=JSONL_SCHEMA_LINES, storage_options=options)
+        lf = pl.scan_parquet(url, glob=False, storage_options=storage_options(url))
         schema = dict(lf.collect_schema())
     except FileNotFoundError as exc:
         raise store_error(url, exc) from exc
@@ -433,22 +423,17 @@ def scan_remote(url: str, tmpdir: Path | None = None) -> Source:
     return Source(url, url, fmt, lf, schema)
 
 
-def _scan_http(url: str, tmpdir: Path) -> Source:
-    """An http(s) file downloaded into ``tmpdir`` (under its own name, so .gz/.zst are read as such), or
-    an object-store jsonl file's lines copied there (decompressed), and scanned there; errors name the URL."""
-    from .remote import http_download
+def _scan_copy(url: str, tmpdir: Path) -> Source:
+    """The object at ``url`` copied into ``tmpdir`` as stored (under its own name, so its suffix still
+    says csv or jsonl) and scanned there by :func:`scan`; errors name the URL."""
+    from .remote import download
 
     folder = tmpdir / f"copy-{len(list(tmpdir.iterdir()))}"
     folder.mkdir()
     name = PurePosixPath(parse_url(url).key).name or "download"
     local = folder / "".join(c if c not in GLOB_CHARS else "_" for c in name)
     try:
-        if parse_url(url).store == "http":
-            src = scan(http_download(url, local), tmpdir)
-        else:
-            local = local.with_suffix("") if file_kind(local)[1] else local
-            local.write_text("".join(line + "\n" for line in all_lines(url, strict=True)), encoding="utf-8")
-            src = scan(local, tmpdir)
+        src = scan(download(url, local), tmpdir)
     except OSError as exc:
         raise (temp_failure(exc, folder, url) or InputError(f"cannot fetch: {exc}", location=url)) from exc
     except InputError as exc:
@@ -458,21 +443,93 @@ def _scan_http(url: str, tmpdir: Path) -> Source:
     return dataclasses.replace(src, path=url)
 
 
+class _Counted(io.RawIOBase):
+    """A raw binary stream read through, ``head`` (bytes already read from it) first; counts the bytes
+    and refuses past ``limit`` (None: past :data:`MAX_EXPANSION` times the bytes ``source`` gave)."""
+
+    def __init__(self, inner: Any, head: bytes, limit: int | None, where: str, source: _Counted | None = None):
+        self.inner, self.head, self.limit, self.where, self.source, self.done = inner, head, limit, where, source, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # noqa: ANN001
+        data, self.head = (self.head[: len(buffer)], self.head[len(buffer):]) if self.head else \
+            (self.inner.read(len(buffer)), b"")
+        self.done += len(data)
+        limit = self.limit if self.limit is not None or self.source is None else \
+            MAX_EXPANSION * max(self.source.done, 1024)
+        if limit is not None and self.done > limit:
+            raise bomb_error(self.where)
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def bomb_error(where: str) -> InputError:
+    """The refusal of a compressed input that inflates past :data:`MAX_EXPANSION` times its size."""
+    return InputError(f"decompresses to more than {MAX_EXPANSION}x its size (a compression bomb?)",
+                      location=where, remedy="decompress it yourself if the data are real")
+
+
+def _inflating(raw: Any, compression: str) -> Any:
+    """A stream of what ``raw`` (``compression``-compressed bytes) decompresses to."""
+    import bz2
+    import lzma
+
+    if compression == "gz":
+        return gzip.GzipFile(fileobj=raw)
+    if compression == "bz2":
+        return bz2.BZ2File(raw)
+    if compression == "xz":
+        return lzma.LZMAFile(raw)
+    import zstandard
+
+    return zstandard.ZstdDecompressor().stream_reader(raw)
+
+
+def remote_lines(url: str, n: int | None) -> list[str]:
+    """The first ``n`` lines (all for None) of a remote text file, read as a local one is: decompressed
+    when its first bytes say so (whatever its name), what it inflates to bounded by :data:`MAX_EXPANSION`
+    times its size; a UTF-8 byte-order mark dropped."""
+    from .remote import READ_TIMEOUT_ENV, open_object, timeout_error, timeouts
+
+    raw, size = open_object(url)
+    out: list[str] = []
+    compression = None
+    try:
+        with contextlib.closing(raw):
+            head = raw.read(8)
+            compression = compressed_as(head=head)
+            if compression == "zip":
+                raise InputError("a zip archive, not text", location=url, remedy="unzip it first")
+            stream = source = _Counted(raw, head, None, url)
+            if compression is not None:
+                limit = None if size is None else MAX_EXPANSION * max(size, 1024)
+                stream = _Counted(_inflating(io.BufferedReader(source), compression), b"", limit, url, source)
+            for line in io.TextIOWrapper(io.BufferedReader(stream), encoding="utf-8-sig", errors="replace", newline=""):
+                if n is not None and len(out) >= n:
+                    break
+                out.append(line.rstrip("\r\n"))
+    except InputError:
+        raise
+    except TimeoutError as exc:
+        raise timeout_error(url, timeouts()[0], READ_TIMEOUT_ENV) from exc
+    except ImportError as exc:
+        raise InputError("reading zstd needs the zstandard package", location=url,
+                         remedy="pip install zstandard") from exc
+    except (OSError, EOFError, zlib.error, LZMAError) as exc:
+        if compression is None:
+            raise store_error(url, exc) from exc
+        raise InputError(f"corrupt or truncated {compression} data ({_first_line(exc)})", location=url) from exc
+    except zstd_errors() as exc:  # "Unknown frame descriptor" and the like
+        raise InputError(f"not valid zstd data ({_first_line(exc)})", location=url) from exc
+    return out
+
+
 def remote_read_error(url: str, fmt: str, exc: Exception) -> InputError:
-    """The most specific InputError for a failed remote read: a bad jsonl line gets its number."""
+    """The InputError for a failed read of a file Polars scans where it lies (parquet)."""
     if isinstance(exc, FileNotFoundError):
         return store_error(url, exc)
-    if fmt == "jsonl":
-        for number, line in enumerate(all_lines(url), start=1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as err:
-                return InputError(f"malformed JSON on line {number}: {err.msg}", location=f"{url}:{number}")
-            if not isinstance(value, dict):
-                return InputError(f"malformed JSON on line {number}: not a JSON object",
-                                  location=f"{url}:{number}")
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if "object-store" in first or "object_store" in first:
         return store_error(url, exc)

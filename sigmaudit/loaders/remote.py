@@ -1,7 +1,9 @@
 """Logs in object stores: ``s3://``, ``gs://``, ``az://``, ``hf://`` and ``https://`` inputs.
 
-Everything goes through Polars' native object-store support, so credentials come from the
-standard places and nothing is stored by sigmaudit:
+Listings and parquet files go through Polars' native object-store support; csv and jsonl objects are
+copied as stored (:func:`open_object`: pyarrow's s3/gcs/azure clients, urllib for http(s) and the Hub)
+and read as local files, so that their compression is told by content and bounded. Credentials come
+from the standard places and nothing is stored by sigmaudit:
 
 - ``s3://bucket/key`` (also ``s3a://``): ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/
   ``AWS_SESSION_TOKEN``, ``AWS_PROFILE`` and ``~/.aws/config``, ``AWS_REGION``; an S3-compatible
@@ -10,7 +12,8 @@ standard places and nothing is stored by sigmaudit:
   application-default login.
 - ``az://container/key`` (also ``abfs://``, ``abfss://``, ``azure://``): ``AZURE_STORAGE_ACCOUNT_NAME``
   with ``AZURE_STORAGE_ACCOUNT_KEY`` / ``AZURE_STORAGE_SAS_TOKEN``, or the Azure CLI login.
-- ``hf://datasets/<owner>/<name>/path`` (Hugging Face datasets): ``HF_TOKEN`` for private ones.
+- ``hf://datasets/<owner>/<name>/path`` (Hugging Face datasets): ``HF_TOKEN`` for private ones
+  (``HF_ENDPOINT`` for a mirror of the Hub).
 - ``https://host/path``: one file per URL (no listing, so no directories or globs).
 
 A URL ending in ``/`` or naming no supported file is a prefix ("directory"): every supported
@@ -23,6 +26,7 @@ import contextlib
 import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from ..errors import InputError
 
@@ -156,9 +160,9 @@ def storage_options(url: str) -> dict | None:
     return {"timeout": f"{read:g}s", "connect_timeout": f"{connect:g}s", "max_retries": 2}
 
 
-def http_open(url: str, decompress: bool = True):  # noqa: ANN201
-    """An open http(s) response for ``url`` (decompressed for .gz/.zst unless ``decompress`` is False),
-    with the connect timeout for the connection and the read timeout for every wait for data; failures
+def http_open(url: str):  # noqa: ANN201
+    """An open http(s) response for ``url`` (the bytes as served, never decompressed), with the connect
+    timeout for the connection and the read timeout for every wait for data; failures
     are one-line InputErrors."""
     import urllib.error
     import urllib.request
@@ -181,24 +185,19 @@ def http_open(url: str, decompress: bool = True):  # noqa: ANN201
             raise timeout_error(url, connect, CONNECT_TIMEOUT_ENV) from exc
         raise InputError(f"cannot fetch: {reason}", location=redact(url),
                          remedy="check the URL and the network") from exc
-    suffix = parse_url(url).pure.suffix.lower()
-    if decompress and suffix == ".gz":
-        import gzip
-
-        return gzip.GzipFile(fileobj=response)
-    if decompress and suffix == ".zst":
-        import zstandard
-
-        return zstandard.ZstdDecompressor().stream_reader(response)
     return response
 
 
 def _request(url: str):  # noqa: ANN202
-    """A urllib request for ``url``: credentials in it (``user:password@``) sent as HTTP basic auth."""
+    """A urllib request for ``url``: credentials in it (``user:password@``) sent as HTTP basic auth; an
+    ``hf://`` URL as the Hub's download address (:func:`hf_address`)."""
     import base64
     import urllib.parse
     import urllib.request
 
+    if parse_url(url).store == "hf":
+        address, token = hf_address(url)
+        return urllib.request.Request(address, headers={"Authorization": f"Bearer {token}"} if token else {})
     parts = urllib.parse.urlsplit(url)
     if parts.username is None:
         return urllib.request.Request(url)
@@ -213,39 +212,92 @@ def _request(url: str):  # noqa: ANN202
     return urllib.request.Request(plain, headers={"Authorization": f"Basic {token}"})
 
 
+def hf_address(url: str) -> tuple[str, str | None]:
+    """(https address, token) of a file in a Hugging Face repository: ``hf://datasets/<owner>/<name>[@<revision>]/<path>``
+    is served at ``$HF_ENDPOINT/datasets/<owner>/<name>/resolve/<revision>/<path>`` (``https://huggingface.co``,
+    revision ``main`` by default), with ``HF_TOKEN`` for private ones."""
+    import os
+    import urllib.parse
+
+    u = parse_url(url)
+    repo, _, revision = u.bucket.partition("@")
+    endpoint = (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+    address = f"{endpoint}/{repo}/resolve/{urllib.parse.quote(revision or 'main', safe='')}/{urllib.parse.quote(u.key)}"
+    return address, os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN") or None
+
+
 def timeout_error(url: str, seconds: float, env: str) -> InputError:
     return InputError(f"no answer within {seconds:g} s", location=redact(url),
                       remedy=f"check the network and the server, or raise {env} (seconds)")
 
 
-def http_download(url: str, dest: Path) -> Path:
-    """The object at ``url`` copied to ``dest`` as served (a .gz stays compressed), with the timeouts."""
-    import shutil
+def open_object(url: str) -> tuple[Any, int | None]:
+    """(binary stream, size in bytes or None) of the object at ``url`` as stored: never decompressed,
+    so that the reader tells compressed data by their first bytes and bounds what they inflate to as it
+    does for a local file. http(s) and ``hf://`` through urllib, s3/gs/az through pyarrow's clients
+    (credentials from the same places as Polars': see the module's docstring); with the timeouts."""
+    u = parse_url(url)
+    if u.store in ("http", "hf"):
+        response = http_open(url)
+        length = response.headers.get("Content-Length")
+        return response, int(length) if length and length.isdigit() else None
+    fs, path = _filesystem(u)
+    try:
+        handle = fs.open_input_file(path)
+        return handle, handle.size()
+    except (OSError, ValueError) as exc:
+        raise store_error(url, exc) from exc
+
+
+def _filesystem(u: RemoteURL):  # noqa: ANN202
+    """(pyarrow file system, path) of an s3, gcs or azure object, with the read and connect timeouts."""
+    import datetime
+    import os
+
+    from pyarrow import fs
+
+    read, connect = timeouts()
+    if u.store == "s3":
+        endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
+        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or None
+        if region is None and endpoint is None:
+            with contextlib.suppress(OSError, ValueError):
+                region = fs.resolve_s3_region(u.bucket)
+        return fs.S3FileSystem(region=region, endpoint_override=endpoint, connect_timeout=connect,
+                               request_timeout=read, retry_strategy=fs.AwsStandardS3RetryStrategy(max_attempts=3)), \
+            f"{u.bucket}/{u.key}"
+    if u.store == "gcs":
+        return fs.GcsFileSystem(retry_time_limit=datetime.timedelta(seconds=3 * read)), f"{u.bucket}/{u.key}"
+    container, _, host = u.bucket.partition("@")
+    account = host.split(".")[0] or os.environ.get("AZURE_STORAGE_ACCOUNT_NAME") or \
+        os.environ.get("AZURE_STORAGE_ACCOUNT")
+    if not account:
+        raise InputError("no Azure storage account named", location=u.url,
+                         remedy="set AZURE_STORAGE_ACCOUNT_NAME, or write abfss://<container>@<account>.dfs.core.windows.net/<path>")
+    key = os.environ.get("AZURE_STORAGE_ACCOUNT_KEY") or os.environ.get("AZURE_STORAGE_ACCESS_KEY") or None
+    sas = None if key else os.environ.get("AZURE_STORAGE_SAS_TOKEN") or None
+    return fs.AzureFileSystem(account, account_key=key, sas_token=sas), f"{container}/{u.key}"
+
+
+def download(url: str, dest: Path) -> Path:
+    """The object at ``url`` copied to ``dest`` byte for byte, as stored (a .gz stays compressed), with
+    the timeouts; a full or vanished temporary folder is not blamed on the object."""
+    from .tempdirs import temp_failure
 
     read, _ = timeouts()
+    raw, _ = open_object(url)
     try:
-        with contextlib.closing(http_open(url, decompress=False)) as response, open(dest, "wb") as out:
-            shutil.copyfileobj(response, out, 1 << 20)
+        with contextlib.closing(raw), open(dest, "wb") as out:
+            while chunk := raw.read(1 << 20):
+                out.write(chunk)
+    except InputError:
+        raise
     except TimeoutError as exc:
         raise timeout_error(url, read, READ_TIMEOUT_ENV) from exc
+    except OSError as exc:
+        own = temp_failure(exc, dest.parent, redact(url))
+        raise (own or store_error(url, exc)) from exc
     return dest
-
-
-def http_lines(url: str, n: int | None) -> list[str]:
-    """The first ``n`` lines (all for None) of an http(s) text file, decompressed, with the timeouts."""
-    import io
-
-    read, _ = timeouts()
-    out: list[str] = []
-    try:
-        with contextlib.closing(http_open(url)) as raw:
-            for line in io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline=""):
-                if n is not None and len(out) >= n:
-                    break
-                out.append(line.rstrip("\r\n"))
-    except TimeoutError as exc:
-        raise timeout_error(url, read, READ_TIMEOUT_ENV) from exc
-    return out
 
 
 def store_error(url: str, exc: Exception) -> InputError:
@@ -254,7 +306,7 @@ def store_error(url: str, exc: Exception) -> InputError:
     store = STORES.get(url.split("://", 1)[0].lower(), "s3")
     if isinstance(exc, FileNotFoundError) or "not found" in first.lower():
         return InputError("no such object", location=url, remedy="check the URL")
-    if isinstance(exc, TimeoutError) or "timed out" in str(exc).lower():
+    if isinstance(exc, TimeoutError) or any(t in str(exc).lower() for t in ("timed out", "timeout was reached")):
         return timeout_error(url, timeouts()[0], READ_TIMEOUT_ENV)
     return InputError(f"cannot read from the object store: {first[:300]}", location=url,
                       remedy=f"check the URL and the credentials ({CREDENTIALS[store]})")
@@ -324,35 +376,6 @@ def odd_key_error(url: str, exc: Exception) -> InputError | None:
     return InputError(f"the listing holds an object the reader cannot address: {key} (an empty path segment, "
                       "'//'); the other objects were not read", location=url,
                       remedy="name the objects or a narrower prefix/glob that leaves it out, or rename that object")
-
-
-def head_lines(url: str, n: int) -> list[str]:
-    """The first ``n`` lines of a remote text file (decompressed)."""
-    import polars as pl
-
-    if parse_url(url).store == "http":
-        return http_lines(url, n)
-    try:
-        return (pl.scan_lines(url, glob=False, storage_options=storage_options(url)).head(n).collect()
-                .to_series().to_list())
-    except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
-        raise store_error(url, exc) from exc
-
-
-def all_lines(url: str, strict: bool = False) -> list[str]:
-    """Every line of a remote text file (decompressed); errors give ``[]`` (error reporting) unless ``strict``."""
-    import polars as pl
-
-    try:
-        if parse_url(url).store == "http":
-            return http_lines(url, None)
-        return pl.scan_lines(url, glob=False, storage_options=storage_options(url)).collect().to_series().to_list()
-    except (pl.exceptions.PolarsError, OSError, ValueError, InputError) as exc:
-        if not strict:
-            return []
-        if isinstance(exc, InputError):
-            raise
-        raise store_error(url, exc) from exc
 
 
 def comment_lines(lines: list[str]) -> int:
