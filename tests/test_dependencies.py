@@ -77,12 +77,12 @@ def test_zstandard_is_a_regular_dependency():
 
 
 def test_an_optional_import_is_declared_by_an_extra():
-    """An import guarded by ``except ImportError`` (boto3 for re-listing an s3 prefix with an odd key)
-    still names its extra, so ``pip install sigmaudit[EXTRA]`` brings it."""
+    """An import guarded by ``except ImportError`` (duckdb and pyspark for the engines) still names its
+    extra, so ``pip install sigmaudit[EXTRA]`` brings it."""
     extras = set().union(_names(PROJECT["dependencies"]),
                          *(_names(reqs) for reqs in PROJECT["optional-dependencies"].values()))
     guarded = {m: p.relative_to(ROOT).as_posix() for p in PKG.rglob("*.py")
                if not p.relative_to(ROOT).as_posix().startswith(INSIDE_A_TRAINER)
                for m in _imported(p, guarded=True)}
-    assert "boto3" in guarded
+    assert {"duckdb", "pyspark"} <= set(guarded)
     assert {m: f for m, f in guarded.items() if m not in extras} == {}

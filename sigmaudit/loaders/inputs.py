@@ -50,9 +50,11 @@ def resolve(paths: Sequence[str | Path] | str | Path) -> Inputs:
     files = expand_paths(list(args))
     named = frozenset(Path(p).resolve() for p in args if Path(p).is_file())
     skipped: dict[Path | str, str] = dict(beside_rollouts(files, named))
-    odd = "an object key with an empty path segment ('//'), which the object-store reader cannot address: " \
-          "copy or rename it to read it"
-    skipped.update({f: odd for f in files if isinstance(f, str) and unaddressable(f)})
+    for f in files:
+        why = unaddressable(f) if isinstance(f, str) else None
+        if why is not None:
+            skipped[f] = f"an object key with {why}, which the object-store readers cannot address: " \
+                         "rename it to read it"
     return Inputs(args, [f for f in files if f not in skipped], named, skipped)
 
 

@@ -241,16 +241,17 @@ def open_object(url: str) -> tuple[Any, int | None]:
         response = http_open(url)
         length = response.headers.get("Content-Length")
         return response, int(length) if length and length.isdigit() else None
-    fs, path = _filesystem(u)
+    fs, root = _filesystem(u)
     try:
-        handle = fs.open_input_file(path)
+        handle = fs.open_input_file(f"{root}/{u.key}")
         return handle, handle.size()
     except (OSError, ValueError) as exc:
         raise store_error(url, exc) from exc
 
 
 def _filesystem(u: RemoteURL):  # noqa: ANN202
-    """(pyarrow file system, path) of an s3, gcs or azure object, with the read and connect timeouts."""
+    """(pyarrow file system, root: the bucket or container) of an s3, gcs or azure URL, with the read and
+    connect timeouts."""
     import datetime
     import os
 
@@ -263,11 +264,11 @@ def _filesystem(u: RemoteURL):  # noqa: ANN202
         if region is None and endpoint is None:
             with contextlib.suppress(OSError, ValueError):
                 region = fs.resolve_s3_region(u.bucket)
+        retry = fs.AwsStandardS3RetryStrategy(max_attempts=3)
         return fs.S3FileSystem(region=region, endpoint_override=endpoint, connect_timeout=connect,
-                               request_timeout=read, retry_strategy=fs.AwsStandardS3RetryStrategy(max_attempts=3)), \
-            f"{u.bucket}/{u.key}"
+                               request_timeout=read, retry_strategy=retry), u.bucket
     if u.store == "gcs":
-        return fs.GcsFileSystem(retry_time_limit=datetime.timedelta(seconds=3 * read)), f"{u.bucket}/{u.key}"
+        return fs.GcsFileSystem(retry_time_limit=datetime.timedelta(seconds=3 * read)), u.bucket
     container, _, host = u.bucket.partition("@")
     account = host.split(".")[0] or os.environ.get("AZURE_STORAGE_ACCOUNT_NAME") or \
         os.environ.get("AZURE_STORAGE_ACCOUNT")
@@ -276,7 +277,7 @@ def _filesystem(u: RemoteURL):  # noqa: ANN202
                          remedy="set AZURE_STORAGE_ACCOUNT_NAME, or write abfss://<container>@<account>.dfs.core.windows.net/<path>")
     key = os.environ.get("AZURE_STORAGE_ACCOUNT_KEY") or os.environ.get("AZURE_STORAGE_ACCESS_KEY") or None
     sas = None if key else os.environ.get("AZURE_STORAGE_SAS_TOKEN") or None
-    return fs.AzureFileSystem(account, account_key=key, sas_token=sas), f"{container}/{u.key}"
+    return fs.AzureFileSystem(account, account_key=key, sas_token=sas), container
 
 
 def download(url: str, dest: Path) -> Path:
@@ -313,7 +314,9 @@ def store_error(url: str, exc: Exception) -> InputError:
 
 
 def list_objects(url: str) -> list[str]:
-    """Every object matching ``url`` (a glob, or ``prefix/**/*``), via Polars' object-store listing."""
+    """Every object matching ``url`` (a glob, or ``prefix/**/*``), via Polars' object-store listing; when
+    that stops at a key it cannot address (:func:`odd_key`), listed again by pyarrow's client
+    (:func:`_list_again`), the odd keys included for the load to skip with a note naming them."""
     import polars as pl
 
     try:
@@ -327,54 +330,92 @@ def list_objects(url: str) -> list[str]:
         odd = odd_key_error(url, exc)
         if odd is None:
             raise store_error(url, exc) from exc
-        listed = _list_s3_prefix(url)
+        listed = _list_again(url)
         if listed is None:
             raise odd from exc
         return listed
 
 
-def _list_s3_prefix(url: str) -> list[str] | None:
-    """Every object under an s3 prefix (``prefix/**/*``), listed with boto3 when Polars' lister stops
-    at a key it cannot address; those keys are returned too, for the load to skip with a note
-    (:func:`unaddressable`). None when boto3 is not installed or the URL is not such a prefix."""
+def _list_again(url: str) -> list[str] | None:
+    """Every object matching ``url`` (an s3, gcs or azure glob), listed by pyarrow's client under the
+    pattern's literal folder and matched here (:func:`glob_regex`); None for the other stores."""
+    import dataclasses
+
+    from pyarrow import fs
+
     u = parse_url(url)
-    if u.store != "s3" or not u.key.endswith("**/*") or any(c in u.key[:-4] for c in "*?["):
+    if u.store not in ("s3", "gcs", "azure"):
         return None
+    literal = re.split(r"[*?\[]", u.key, maxsplit=1)[0]
+    folder = literal.rsplit("/", 1)[0] if "/" in literal else ""
+    client, root = _filesystem(dataclasses.replace(u, key=folder))
+    pattern = glob_regex(u.key)
     try:
-        import boto3
-    except ImportError:
-        return None
-    import os
-
-    read, connect = timeouts()
-    config = __import__("botocore.config", fromlist=["Config"]).Config(
-        connect_timeout=connect, read_timeout=read, retries={"max_attempts": 2})
-    client = boto3.client("s3", endpoint_url=os.environ.get("AWS_ENDPOINT_URL") or None, config=config)
-    out = []
-    try:
-        for page in client.get_paginator("list_objects_v2").paginate(Bucket=u.bucket, Prefix=u.key[:-4]):
-            out.extend(f"{u.scheme}://{u.bucket}/{item['Key']}" for item in page.get("Contents", []))
-    except Exception as exc:  # noqa: BLE001 - botocore raises many kinds; all are a store error here
+        found = client.get_file_info(fs.FileSelector(f"{root}/{folder}".rstrip("/"), recursive=True,
+                                                     allow_not_found=True))
+    except (OSError, ValueError) as exc:
         raise store_error(url, exc) from exc
-    return out
+    keys = sorted(info.path[len(root) + 1:] for info in found if info.type == fs.FileType.File)
+    return [f"{u.scheme}://{u.bucket}/{key}" for key in keys if pattern.fullmatch(key)]
 
 
-def unaddressable(url: str) -> bool:
-    """An object key the object-store reader cannot address (an empty segment: ``run//x.jsonl``)."""
-    return is_remote(url) and "//" in parse_url(url).key
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """An object-store glob as a regular expression over whole keys: ``*`` and ``?`` within one path
+    segment, ``**`` across segments (``a/**/b`` also matches ``a/b``), ``[...]`` a class (``[!...]`` negated)."""
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        end = pattern.find("]", i + 2) if c == "[" else -1
+        if c == "[" and end > 0:
+            body = pattern[i + 1:end]
+            negated = body.startswith("!")
+            body = (body[1:] if negated else body).replace("\\", "\\\\").replace("^", "\\^").replace("[", "\\[")
+            out.append(f"[^/{body}]" if negated else f"(?!/)[{body}]")
+            i = end + 1
+            continue
+        out.append({"*": "[^/]*", "?": "[^/]"}.get(c, re.escape(c)))
+        i += 1
+    return re.compile("".join(out), re.DOTALL)
+
+
+def odd_key(key: str) -> str | None:
+    """Why the object-store reader cannot address ``key`` (an empty path segment, ``run//x.jsonl``, or a
+    ``.``/``..`` segment); None for a key it can."""
+    segments = key.split("/")
+    if "" in segments[:-1] or key.startswith("/"):
+        return "an empty path segment ('//')"
+    if any(part in (".", "..") for part in segments):
+        return "a '.' or '..' path segment"
+    return None
+
+
+def unaddressable(url: str) -> str | None:
+    """The reason an object's key cannot be addressed by the object-store readers (:func:`odd_key`), or None."""
+    return odd_key(parse_url(url).key) if is_remote(url) else None
+
+
+ODD_KEY_ERROR = re.compile(r'Path "([^"]*)" contained (?:an? )?empty path segment|Error parsing Path "([^"]*)"')
 
 
 def odd_key_error(url: str, exc: Exception) -> InputError | None:
-    """The listing failed on one object whose key the object-store reader cannot address (an empty
-    segment, ``run//x.jsonl``): name that key, not the credentials."""
-    m = re.search(r'path: Path "([^"]*)" contained (an? )?empty path segment', str(exc)) or \
-        re.search(r'Path "([^"]*)" contained (an? )?empty path segment', str(exc))
+    """The listing failed on one object whose key the object-store reader cannot address
+    (:func:`odd_key`): the one-line refusal naming that key and the fix, not the credentials."""
+    m = ODD_KEY_ERROR.search(str(exc))
     if m is None:
         return None
     u = parse_url(url)
-    key = f"{u.scheme}://{u.bucket}/{m.group(1)}"
-    return InputError(f"the listing holds an object the reader cannot address: {key} (an empty path segment, "
-                      "'//'); the other objects were not read", location=url,
+    name = m.group(1) if m.group(1) is not None else m.group(2)
+    why = odd_key(name) or "a key the reader cannot parse"
+    return InputError(f"the listing holds an object the reader cannot address: {u.scheme}://{u.bucket}/{name} "
+                      f"({why}); the other objects were not read", location=url,
                       remedy="name the objects or a narrower prefix/glob that leaves it out, or rename that object")
 
 
