@@ -202,7 +202,7 @@ class Corpus:
         """Each quantity of ``names`` (keys of :data:`sigmaudit.core.estimates.QUANTITIES`) at each G,
         by the one estimator rule (:func:`sigmaudit.core.estimates.resolve`), with bootstrap replicates
         for intervals when ``replicates`` > 0 (:meth:`replicates`)."""
-        from .estimates import G_FREE, Evaluator, Spec, resolve
+        from .estimates import G_FREE, Evaluator, Spec, draw_counts, resolve
 
         specs = [Spec(name, int(g), resolve(name, int(g), estimator, self.min_samples))
                  for name in names for g in ([min(Gs)] if name in G_FREE else Gs)]
@@ -212,9 +212,11 @@ class Corpus:
         ev = Evaluator(self.n, self.k, self.prior.grid if any_bayes else np.zeros(0), specs)
         point = ev.values(self.weight[None, :], self.mixture[None, :] if any_bayes else None)[0]
         reps = np.zeros((0, len(specs)))
-        if replicates > 0:
+        if replicates > 0 and any_bayes:
             r = self.replicates(replicates, seed)
             reps = ev.values(r.draws, r.mixtures)
+        elif replicates > 0:  # no model-based figure: the draws alone, no prior refitted (the same draws)
+            reps = ev.values(draw_counts(self.weight, replicates, seed), None)
         return CorpusEstimates(estimator, tuple(specs), point, reps)
 
 

@@ -53,6 +53,7 @@ from numpy.typing import NDArray
 from .estimators import silent_plugin, silent_unbiased
 from .posterior import sigma_on_grid
 from .prior import THIN_N, GridPrior, _log_lik, refit_prior, refit_smooth_linear
+from .refit import refit_atoms_beta_rows
 from .weighting import EXTREME
 
 EstimatorChoice = Literal["auto", "bayes", "unbiased", "plugin"]
@@ -224,6 +225,15 @@ class Replicates:
         return int(self.draws.shape[0])
 
 
+def draw_counts(weight: NDArray[np.float64], replicates: int = DEFAULT_REPLICATES,
+                seed: int = SEED) -> NDArray[np.float64]:
+    """The bootstrap's draws: for each replicate, the N prompts drawn with replacement, as multiplicities of
+    the distinct pairs (``weight``: theirs in the corpus, whole numbers), shape (replicates, pairs)."""
+    N = int(round(float(weight.sum())))
+    rng = np.random.default_rng(seed)
+    return rng.multinomial(N, weight / weight.sum(), size=replicates).astype(np.float64)
+
+
 def draw_replicates(
     n: NDArray[np.int64],
     k: NDArray[np.int64],
@@ -233,23 +243,25 @@ def draw_replicates(
     seed: int = SEED,
 ) -> Replicates:
     """``replicates`` bootstrap replicates over prompts (see the module doc): for each, a multinomial
-    draw of the N prompts over the distinct pairs, the prior refitted to it, and its posterior mixture.
+    draw of the N prompts over the distinct pairs (:func:`draw_counts`), the prior refitted to it, and its
+    posterior mixture. Every replicate's refit is made at once: Beta-plus-atoms priors by
+    :func:`~sigmaudit.core.refit.refit_atoms_beta_rows` (each replicate's own converged refit), the smoothed
+    grid prior to first order (:func:`~sigmaudit.core.prior.refit_smooth_linear`).
 
     ``n``, ``k``, ``weight`` are the distinct pairs and their multiplicities (whole numbers);
     ``prior`` is the corpus prior fitted to them.
     """
-    N = int(round(float(weight.sum())))
-    rng = np.random.default_rng(seed)
-    draws = rng.multinomial(N, weight / weight.sum(), size=replicates).astype(np.float64)
+    draws = draw_counts(weight, replicates, seed)
     loglik = _log_lik(n, k, prior.grid)
     mixtures = np.empty((replicates, prior.grid.size))
-    if prior.family == "smooth-grid" and int(n.max()) <= THIN_N:  # every replicate's refit at once
-        for b, w_b in enumerate(refit_smooth_linear(prior, n, k, weight, draws)):
-            mixtures[b] = draws[b] @ posterior_matrix(loglik, replace(prior, weights=w_b))
-        return Replicates(draws=draws, mixtures=mixtures)
-    for b in range(replicates):
-        prior_b = refit_prior(prior, n, k, draws[b])
-        mixtures[b] = draws[b] @ posterior_matrix(loglik, prior_b)
+    if prior.family == "smooth-grid" and int(n.max()) <= THIN_N:
+        weights = refit_smooth_linear(prior, n, k, weight, draws)
+    elif prior.family == "beta+atoms" and prior.theta:
+        weights = refit_atoms_beta_rows(prior, n, k, draws)
+    else:
+        weights = np.array([refit_prior(prior, n, k, draws[b]).weights for b in range(replicates)])
+    for b, w_b in enumerate(weights):
+        mixtures[b] = draws[b] @ posterior_matrix(loglik, replace(prior, weights=w_b))
     return Replicates(draws=draws, mixtures=mixtures)
 
 

@@ -244,3 +244,52 @@ def _log_end_integral(a: float, b: float, e: float) -> float:
             break
         coef *= (n + 1.0 - b) * e / (n + 1.0)
     return a * math.log(e) + math.log(total)
+
+
+def beta_cell_masses_rows(a: ArrayLike, b: ArrayLike, edges: ArrayLike) -> NDArray[np.float64]:
+    """:func:`beta_cell_masses` for many Betas on the same cells: row r is Beta(a[r], b[r]), shape (rows, cells).
+
+    The quadrature nodes (and log(1 − x) or log x at them) depend only on the cells, so they are taken once;
+    each Beta costs one multiply-add per node."""
+    a_r, b_r = np.asarray(a, dtype=np.float64).ravel(), np.asarray(b, dtype=np.float64).ravel()
+    e = np.asarray(edges, dtype=np.float64)
+    lo, hi = e[:-1], e[1:]
+    log_mass = np.full((a_r.size, lo.size), -np.inf)
+    first, last = lo == 0.0, hi == 1.0
+    lower = ~first & ~last & (hi <= 0.5)
+    upper = ~first & ~last & (lo >= 0.5)
+    middle = ~first & ~last & ~lower & ~upper
+
+    def gauss(t_lo: NDArray[np.float64], t_hi: NDArray[np.float64], p: NDArray[np.float64],
+              q: NDArray[np.float64], log_x: Callable[[NDArray[np.float64]], NDArray[np.float64]],
+              log_y: Callable[[NDArray[np.float64]], NDArray[np.float64]]) -> NDArray[np.float64]:
+        """Per row: log Σ_nodes w · exp(p · log_x(t) + q · log_y(t)) · half-width."""
+        half = 0.5 * (t_hi - t_lo)
+        t = 0.5 * (t_hi + t_lo)[:, None] + half[:, None] * _GL_X[None, :]
+        vals = p[:, None, None] * log_x(t)[None] + q[:, None, None] * log_y(t)[None]
+        top = vals.max(axis=2)
+        safe = np.where(np.isfinite(top), top, 0.0)
+        with np.errstate(divide="ignore"):
+            return safe + np.log(np.exp(vals - safe[:, :, None]) @ _GL_W * half[None, :])
+
+    def ident(t: NDArray[np.float64]) -> NDArray[np.float64]:
+        return t
+
+    def log1m_exp(t: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.log1p(-np.exp(t))
+
+    if np.any(lower):
+        log_mass[:, lower] = gauss(np.log(lo[lower]), np.log(hi[lower]), a_r, b_r - 1.0, ident, log1m_exp)
+    if np.any(upper):
+        log_mass[:, upper] = gauss(np.log1p(-hi[upper]), np.log1p(-lo[upper]), b_r, a_r - 1.0, ident, log1m_exp)
+    if np.any(middle):
+        log_mass[:, middle] = gauss(lo[middle], hi[middle], a_r - 1.0, b_r - 1.0, np.log,
+                                    lambda x: np.log1p(-x))
+    for r in range(a_r.size):
+        for i in np.flatnonzero(first):
+            log_mass[r, i] = _log_end_integral(float(a_r[r]), float(b_r[r]), float(hi[i]))
+        for i in np.flatnonzero(last):
+            log_mass[r, i] = _log_end_integral(float(b_r[r]), float(a_r[r]), float(1.0 - lo[i]))
+    log_mass -= log_mass.max(axis=1, keepdims=True)
+    mass = np.exp(log_mass)
+    return mass / mass.sum(axis=1, keepdims=True)

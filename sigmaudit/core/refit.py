@@ -1,0 +1,181 @@
+"""Bootstrap refits of a Beta-plus-atoms prior, every replicate at once.
+
+A bootstrap replicate reweights the corpus's distinct (n, k) pairs (a multinomial draw of the
+prompts) and refits the prior the corpus chose to the new weights, starting from the corpus's own
+fit (:func:`sigmaudit.core.prior.refit_prior`). The replicates differ only in the weights, so their
+objectives are rows of one matrix of weights against one set of pairs: :class:`AtomsBetaRows` gives
+every replicate's negative log-likelihood, gradient and Hessian with one numpy operation per term,
+and :func:`sigmaudit.core.optimize.minimize_box_rows` runs the projected Newton method of
+:func:`~sigmaudit.core.optimize.minimize_box` on all of them in lockstep. Each replicate converges
+to the optimum its own refit reaches (same start, same steps and stops), at a fraction of the cost
+of 200 separate refits: the work per Newton iteration is a few dozen array operations for all rows
+instead of for each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .optimize import minimize_box_rows
+from .prior import THIN_N, AtomsBetaObjective, GridPrior, thin_pairs
+from .special import beta_cell_masses_rows
+
+
+@dataclass(frozen=True)
+class AtomsBetaRows:
+    """:class:`~sigmaudit.core.prior.AtomsBetaObjective` for many weight vectors: row r of ``c`` weights
+    the pairs (``n``, ``k``) of problem r; θ has one row per problem (same scale and box)."""
+
+    n: NDArray[np.int64]
+    k: NDArray[np.int64]
+    c: NDArray[np.float64]
+    components: int
+
+    @property
+    def n_weights(self) -> int:
+        """Mixture weights: atom 0, atom 1, then each Beta (the last one is the reference)."""
+        return 2 + self.components
+
+    def log_weights(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        z = np.concatenate([theta[:, : self.n_weights - 1], np.zeros((theta.shape[0], 1))], axis=1)
+        return z - np.logaddexp.reduce(z, axis=1, keepdims=True)
+
+    def shapes(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        """(a_j, b_j) per row: shape (rows, components, 2)."""
+        return np.exp(theta[:, self.n_weights - 1 :]).reshape(theta.shape[0], self.components, 2)
+
+    def _rising(self, x: NDArray[np.float64], power: int) -> NDArray[np.float64]:
+        """Per row, Σ_{i<j} f(x + i) for j = 0..max n: f = log (power 0), 1/t (power 1), 1/t² (power 2)."""
+        m = int(self.n.max())
+        t = x[:, None] + np.arange(m, dtype=np.float64)[None, :]
+        out = np.zeros((x.size, m + 1))
+        np.cumsum(np.log(t) if power == 0 else t ** -float(power), axis=1, out=out[:, 1:])
+        return out
+
+    def _terms(self, theta: NDArray[np.float64], c: NDArray[np.float64], derivative: bool):
+        """Per row and pair: log mixture density, responsibilities (rows, pairs, components) and, with
+        ``derivative``, each Beta's d/d(log a), d/d(log b) of its term."""
+        lw = self.log_weights(theta)
+        k, n = self.k, self.n
+        f = n - k
+        T = np.empty((theta.shape[0], n.size, self.n_weights))
+        T[:, :, 0] = lw[:, 0, None] + np.where(k == 0, 0.0, -np.inf)[None, :]
+        T[:, :, 1] = lw[:, 1, None] + np.where(k == n, 0.0, -np.inf)[None, :]
+        d_shape = []
+        shapes = self.shapes(theta)
+        for j in range(self.components):
+            a, b = shapes[:, j, 0], shapes[:, j, 1]
+            la, lb, lab = (self._rising(x, 0) for x in (a, b, a + b))
+            T[:, :, 2 + j] = lw[:, 2 + j, None] + la[:, k] + lb[:, f] - lab[:, n]
+            if derivative:
+                da, db, dab = (self._rising(x, 1) for x in (a, b, a + b))
+                d_shape.append((a[:, None] * (da[:, k] - dab[:, n]), b[:, None] * (db[:, f] - dab[:, n])))
+        mix = np.logaddexp.reduce(T, axis=2)
+        if not derivative:
+            return mix, None, d_shape
+        with np.errstate(invalid="ignore"):
+            r = np.where(np.isfinite(T), np.exp(T - mix[:, :, None]), 0.0)
+        return mix, r, d_shape
+
+    def fun_grad(self, rows: NDArray[np.intp], theta: NDArray[np.float64]) -> tuple[NDArray[np.float64],
+                                                                                    NDArray[np.float64]]:
+        """Negative log-likelihood and its exact gradient for problems ``rows`` at ``theta`` (one row each)."""
+        c = self.c[rows]
+        n_w = self.n_weights
+        mix, r, d_shape = self._terms(theta, c, True)
+        w = np.exp(self.log_weights(theta))
+        cr = np.einsum("rp,rpj->rj", c, r)
+        grad = np.empty(theta.shape)
+        grad[:, : n_w - 1] = -(cr[:, : n_w - 1] - c.sum(axis=1)[:, None] * w[:, : n_w - 1])
+        for j, (da, db) in enumerate(d_shape):
+            crj = c * r[:, :, 2 + j]
+            grad[:, n_w - 1 + 2 * j] = -np.sum(crj * da, axis=1)
+            grad[:, n_w + 2 * j] = -np.sum(crj * db, axis=1)
+        return -np.sum(c * mix, axis=1), grad
+
+    def hessian(self, rows: NDArray[np.intp], theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The exact Hessians (:meth:`~sigmaudit.core.prior.AtomsBetaObjective.nll_hessian`, one per row)."""
+        c = self.c[rows]
+        n_w, dim, R = self.n_weights, theta.shape[1], theta.shape[0]
+        w = np.exp(self.log_weights(theta))
+        _, r, d_shape = self._terms(theta, c, True)
+        cr = c[:, :, None] * r
+        u = np.eye(n_w)[None, :, : n_w - 1] - w[:, None, : n_w - 1]  # (rows, component, weight logit)
+        m = np.zeros((R, self.n.size, dim))
+        m[:, :, : n_w - 1] = r[:, :, : n_w - 1] - w[:, None, : n_w - 1]
+        H = np.zeros((R, dim, dim))
+        wl = w[:, : n_w - 1]
+        H[:, : n_w - 1, : n_w - 1] = (np.einsum("rja,rj,rjb->rab", u, cr.sum(axis=1), u)
+                                      - c.sum(axis=1)[:, None, None] * (wl[:, :, None] * np.eye(n_w - 1)[None]
+                                                                        - wl[:, :, None] * wl[:, None, :]))
+        f = self.n - self.k
+        shapes = self.shapes(theta)
+        for j, (da, db) in enumerate(d_shape):
+            a, b = shapes[:, j, 0], shapes[:, j, 1]
+            cols = slice(n_w - 1 + 2 * j, n_w + 1 + 2 * j)
+            s, crj = np.stack([da, db], axis=2), cr[:, :, 2 + j]
+            m[:, :, cols] = r[:, :, 2 + j, None] * s
+            v = np.einsum("rp,rpk->rk", crj, s)
+            H[:, : n_w - 1, cols] += u[:, 2 + j, :, None] * v[:, None, :]
+            H[:, cols, : n_w - 1] += v[:, :, None] * u[:, 2 + j, None, :]
+            qa, qb, qab = (self._rising(x, 2) for x in (a, b, a + b))
+            q_ab = np.sum(crj * qab[:, self.n], axis=1)
+            block = np.einsum("rpa,rp,rpb->rab", s, crj, s)
+            block[:, 0, 0] += v[:, 0] + a * a * (q_ab - np.sum(crj * qa[:, self.k], axis=1))
+            block[:, 1, 1] += v[:, 1] + b * b * (q_ab - np.sum(crj * qb[:, f], axis=1))
+            block[:, 0, 1] += a * b * q_ab
+            block[:, 1, 0] += a * b * q_ab
+            H[:, cols, cols] += block
+        H -= np.einsum("rpa,rp,rpb->rab", m, c, m)
+        return -0.5 * (H + np.swapaxes(H, 1, 2))
+
+
+def thinning_matrix(n: NDArray[np.int64], k: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64],
+                                                                         NDArray[np.float64]]:
+    """(n', k', M): :func:`~sigmaudit.core.prior.thin_pairs` of any weights c over the pairs (n, k) is
+    the pairs (n', k') with weights M @ c (thinning is linear in the weights; pairs with weight 0 dropped
+    by it are here kept with weight 0)."""
+    if int(n.max()) <= THIN_N:
+        return n, k, np.eye(n.size)
+    cols = [thin_pairs(n[i:i + 1], k[i:i + 1], np.ones(1)) for i in range(n.size)]
+    pairs = np.unique(np.concatenate([np.stack(p[:2], axis=1) for p in cols]), axis=0)
+    index = {(int(a), int(b)): i for i, (a, b) in enumerate(pairs)}
+    M = np.zeros((len(pairs), n.size))
+    for i, (n_i, k_i, c_i) in enumerate(cols):
+        for a, b, w in zip(n_i, k_i, c_i, strict=True):
+            M[index[(int(a), int(b))], i] += w
+    return pairs[:, 0].astype(np.int64), pairs[:, 1].astype(np.int64), M
+
+
+def refit_atoms_beta_rows(prior: GridPrior, n: NDArray[np.int64], k: NDArray[np.int64],
+                          draws: NDArray[np.float64]) -> NDArray[np.float64]:
+    """A ``beta+atoms`` prior refitted to each row of ``draws`` (new multiplicities of the pairs ``n``, ``k``),
+    started from ``prior``'s parameters as :func:`~sigmaudit.core.prior.refit_prior` does: the grid
+    weights of each refit, shape (rows, grid)."""
+    components = int(prior.kind.rsplit("/", 1)[1])
+    n_t, k_t, M = thinning_matrix(n, k)
+    rows = AtomsBetaRows(n_t, k_t, draws @ M.T, components)
+    one = AtomsBetaObjective(n_t, k_t, np.ones(n_t.size), components)
+    lo, hi = one.bounds()
+    x0 = np.broadcast_to(np.asarray(prior.theta, dtype=np.float64), (draws.shape[0], len(prior.theta)))
+    fits = minimize_box_rows(rows.fun_grad, rows.hessian, x0, lo, hi)
+    return grid_weights(rows, fits.x, prior.grid)
+
+
+def grid_weights(objective: AtomsBetaRows, theta: NDArray[np.float64],
+                 grid: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Each row's prior discretised on ``grid`` (as :func:`~sigmaudit.core.prior.atoms_beta_prior`): the atoms at
+    the ends, each Beta's mass per interior cell (cells split at midpoints)."""
+    wts = np.exp(objective.log_weights(theta))
+    shapes = objective.shapes(theta)
+    inner = grid[1:-1]
+    edges = np.concatenate([[0.0], 0.5 * (inner[1:] + inner[:-1]), [1.0]])
+    out = np.zeros((theta.shape[0], grid.size))
+    for j in range(objective.components):
+        out[:, 1:-1] += wts[:, 2 + j, None] * beta_cell_masses_rows(shapes[:, j, 0], shapes[:, j, 1], edges)
+    out[:, 0] += wts[:, 0]
+    out[:, -1] += wts[:, 1]
+    return out

@@ -1,0 +1,140 @@
+"""Bootstrap refits of every replicate at once (sigmaudit/core/refit.py, optimize.minimize_box_rows) give
+each replicate the refit it gets alone (refit_prior: projected Newton from the corpus fit)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from sigmaudit.core.optimize import (
+    _cholesky_rows,
+    damped_cholesky,
+    damped_cholesky_rows,
+    minimize_box,
+    minimize_box_rows,
+)
+from sigmaudit.core.prior import _fit_atoms_beta, default_grid, distinct_pairs, refit_prior, thin_pairs
+from sigmaudit.core.refit import AtomsBetaRows, refit_atoms_beta_rows, thinning_matrix
+from sigmaudit.core.special import beta_cell_masses, beta_cell_masses_rows
+
+REAL = Path(__file__).parent / "data" / "real"
+
+
+def _corpus(seed: int, N: int = 300, n_max: int = 12):
+    rng = np.random.default_rng(seed)
+    n = rng.integers(4, n_max, N)
+    u = rng.random(N)
+    p = np.where(u < 0.2, 0.0, np.where(u < 0.3, 1.0, rng.beta(1.5, 2.5, N)))
+    return distinct_pairs(n, rng.binomial(n, p))[:3]
+
+
+@pytest.mark.parametrize("components", [1, 2])
+def test_rows_objective_is_the_single_objective_per_row(components):
+    from sigmaudit.core.prior import AtomsBetaObjective
+
+    n, k, c = _corpus(1)
+    rng = np.random.default_rng(2)
+    C = rng.multinomial(int(c.sum()), c / c.sum(), size=5).astype(float)
+    rows = AtomsBetaRows(n, k, C, components)
+    theta = rng.normal(0.0, 1.0, (5, 2 + 3 * components - 1))
+    f, g = rows.fun_grad(np.arange(5), theta)
+    H = rows.hessian(np.arange(5), theta)
+    for r in range(5):
+        one = AtomsBetaObjective(n, k, C[r], components)
+        f1, g1 = one.nll_grad(theta[r])
+        assert f[r] == pytest.approx(f1, rel=1e-12)
+        np.testing.assert_allclose(g[r], g1, rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(H[r], one.nll_hessian(theta[r]), rtol=1e-9, atol=1e-8)
+
+
+@pytest.mark.parametrize(("seed", "components"), [(3, 1), (4, 2), (5, 2)])
+def test_every_replicate_gets_its_own_refit(seed, components):
+    """Same start, same steps and stops: the batched refits equal refit_prior's one by one (their grid
+    weights to 1e-8: both converge to 1e-13 in the objective)."""
+    n, k, c = _corpus(seed)
+    prior, _ = _fit_atoms_beta(n, k, c, default_grid(), components, None)
+    draws = np.random.default_rng(seed).multinomial(int(c.sum()), c / c.sum(), size=12).astype(float)
+    W = refit_atoms_beta_rows(prior, n, k, draws)
+    for b in range(draws.shape[0]):
+        np.testing.assert_allclose(W[b], refit_prior(prior, n, k, draws[b]).weights, atol=1e-8)
+
+
+def test_refits_on_a_real_corpus_thinned():
+    """evalperf (n = 100) and the same counts scaled to n = 400 (thinned to 256 samples in the fit)."""
+    table = pl.read_csv(REAL / "evalperf_per_task_pass_rates.csv").filter(pl.col("run") == pl.col("run").min())
+    n, k, c, _ = distinct_pairs(table["n_samples"].to_numpy(), table["n_correct"].to_numpy())
+    for scale in (1, 4):
+        prior, _ = _fit_atoms_beta(n * scale, k * scale, c, default_grid(), 1, None)
+        draws = np.random.default_rng(scale).multinomial(int(c.sum()), c / c.sum(), size=6).astype(float)
+        W = refit_atoms_beta_rows(prior, n * scale, k * scale, draws)
+        for b in range(6):
+            np.testing.assert_allclose(W[b], refit_prior(prior, n * scale, k * scale, draws[b]).weights, atol=1e-8)
+
+
+def test_thinning_matrix_is_thin_pairs():
+    n = np.array([5, 300, 300, 1000])
+    k = np.array([2, 0, 150, 999])
+    c = np.array([3.0, 1.0, 2.0, 4.0])
+    n_t, k_t, M = thinning_matrix(n, k)
+    n_ref, k_ref, c_ref = thin_pairs(n, k, c)
+    got = dict(zip(zip(n_t.tolist(), k_t.tolist(), strict=True), (M @ c).tolist(), strict=True))
+    want = dict(zip(zip(n_ref.tolist(), k_ref.tolist(), strict=True), c_ref.tolist(), strict=True))
+    assert {key for key, v in got.items() if v > 0} == set(want)
+    for key, v in want.items():
+        assert got[key] == pytest.approx(v, rel=1e-12)
+
+
+def test_minimize_box_rows_equals_minimize_box():
+    """Rosenbrock-like problems with a box that binds for some rows: the same minimisers and iterations."""
+    centers = np.array([[1.0, 1.0], [0.5, 0.25], [2.0, 4.0], [-1.0, 1.0]])
+
+    def fg1(x, c):
+        a, b = c
+        f = (a - x[0]) ** 2 + 100 * (x[1] - x[0] ** 2) ** 2 + 0.0 * b
+        g = np.array([-2 * (a - x[0]) - 400 * x[0] * (x[1] - x[0] ** 2), 200 * (x[1] - x[0] ** 2)])
+        return f, g
+
+    def h1(x, c):
+        return np.array([[2 - 400 * (x[1] - 3 * x[0] ** 2), -400 * x[0]], [-400 * x[0], 200.0]])
+
+    def fg(rows, X):
+        out = [fg1(x, centers[r]) for r, x in zip(rows, X, strict=True)]
+        return np.array([o[0] for o in out]), np.array([o[1] for o in out])
+
+    def hess(rows, X):
+        return np.array([h1(x, centers[r]) for r, x in zip(rows, X, strict=True)])
+
+    lo, hi = np.array([-1.5, -0.5]), np.array([1.5, 3.0])
+    x0 = np.array([[-1.2, 1.0], [0.0, 0.0], [1.4, 2.9], [1.0, -0.4]])
+    fits = minimize_box_rows(fg, hess, x0, lo, hi)
+    for r in range(4):
+        one = minimize_box(lambda x, r=r: fg1(x, centers[r]), x0[r], lo, hi, hessian=lambda x, r=r: h1(x, centers[r]))
+        np.testing.assert_allclose(fits.x[r], one.x, atol=1e-10)
+        assert fits.nit[r] == one.nit
+
+
+def test_damped_cholesky_rows_damps_each_row_as_alone():
+    rng = np.random.default_rng(0)
+    H = rng.normal(size=(30, 5, 5))
+    H = H @ np.swapaxes(H, 1, 2) - rng.uniform(0, 3, (30, 1, 1)) * np.eye(5)  # some indefinite
+    diag_max = np.abs(np.diagonal(H, axis1=1, axis2=2)).max(axis=1)
+    L = damped_cholesky_rows(H, diag_max)
+    for i in range(30):
+        np.testing.assert_allclose(L[i], damped_cholesky(H[i]), rtol=1e-9, atol=1e-12)
+    L_pd, ok = _cholesky_rows(H[:, :, :] + 20 * np.eye(5))
+    assert ok.all()
+    np.testing.assert_allclose(L_pd, np.linalg.cholesky(H + 20 * np.eye(5)), rtol=1e-12, atol=1e-12)
+
+
+def test_beta_cell_masses_rows_equals_one_at_a_time():
+    g = default_grid()
+    inner = g[1:-1]
+    edges = np.concatenate([[0.0], 0.5 * (inner[1:] + inner[:-1]), [1.0]])
+    rng = np.random.default_rng(1)
+    a, b = np.exp(rng.uniform(-7, 7, 25)), np.exp(rng.uniform(-7, 7, 25))
+    M = beta_cell_masses_rows(a, b, edges)
+    for r in range(25):
+        np.testing.assert_allclose(M[r], beta_cell_masses(float(a[r]), float(b[r]), edges), rtol=1e-12, atol=1e-300)
