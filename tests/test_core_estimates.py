@@ -92,7 +92,7 @@ def test_extreme_share_is_positive_and_labelled_on_small_n_logs(capsys, path):
     assert code == 0 and d["samples_per_prompt"]["max"] <= 10
     assert d["mass_share"]["basis"] == "posterior" and d["mass_share"]["grpo"]["extreme"] > 0.01
     code, out, _ = run(capsys, "scan", str(path), "-q")
-    assert "never solved in the log (k = 0)" in out and "posterior P(p = 0)" in out
+    assert "never solved in the log (k = 0)" in out and "never solved (p = 0): range the data allow" in out
     assert "extreme (p < 0.1 or p > 0.9)" in out
     code, out, _ = run(capsys, "check", str(path), "-G", "8", "--max-extreme-share", "1", "-f", "json", "-q",
                        "--bootstrap", "20")
@@ -180,3 +180,33 @@ def test_bootstrap_interval_coverage():
           f"pooled {pooled:.3f}, {time.perf_counter() - start:.1f} s")
     assert 0.85 <= pooled <= 0.95
     assert np.all((coverage >= 0.78) & (coverage <= 0.99)), coverage
+
+
+def test_posterior_never_always_shares_print_only_with_their_interval(capsys):
+    """Item 3 of issue 24 on a real n = 10 corpus (CRUXEval output, Code Llama 7B: 58 % of problems 0/10): the
+    share of truly unsolvable problems is the range 0 – 0.5813 (any tiny p > 0 fits k = 0), the prior's point
+    0.5533 appears only beside its bootstrap interval, and the interval is the one check computes."""
+    crux = CRUX.parent / "cruxeval_codellama7b_t0.2_output_n10.csv"
+    code, out, _ = run(capsys, "scan", str(crux), "-f", "json", "-q")
+    plain = json.loads(out)["pass_rate"]
+    assert code == 0 and plain["never_solved_range"] == [0.0, 0.58125] and plain["never_solved_posterior_ci"] is None
+    code, out, _ = run(capsys, "scan", str(crux), "-q")
+    assert "0.0000 – 0.5813" in out and "posterior P(p = 0)" not in out
+    code, out, _ = run(capsys, "scan", str(crux), "-f", "json", "-q", "--bootstrap", "40")
+    d = json.loads(out)
+    pr = d["pass_rate"]
+    assert (d["replicates"], d["level"]) == (40, 0.9)
+    lo, hi = pr["never_solved_posterior_ci"]
+    assert pr["never_solved_posterior"] == pytest.approx(0.5533, abs=5e-4)
+    assert 0.45 < lo < pr["never_solved_posterior"] < hi < 0.62
+    lo1, hi1 = pr["always_solved_posterior_ci"]
+    assert 0.18 < lo1 < pr["always_solved_posterior"] < hi1 < 0.32
+    code, out, _ = run(capsys, "check", str(crux), "-G", "8", "--max-never-solved", "1", "--bootstrap", "40",
+                       "-f", "json", "-q")
+    (c,) = json.loads(out)["checks"]
+    assert c["value"] == pytest.approx(pr["never_solved_posterior"], rel=1e-12)
+    assert c["value_ci"] == pytest.approx([lo, hi], rel=1e-12)
+    code, out, _ = run(capsys, "scan", str(crux), "-q", "--bootstrap", "40")
+    assert f"{pr['never_solved_posterior']:.4f} (interval {lo:.4f} – {hi:.4f})" in out
+    code, out, _ = run(capsys, "scan", str(crux), "-q", "--bootstrap", "40", "--summary")
+    assert "range the data allow: p = 0 0.0%–58.1%" in out and "posterior P(p = 0) 55.3% (" in out

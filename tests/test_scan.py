@@ -352,4 +352,6 @@ def test_posterior_mass_shares_and_log_shares_are_labelled():
     assert r.pass_rate.never_solved_posterior == pytest.approx(mix[0] / mix.sum(), rel=1e-9, abs=1e-15)
     assert r.pass_rate.always_solved_posterior == pytest.approx(mix[-1] / mix.sum(), rel=1e-9, abs=1e-15)
     md = render(build_view(r), Format.markdown)
-    assert "never solved in the log (k = 0)" in md and "never solved, posterior P(p = 0)" in md
+    assert "never solved in the log (k = 0)" in md and "never solved (p = 0): range the data allow" in md
+    assert "posterior P(p = 0)" not in md  # the prior's point is printed only with its interval (--bootstrap)
+

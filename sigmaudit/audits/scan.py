@@ -80,6 +80,11 @@ class PassRate:
     which no finite number of samples rules out) to the share with k = 0 (a prompt with p = 0 never has k > 0)."""
     always_solved_range: tuple[float, float] = (0.0, 1.0)
     """The shares of prompts with p = 1 that the counts allow: from 0 to the share with k = n."""
+    never_solved_posterior_ci: tuple[float, float] | None = None
+    """Bootstrap interval of ``never_solved_posterior`` (scan ``--bootstrap N``; None without replicates): views
+    print the posterior point only with it."""
+    always_solved_posterior_ci: tuple[float, float] | None = None
+    """Bootstrap interval of ``always_solved_posterior`` (as ``never_solved_posterior_ci``)."""
 
 
 @dataclass(frozen=True)
@@ -324,6 +329,10 @@ class ScanReport:
     """The training steps the figures cover (``--steps``/``--last-steps``, else the whole log); None without steps."""
     drift: Drift | None = None
     """Set when pass rates moved within the window (:mod:`sigmaudit.audits.drift`): pooled-count figures understate."""
+    replicates: int = 0
+    """Bootstrap replicates over prompts behind the ``*_ci`` intervals (0: none)."""
+    level: float = 0.9
+    """Two-sided level of the ``*_ci`` intervals."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract (field names are the keys; NaN becomes null in the renderer)."""
@@ -361,7 +370,8 @@ def _estimator_description(rows: tuple[SilentRow, ...]) -> str:
 # --------------------------------------------------------------------------- sections
 
 
-def _corpus_figures(corpus: Corpus, estimator: str = "auto") -> tuple[SamplesPerPrompt, PassRate]:
+def _corpus_figures(corpus: Corpus, estimator: str = "auto", replicates: int = 0,
+                    level: float = 0.9) -> tuple[SamplesPerPrompt, PassRate]:
     from ..core.identify import thin_corpus
     from ..core.weighting import bin_index
 
@@ -386,8 +396,16 @@ def _corpus_figures(corpus: Corpus, estimator: str = "auto") -> tuple[SamplesPer
         always_solved_posterior=float(corpus.mixture[corpus.prior.grid == 1.0].sum() / n_total) if model else None,
         never_solved_range=(0.0, never),
         always_solved_range=(0.0, always),
+        **(_extreme_intervals(corpus, replicates, level) if model and replicates else {}),
     )
     return spp, rate
+
+
+def _extreme_intervals(corpus: Corpus, replicates: int, level: float) -> dict[str, tuple[float, float] | None]:
+    """Bootstrap intervals of the posterior never/always-solved shares (the corpus's cached replicates)."""
+    est = corpus.estimates(["never_solved_rate", "always_solved_rate"], [1], "bayes", replicates=replicates)
+    return {"never_solved_posterior_ci": est.interval("never_solved_rate", 1, level),
+            "always_solved_posterior_ci": est.interval("always_solved_rate", 1, level)}
 
 
 def silent_row(corpus: Corpus, G: int, estimator: str = "auto") -> SilentRow:
@@ -606,6 +624,8 @@ def audit(
     eps: float = 0.05,
     post_filter: bool = False,
     estimator: str = "auto",
+    replicates: int = 0,
+    level: float = 0.9,
 ) -> ScanReport:
     """Audit per-prompt (and per-group) counts: the figures of ``sigmaudit scan``.
 
@@ -627,6 +647,9 @@ def audit(
         The estimator rule shared with plan and check (:mod:`sigmaudit.core.estimates`): the
         ``estimate`` column, and whether mass shares and never/always solved come from the
         posterior (auto, bayes, unbiased) or from p̂ = k/n (plugin).
+    replicates, level
+        Bootstrap replicates over prompts (0: none) and the two-sided level of the intervals they give the
+        posterior never/always-solved shares (printed only with their interval).
     """
     from . import corpus_of
     from .drift import context
@@ -636,7 +659,7 @@ def audit(
     corpus = corpus_of(loaded)
     g_main = main_group_size(loaded) if g_main is None else int(g_main)
 
-    spp, rate = _corpus_figures(corpus, estimator)
+    spp, rate = _corpus_figures(corpus, estimator, replicates, level)
     rows = tuple(silent_row(corpus, g, estimator) for g in sizes)
     by_G = {r.G: r for r in rows}
     observed = _observed(loaded, corpus, by_G)
@@ -655,8 +678,11 @@ def audit(
         prior=corpus.prior.describe(),
         filtered=filtered,
         **context(loaded),
+        replicates=int(replicates),
+        level=float(level),
         by=None if loaded.by is None else ByResult(loaded.by, tuple(
-            ByGroup(value, audit(part, G, g_main, eps, post_filter, estimator)) for value, part in loaded.parts)),
+            ByGroup(value, audit(part, G, g_main, eps, post_filter, estimator, replicates, level))
+            for value, part in loaded.parts)),
     )
 
 

@@ -27,6 +27,22 @@ def _range(lo_hi: tuple[float, float]) -> str:
     return f"{lo_hi[0]:.4f} – {lo_hi[1]:.4f}"
 
 
+def posterior_share(point: float, ci: tuple[float, float] | None) -> str:
+    """A posterior never/always-solved share as printed: the point with its interval."""
+    assert ci is not None
+    return f"{point:.4f} (interval {ci[0]:.4f} – {ci[1]:.4f})"
+
+
+def _posterior_rows(r: ScanReport) -> tuple[tuple[str, str], ...]:
+    """The prior's never/always-solved shares, each with its bootstrap interval; none without replicates."""
+    pr = r.pass_rate
+    if pr.never_solved_posterior is None or pr.never_solved_posterior_ci is None:
+        return ()
+    return (("never solved, posterior P(p = 0)", posterior_share(pr.never_solved_posterior, pr.never_solved_posterior_ci)),
+            ("always solved, posterior P(p = 1)",
+             posterior_share(pr.always_solved_posterior, pr.always_solved_posterior_ci)))
+
+
 def prior_words(prior: dict) -> str:
     """The corpus prior's family in a few words (JSON ``prior.selection`` says how the data chose it)."""
     if prior.get("family") == "beta+atoms":
@@ -65,13 +81,15 @@ def _corpus(r: ScanReport) -> Section:
             ("always solved in the log (k = n)", pr.always_solved),
             ("never solved (p = 0): range the data allow", _range(pr.never_solved_range)),
             ("always solved (p = 1): range the data allow", _range(pr.always_solved_range)),
-            *((("never solved, posterior P(p = 0)", pr.never_solved_posterior),
-               ("always solved, posterior P(p = 1)", pr.always_solved_posterior))
-              if pr.never_solved_posterior is not None else ()),
+            *_posterior_rows(r),
         ),
         note="in the log: k = 0 from a few samples is not p = 0; range: from 0 (a tiny p > 0 fits k = 0 as well) "
-             "to the share in the log; posterior: the corpus prior's choice inside that range"
-             + (f" ({prior_words(r.prior)})" if r.prior else ""),
+             "to the share in the log; "
+             + (f"posterior: the corpus prior's choice inside that range ({prior_words(r.prior)}), with its "
+                f"{r.level:.0%} bootstrap interval over prompts ({r.replicates:,} replicates)"
+                if _posterior_rows(r) else
+                "the corpus prior's point inside that range is printed with its interval under --bootstrap N"
+                if pr.never_solved_posterior is not None else "no prior point (plug-in or thin corpus)"),
     )
     hist = Table(
         "p̂ histogram",
@@ -284,8 +302,12 @@ def scan_summary(r: ScanReport) -> list[str]:
     pr, w, m, g = r.pass_rate, r.wasted, r.mass_share, r.group_size
     est = {s.G: s for s in r.silent}
     rates = ", ".join(f"G={s.G:,} {pct(s.estimate)}" for s in est.values())
-    post = ("" if pr.never_solved_posterior is None else
-            f"; posterior P(p = 0) {pct(pr.never_solved_posterior)}, P(p = 1) {pct(pr.always_solved_posterior)}")
+    post = (f"; range the data allow: p = 0 {pct(pr.never_solved_range[0])}–{pct(pr.never_solved_range[1])}, "
+            f"p = 1 {pct(pr.always_solved_range[0])}–{pct(pr.always_solved_range[1])}")
+    if _posterior_rows(r):
+        (nlo, nhi), (alo, ahi) = pr.never_solved_posterior_ci, pr.always_solved_posterior_ci  # type: ignore[misc]
+        post += (f"; posterior P(p = 0) {pct(pr.never_solved_posterior)} ({pct(nlo)}–{pct(nhi)}), "
+                 f"P(p = 1) {pct(pr.always_solved_posterior)} ({pct(alo)}–{pct(ahi)})")
     from . import context_lines
 
     o = r.observed_silent

@@ -9,9 +9,11 @@ import typer
 
 from ..inputs import reads_logs
 from ..options import (
+    BootstrapOpt,
     EpsOpt,
     EstimatorOpt,
     FormatOpt,
+    LevelOpt,
     OutputOpt,
     PostFilterOpt,
     emit_result,
@@ -46,6 +48,8 @@ def scan(
              "to FILE (.csv, .parquet or .jsonl), at --g-main.")] = None,
     post_filter: PostFilterOpt = False,
     estimator: EstimatorOpt = "auto",
+    bootstrap: BootstrapOpt = 0,
+    level: LevelOpt = 0.9,
     summary: Annotated[bool, typer.Option("--summary", help="Print only the dozen lines a person needs: what "
                                                             "happened first, then predictions.")] = False,
     fmt: FormatOpt = None,
@@ -57,7 +61,8 @@ def scan(
     fraction of the logged groups, compute wasted at --g-main, where GRPO and Dr. GRPO spend their gradient, and the
     group size each prompt needs for fidelity φ ≥ 1 − ε.
 
-    --format html writes the report page of this scan (charts and tables).
+    --format html writes the report page of this scan (charts and tables). The never/always-solved shares print
+    as the range the data allow; the corpus prior's point inside it only with its interval, under --bootstrap N.
 
     \b
     Example:
@@ -77,7 +82,8 @@ def scan(
             note(filtered_note(data.filtered))
         emit_result(data, fmt, output)
         return
-    report = audit(loaded, G=Gs, g_main=g_main, eps=eps, post_filter=post_filter, estimator=estimator)
+    report = audit(loaded, G=Gs, g_main=g_main, eps=eps, post_filter=post_filter, estimator=estimator,
+                   replicates=bootstrap, level=level)
     if report.filtered is not None:
         note(filtered_note(report.filtered))
     if per_prompt is not None:
