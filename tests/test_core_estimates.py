@@ -206,7 +206,8 @@ def test_posterior_never_always_shares_print_only_with_their_interval(capsys):
     (c,) = json.loads(out)["checks"]
     assert c["value"] == pytest.approx(pr["never_solved_posterior"], rel=1e-12)
     assert c["value_ci"] == pytest.approx([lo, hi], rel=1e-12)
-    code, out, _ = run(capsys, "scan", str(crux), "-q", "--bootstrap", "40")
-    assert f"{pr['never_solved_posterior']:.4f} (interval {lo:.4f} – {hi:.4f})" in out
+    code, out, _ = run(capsys, "scan", str(crux), "-q", "--bootstrap", "40", "-f", "markdown")
+    cell = f"{pr['never_solved_posterior']:.4f} (interval {lo:.4f} – {hi:.4f})"
+    assert f"| never solved, posterior P(p = 0) | {cell} |" in out
     code, out, _ = run(capsys, "scan", str(crux), "-q", "--bootstrap", "40", "--summary")
     assert "range the data allow: p = 0 0.0%–58.1%" in out and "posterior P(p = 0) 55.3% (" in out

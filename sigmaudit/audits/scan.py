@@ -622,10 +622,8 @@ def audit(
     G: tuple[int, ...] | list[int] = DEFAULT_G,
     g_main: int | None = None,
     eps: float = 0.05,
-    post_filter: bool = False,
-    estimator: str = "auto",
-    replicates: int = 0,
-    level: float = 0.9,
+    post_filter: bool = False, estimator: str = "auto",
+    replicates: int = 0, level: float = 0.9,
 ) -> ScanReport:
     """Audit per-prompt (and per-group) counts: the figures of ``sigmaudit scan``.
 
@@ -648,8 +646,7 @@ def audit(
         ``estimate`` column, and whether mass shares and never/always solved come from the
         posterior (auto, bayes, unbiased) or from p̂ = k/n (plugin).
     replicates, level
-        Bootstrap replicates over prompts (0: none) and the two-sided level of the intervals they give the
-        posterior never/always-solved shares (printed only with their interval).
+        Bootstrap replicates over prompts (0: none) and the level of the intervals (``*_ci``).
     """
     from . import corpus_of
     from .drift import context
@@ -677,13 +674,16 @@ def audit(
         notes=notes,
         prior=corpus.prior.describe(),
         filtered=filtered,
-        **context(loaded),
-        replicates=int(replicates),
-        level=float(level),
-        by=None if loaded.by is None else ByResult(loaded.by, tuple(
-            ByGroup(value, audit(part, G, g_main, eps, post_filter, estimator, replicates, level))
-            for value, part in loaded.parts)),
+        **context(loaded), replicates=int(replicates), level=float(level),
+        by=_by(loaded, G, g_main, eps, post_filter, estimator, replicates, level),
     )
+
+
+def _by(loaded: LoadedCounts, *args: Any) -> ByResult | None:
+    """With ``--by``: each value's rows audited on their own (``args``: :func:`audit`'s, after ``loaded``)."""
+    if loaded.by is None:
+        return None
+    return ByResult(loaded.by, tuple(ByGroup(value, audit(part, *args)) for value, part in loaded.parts))
 
 
 def _log_facts(loaded: LoadedCounts, corpus: Corpus) -> dict[str, Any]:

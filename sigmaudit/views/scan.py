@@ -38,7 +38,8 @@ def _posterior_rows(r: ScanReport) -> tuple[tuple[str, str], ...]:
     pr = r.pass_rate
     if pr.never_solved_posterior is None or pr.never_solved_posterior_ci is None:
         return ()
-    return (("never solved, posterior P(p = 0)", posterior_share(pr.never_solved_posterior, pr.never_solved_posterior_ci)),
+    return (("never solved, posterior P(p = 0)",
+             posterior_share(pr.never_solved_posterior, pr.never_solved_posterior_ci)),
             ("always solved, posterior P(p = 1)",
              posterior_share(pr.always_solved_posterior, pr.always_solved_posterior_ci)))
 

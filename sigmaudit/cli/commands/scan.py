@@ -48,8 +48,7 @@ def scan(
              "to FILE (.csv, .parquet or .jsonl), at --g-main.")] = None,
     post_filter: PostFilterOpt = False,
     estimator: EstimatorOpt = "auto",
-    bootstrap: BootstrapOpt = 0,
-    level: LevelOpt = 0.9,
+    bootstrap: BootstrapOpt = 0, level: LevelOpt = 0.9,
     summary: Annotated[bool, typer.Option("--summary", help="Print only the dozen lines a person needs: what "
                                                             "happened first, then predictions.")] = False,
     fmt: FormatOpt = None,
@@ -61,8 +60,8 @@ def scan(
     fraction of the logged groups, compute wasted at --g-main, where GRPO and Dr. GRPO spend their gradient, and the
     group size each prompt needs for fidelity φ ≥ 1 − ε.
 
-    --format html writes the report page of this scan (charts and tables). The never/always-solved shares print
-    as the range the data allow; the corpus prior's point inside it only with its interval, under --bootstrap N.
+    --format html writes the report page. Never/always-solved shares: the range the data allow; the prior's point
+    inside it only with its interval (--bootstrap N).
 
     \b
     Example:
@@ -70,7 +69,7 @@ def scan(
     """
     from ...audits.scan import DEFAULT_G, audit
     from ...render import Format
-    from ..output import filtered_note, note, resolve_format
+    from ..output import emit, filtered_note, note, resolve_format
 
     Gs = tuple(G) if G else DEFAULT_G
     if resolve_format(fmt, output) is Format.html:  # the report of this one scan
@@ -82,8 +81,7 @@ def scan(
             note(filtered_note(data.filtered))
         emit_result(data, fmt, output)
         return
-    report = audit(loaded, G=Gs, g_main=g_main, eps=eps, post_filter=post_filter, estimator=estimator,
-                   replicates=bootstrap, level=level)
+    report = audit(loaded, Gs, g_main, eps, post_filter, estimator, bootstrap, level)
     if report.filtered is not None:
         note(filtered_note(report.filtered))
     if per_prompt is not None:
@@ -93,8 +91,6 @@ def scan(
         write_table(per_prompt_table(loaded, report.wasted.G), per_prompt, "--per-prompt")
     if summary and resolve_format(fmt, output) is Format.table:
         from ...views.scan import scan_summary
-        from ..output import emit
 
-        emit("\n".join(scan_summary(report)) + "\n", output)
-        return
+        return emit("\n".join(scan_summary(report)) + "\n", output)
     emit_result(report, fmt, output)
