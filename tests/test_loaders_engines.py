@@ -6,6 +6,7 @@ they are skipped only when PySpark is not installed (``.ci/run`` installs it: ``
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 import socket
@@ -343,6 +344,64 @@ def test_duckdb_reads_a_dotted_column_name_as_a_column(tmp_path, capsys):
     want = run(capsys, "scan", str(path), "-G", "8")
     got = run(capsys, "scan", str(path), "-G", "8", "--engine", "duckdb")
     assert want == got and want[0] == 2 and "no prompt key column found" in got[2]
+
+
+def _hash_led(tmp_path: Path) -> dict[str, Path]:
+    """csv files whose prompt ids (first column) include ``#q3``: without comment lines; with a leading
+    comment line and ``"#q3"`` quoted (also gzipped); with a leading comment line and ``#q3`` bare."""
+    rows = [(q, int(i < j), s) for s in (1, 2) for j, q in enumerate(["q1", "q2", "#q3"]) for i in range(4)]
+    quoted = [(f'"{q}"' if q.startswith("#") else q, r, s) for q, r, s in rows]
+    (tmp_path / "mixed").mkdir()
+    (tmp_path / "gz").mkdir()
+    files = {"plain": _write_csv(tmp_path / "mixed" / "plain.csv", "prompt_id,reward,step", rows),
+             "quoted": _write_csv(tmp_path / "mixed" / "quoted.csv", "prompt_id,reward,step", quoted,
+                                  head="# written by a test\n"),
+             "bare": _write_csv(tmp_path / "bare.csv", "prompt_id,reward,step", rows, head="# written by a test\n")}
+    files["gz"] = tmp_path / "gz" / "quoted.csv.gz"
+    files["gz"].write_bytes(gzip.compress(files["quoted"].read_bytes()))
+    return files
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "spark"])
+def test_only_leading_comment_lines_are_skipped(tmp_path, capsys, engine, request):
+    """Issue 23 item 18: Polars skips a csv's leading comment lines only; a later line starting with ``#``
+    is data. DuckDB skips those lines by count (same answer). Spark's ``comment`` option drops every line
+    starting with ``#``, and was set for all the files when one had comments: now only files with leading
+    comments get it (a folder mixing both reads as Polars reads it: 48 rollouts, 3 prompts; was 32 and 2),
+    and a file whose later line starts with ``#`` is refused in one line naming that line (was 16 of 24
+    rollouts, ``#q3`` gone)."""
+    pytest.importorskip(engine if engine == "duckdb" else "pyspark")
+    if engine == "spark":
+        request.getfixturevalue("spark_engine")
+    files = _hash_led(tmp_path)
+    both = _agree(capsys, engine, tmp_path / "mixed")
+    assert (both["rollouts"], both["prompts"]) == (48, 3)
+    assert _agree(capsys, engine, files["gz"])["prompts"] == 3
+    if engine == "duckdb":
+        assert _agree(capsys, engine, files["bare"])["prompts"] == 3
+        return
+    assert run(capsys, "scan", str(files["bare"]), "-G", "2")[0] == 0
+    code, out, err = run(capsys, "scan", str(files["bare"]), "-G", "2", "--engine", "spark")
+    assert (code, out) == (2, "")
+    assert err.strip().splitlines() == [
+        f"sigmaudit: error: {files['bare']}:11: line 11 starts with '#' after the file's leading comment lines: "
+        "Spark's csv reader would drop it as a comment, the polars engine reads it; use --engine polars or "
+        "--engine duckdb, or quote that line's first field"]
+
+
+def test_a_comment_line_spark_would_not_skip_is_refused(tmp_path):
+    """A leading line that Polars skips as a comment (``"#`` or an indented ``#``) but Spark's reader would
+    read as the header: refused before Spark starts (no session needed)."""
+    from sigmaudit.loaders.engines.spark import leading_comments
+
+    files = _hash_led(tmp_path)
+    assert [leading_comments(str(files[k])) for k in ("plain", "quoted", "gz")] == [0, 1, 1]
+    odd = _write_csv(tmp_path / "odd.csv", "prompt_id,reward", [("q", 1)], head="# one\n  # two\n")
+    with pytest.raises(ConfigError) as err:
+        leading_comments(str(odd))
+    assert err.value.one_line() == (
+        f"{odd}:2: line 2 is a comment line to the polars engine, not to Spark's csv reader (it starts with a "
+        "space or a quote); use --engine polars or --engine duckdb, or quote that line's first field")
 
 
 def test_spark_reads_a_quoted_newline_in_a_prompt_id(tmp_path, capsys, spark_engine, monkeypatch):

@@ -11,9 +11,11 @@ import contextlib
 import dataclasses
 import gzip
 import io
+import itertools
 import json
 import shutil
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from lzma import LZMAError
 from pathlib import Path, PurePosixPath
@@ -488,42 +490,49 @@ def _inflating(raw: Any, compression: str) -> Any:
 
 
 def remote_lines(url: str, n: int | None) -> list[str]:
-    """The first ``n`` lines (all for None) of a remote text file, read as a local one is: decompressed
+    """The first ``n`` lines (all for None) of a remote text file, read as a local one is (:func:`text_lines`)."""
+    with contextlib.closing(text_lines(url)) as lines:
+        return list(itertools.islice(lines, n))
+
+
+def text_lines(path: Path | str) -> Iterator[str]:
+    """The lines (without their ends) of a local file or a remote object as its text reads: decompressed
     when its first bytes say so (whatever its name), what it inflates to bounded by :data:`MAX_EXPANSION`
-    times its size; a UTF-8 byte-order mark dropped."""
+    times its size, a UTF-8 byte-order mark dropped; errors are one-line InputErrors naming it."""
     from .remote import READ_TIMEOUT_ENV, open_object, timeout_error, timeouts
 
-    raw, size = open_object(url)
-    out: list[str] = []
-    compression = None
+    if isinstance(path, str):
+        raw, size = open_object(path)
+    else:
+        raw, size = open(path, "rb"), path.stat().st_size
+    where, compression = str(path), None
     try:
         with contextlib.closing(raw):
             head = raw.read(8)
             compression = compressed_as(head=head)
             if compression == "zip":
-                raise InputError("a zip archive, not text", location=url, remedy="unzip it first")
-            stream = source = _Counted(raw, head, None, url)
+                raise InputError("a zip archive, not text", location=where, remedy="unzip it first")
+            stream = source = _Counted(raw, head, None, where)
             if compression is not None:
                 limit = None if size is None else MAX_EXPANSION * max(size, 1024)
-                stream = _Counted(_inflating(io.BufferedReader(source), compression), b"", limit, url, source)
-            for line in io.TextIOWrapper(io.BufferedReader(stream), encoding="utf-8-sig", errors="replace", newline=""):
-                if n is not None and len(out) >= n:
-                    break
-                out.append(line.rstrip("\r\n"))
+                stream = _Counted(_inflating(io.BufferedReader(source), compression), b"", limit, where, source)
+            text = io.TextIOWrapper(io.BufferedReader(stream), encoding="utf-8-sig", errors="replace", newline="")
+            for line in text:
+                yield line.rstrip("\r\n")
     except InputError:
         raise
     except TimeoutError as exc:
-        raise timeout_error(url, timeouts()[0], READ_TIMEOUT_ENV) from exc
+        raise timeout_error(where, timeouts()[0], READ_TIMEOUT_ENV) from exc
     except ImportError as exc:
-        raise InputError("reading zstd needs the zstandard package", location=url,
+        raise InputError("reading zstd needs the zstandard package", location=where,
                          remedy="pip install zstandard") from exc
     except (OSError, EOFError, zlib.error, LZMAError) as exc:
         if compression is None:
-            raise store_error(url, exc) from exc
-        raise InputError(f"corrupt or truncated {compression} data ({_first_line(exc)})", location=url) from exc
+            raise (store_error(where, exc) if isinstance(path, str) else
+                   InputError(f"cannot read: {_first_line(exc)}", location=where)) from exc
+        raise InputError(f"corrupt or truncated {compression} data ({_first_line(exc)})", location=where) from exc
     except zstd_errors() as exc:  # "Unknown frame descriptor" and the like
-        raise InputError(f"not valid zstd data ({_first_line(exc)})", location=url) from exc
-    return out
+        raise InputError(f"not valid zstd data ({_first_line(exc)})", location=where) from exc
 
 
 def remote_read_error(url: str, fmt: str, exc: Exception) -> InputError:

@@ -159,20 +159,23 @@ class SparkEngine:
 
     def _csv(self, paths: list[str], names: list[str], schema: dict[str, pl.DataType]):  # noqa: ANN202
         """csv files read as the polars engine reads them: RFC 4180 quoting (a quoted field may hold a
-        newline or ``""``), every field as text cast to the type Polars gave the column in the sample,
-        and ``#`` lines skipped only when a file starts with comment lines."""
-        from ..readers import csv_skip_rows
-
+        newline or ``""``), every field as text cast to the type Polars gave the column in the sample;
+        the files that start with comment lines read with Spark's ``comment`` option (which drops every
+        line starting with ``#``), the others without it (:func:`leading_comments`)."""
         options = {"header": True, "multiLine": True, "quote": '"', "escape": '"', "mode": "FAILFAST",
                    "inferSchema": False}
-        if any(csv_skip_rows(p) if is_remote(p) else csv_skip_rows(Path(p)) for p in paths):
-            options["comment"] = "#"
-        df = self.session.read.options(**options).csv(paths)
+        commented = {p: leading_comments(p) > 0 for p in paths}
         cols = []
         for c in names:
             sql_type = CSV_TYPES.get(kind_of(schema[c])) if c in schema else None
             cols.append(f"CAST(`{c}` AS {sql_type}) AS `{c}`" if sql_type else f"`{c}`")
-        return df.selectExpr(*cols)
+        frames = []
+        for comment in (False, True):
+            group = [p for p in paths if commented[p] == comment]
+            if group:
+                reader = self.session.read.options(**options, **({"comment": "#"} if comment else {}))
+                frames.append(reader.csv(group).selectExpr(*cols))
+        return functools.reduce(lambda a, b: a.unionByName(b), frames)
 
     def _collect(self, sql: str, where: str) -> pl.DataFrame:
         try:
@@ -252,6 +255,38 @@ class SparkEngine:
                    schema: dict[str, pl.DataType]) -> list[float]:
         self._view(plan, files, schema, self._per_file)
         return self._collect(bad_values_sql(plan, opts, SPARK, TABLE), str(files[0]))["x"].to_list()
+
+
+def leading_comments(path: str) -> int:
+    """The leading comment lines of a csv file, which the polars engine skips (:func:`..readers.csv_skip_rows`),
+    when Spark's ``comment`` option skips exactly those lines; else a one-line ConfigError naming the line
+    Spark would read otherwise: a later line starting with ``#`` (data to Polars, a comment to Spark) or a
+    leading one starting with a space or a quote (a comment to Polars, not to Spark). A file that starts
+    with comment lines is read here once, in a stream (decompressed, bounded); any other only to its
+    first line."""
+    import contextlib
+
+    from ..readers import text_lines
+
+    leading = 0
+    with contextlib.closing(text_lines(path if is_remote(path) else Path(path))) as lines:
+        for number, line in enumerate(lines, start=1):
+            if number == leading + 1 and line.lstrip().startswith(("#", '"#')):
+                if not line.startswith("#"):
+                    raise _comment_refusal(path, number, "is a comment line to the polars engine, not to Spark's "
+                                           "csv reader (it starts with a space or a quote)")
+                leading += 1
+            elif leading == 0:
+                return 0
+            elif line.startswith("#"):
+                raise _comment_refusal(path, number, "starts with '#' after the file's leading comment lines: "
+                                       "Spark's csv reader would drop it as a comment, the polars engine reads it")
+    return leading
+
+
+def _comment_refusal(path: str, number: int, why: str) -> ConfigError:
+    return ConfigError(f"line {number} {why}", location=f"{path}:{number}",
+                       remedy="use --engine polars or --engine duckdb, or quote that line's first field")
 
 
 HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
