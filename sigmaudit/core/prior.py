@@ -671,7 +671,7 @@ def fit_corpus_prior(n: ArrayLike, k: ArrayLike, weights: ArrayLike | None = Non
     one Beta, plus two Betas, or a nonparametric grid prior, that the data do not reject.
 
     Prompts with more than :data:`THIN_N` samples enter the fit thinned to that many
-    (:func:`thin_pairs`), which bounds its cost. The nonparametric maximum-likelihood prior (grid EM)
+    (:func:`thin_pairs`), which bounds its cost. The nonparametric maximum-likelihood prior (:func:`~.npmle.fit_npmle`)
     is fitted first; a parametric prior is kept unless that prior's log-likelihood beats it by more
     than ``LR_THRESHOLD / 2`` (a likelihood-ratio test). Smooth parametric priors extrapolate to G beyond
     the logged n with less variance and put never-solved prompts exactly at p = 0 (which n samples alone
@@ -680,11 +680,14 @@ def fit_corpus_prior(n: ArrayLike, k: ArrayLike, weights: ArrayLike | None = Non
     the maximum-likelihood grid prior itself is a few point masses, which would move a well-sampled
     prompt's posterior off its own pass rate onto the nearest mass.
     """
+    from .npmle import fit_npmle
+
     n_u, k_u, c_u = thin_pairs(*_pairs(n, k, weights))
-    # Bound the EM's work on corpora with many distinct (n, k) pairs (~2e8 multiply-adds).
-    max_iter = int(np.clip(2e8 / (n_u.size * GRID_SIZE), 150, 3000))
-    grid_prior = fit_grid_prior(n_u, k_u, c_u, max_iter=max_iter)
-    scaled = _scaled_lik(n_u, k_u, grid_prior.grid)  # the likelihood matrix, computed once for every candidate
+    grid = default_grid()
+    scaled = _scaled_lik(n_u, k_u, grid)  # the likelihood matrix, computed once for every candidate
+    w_max, it_max = fit_npmle(scaled[0], c_u)  # the grid maximum itself (EM stopped short of it: 1e-4 to 2e-2)
+    grid_prior = GridPrior(grid=grid, weights=w_max, iterations=it_max,
+                           log_likelihood=_grid_log_likelihood(scaled[0], scaled[1], c_u, w_max))
     for components in (1, 2):
         try:
             candidate, _ = _fit_atoms_beta(n_u, k_u, c_u, grid_prior.grid, components, scaled)

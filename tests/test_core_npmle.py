@@ -1,0 +1,56 @@
+"""The grid maximum-likelihood prior (core/npmle.py) is the maximum: no EM run gets above it, and its
+optimality condition holds (no grid point's directional derivative exceeds the optimum's)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from sigmaudit.core.npmle import fit_npmle, gap_bound
+from sigmaudit.core.prior import _scaled_lik, default_grid, distinct_pairs, fit_grid_prior, thin_pairs
+
+REAL = Path(__file__).parent / "data" / "real"
+
+
+def _ll(lik, shift, c, w):
+    return float(c @ (np.log(lik @ w) + shift[:, 0]))
+
+
+def _corpora():
+    rng = np.random.default_rng(3)
+    n = rng.integers(2, 40, 400)
+    u = rng.random(400)
+    p = np.where(u < 0.3, 0.0, np.where(u < 0.4, 1.0, rng.beta(0.6, 0.9, 400)))
+    yield "synthetic", distinct_pairs(n, rng.binomial(n, p))[:3]
+    table = pl.read_csv(REAL / "evalperf_per_task_pass_rates.csv")
+    for run in sorted(set(table["run"]))[:3]:
+        d = table.filter(pl.col("run") == run)
+        yield run, distinct_pairs(d["n_samples"].to_numpy(), d["n_correct"].to_numpy())[:3]
+    aime = pl.read_csv(REAL / "pika_aime_1983_2024_pass_rates.csv")
+    yield "aime", distinct_pairs(aime["n_samples"].to_numpy(), aime["n_correct"].to_numpy())[:3]
+
+@pytest.mark.parametrize(("name", "pairs"), list(_corpora()), ids=lambda v: v if isinstance(v, str) else "")
+def test_the_maximum_is_not_beaten_by_a_long_em(name, pairs):
+    n, k, c = thin_pairs(*pairs)
+    grid = default_grid()
+    lik, shift = _scaled_lik(n, k, grid)
+    w, iterations = fit_npmle(lik, c)
+    assert iterations < 200 and w.min() >= 0.0 and w.sum() == pytest.approx(1.0, abs=1e-12)
+    best = _ll(lik, shift, c, w)
+    em = fit_grid_prior(n, k, c, grid=grid, max_iter=20000, tol=0.0)
+    assert em.log_likelihood <= best + 1e-9 * abs(best)
+    # optimality: max_j D_j <= 1 + 1e-8 bounds the gap to the maximum by sum(c) * 1e-8
+    assert gap_bound(lik, c, w) <= c.sum() * 2e-8
+
+
+def test_a_two_point_corpus_has_its_closed_form():
+    """Only k = 0 and k = n pairs at n = 3: the maximum puts mass 0.3 at p = 0 and 0.7 at p = 1."""
+    n = np.array([3, 3])
+    k = np.array([0, 3])
+    c = np.array([3.0, 7.0])
+    lik, _ = _scaled_lik(n, k, default_grid())
+    w, _ = fit_npmle(lik, c)
+    assert w[0] == pytest.approx(0.3, abs=1e-7) and w[-1] == pytest.approx(0.7, abs=1e-7)
