@@ -404,6 +404,25 @@ def test_a_comment_line_spark_would_not_skip_is_refused(tmp_path):
         "space or a quote); use --engine polars or --engine duckdb, or quote that line's first field")
 
 
+@pytest.mark.parametrize("engine", ["duckdb", "spark"])
+def test_compressed_data_under_a_plain_name_is_refused_by_the_sql_engines(tmp_path, capsys, engine, request):
+    """Issue 23 item 10 on the engines: the polars engine reads gzip bytes in a file named .csv by content
+    (4,800 rollouts); DuckDB and Spark pick the decompressor by the name (DuckDB: "Error when sniffing
+    file", Spark: the gzip bytes as column names): refused in one line naming the file and the fix."""
+    pytest.importorskip(engine if engine == "duckdb" else "pyspark")
+    if engine == "spark":
+        request.getfixturevalue("spark_engine")
+    path = tmp_path / "long.csv"
+    path.write_bytes(gzip.compress((SAMPLES / "long.csv").read_bytes()))
+    code, out, _ = run(capsys, "scan", str(path), "-G", "8", "-f", "json")
+    assert code == 0 and json.loads(out)["rollouts"] == 4800
+    code, out, err = run(capsys, "scan", str(path), "-G", "8", "--engine", engine)
+    assert (code, out) == (2, "")
+    assert err.strip().splitlines() == [
+        f"sigmaudit: error: {path}: gzip data under a name that does not say so: --engine {engine} picks the "
+        "decompressor by the file's name; rename it to end in .csv.gz, or use --engine polars (it reads by content)"]
+
+
 def test_spark_reads_a_quoted_newline_in_a_prompt_id(tmp_path, capsys, spark_engine, monkeypatch):
     """A csv prompt id holding a quoted newline is one field (item 18): the same answer as Polars, and
     nothing but sigmaudit's own lines on stderr; a local session's Python workers run this interpreter."""

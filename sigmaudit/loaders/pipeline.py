@@ -21,6 +21,7 @@ from .rules import (
     drop_copied_files,
     drop_relogged,
     framework_elsewhere,
+    misnamed_compression,
     of_main_layout,
     passed_over,
     same_size,
@@ -83,6 +84,9 @@ def load_on(engine: Engine, inputs: Inputs, opts: LoadOptions) -> LoadedCounts:
     if not inputs.remote and len(set(roots(kept, [plan.layout] * len(kept)))) > 1:
         # several runs: counted file by file, so the runs are told apart as the polars engine does
         return load_per_file(engine, inputs, opts)
+    misnamed = misnamed_compression(kept, engine.name, remote=engine.name == "spark")
+    if misnamed is not None:
+        raise misnamed
     result = reduce_with(engine, plan, opts, kept, schema)
     one = FileCounts(kept[0], plan, result.frame, result.rows, result.missing, result.duplicates,
                      missing_at=result.missing_at)

@@ -10,6 +10,8 @@
 - A lone file with a step column and share columns only is a per-step series (:func:`series_of`).
 - A dump that a framework reader restructures in Python is read by the polars engine from local
   files only (:func:`framework_elsewhere`).
+- A csv or jsonl file is decompressed by its content; an SQL engine, which decompresses by the name,
+  refuses one whose name does not say how it is compressed (:func:`misnamed_compression`).
 """
 
 from __future__ import annotations
@@ -215,3 +217,41 @@ def series_of(path: Path | str, src: Any, opts: LoadOptions) -> LoadedCounts | N
         notes=(f"detected a per-step series ({frame.height} steps, step from {step}; {cols}): shares only, "
                "no groups or prompts",),
         reward_source=", ".join(mapping.values()), has_steps=True, series=frame)
+
+
+REMOTE_SNIFFS = 8
+"""Objects whose first bytes an SQL engine's load checks (:func:`misnamed_compression`): each costs a request."""
+
+
+def misnamed_compression(files: Sequence[Any], engine: str, remote: bool = True) -> InputError | None:
+    """The one-line refusal for a csv or jsonl input whose first bytes say it is compressed (gzip, zstd,
+    bz2, xz) when its name does not say so: the polars engine reads it by content, an SQL engine picks
+    its decompressor by the name (DuckDB failed to sniff it, Spark read the bytes as text). Every local
+    file is checked, and (``remote``: for an engine that reads object stores) the first :data:`REMOTE_SNIFFS`
+    objects."""
+    import contextlib
+
+    from .paths import file_kind
+    from .readers import compressed_as
+    from .remote import open_object, parse_url
+
+    sniffed = 0 if remote else REMOTE_SNIFFS
+    for f in files:
+        kind = file_kind(parse_url(f).pure if isinstance(f, str) else Path(f))
+        if kind is None or kind[0] == "parquet" or (isinstance(f, str) and sniffed >= REMOTE_SNIFFS):
+            continue
+        if isinstance(f, str):
+            sniffed += 1
+            raw, _ = open_object(f)
+            with contextlib.closing(raw):
+                found = compressed_as(head=raw.read(8))
+        else:
+            found = compressed_as(Path(f))
+        if found is not None and found != kind[1]:
+            name = {"gz": "gzip", "zst": "zstd"}.get(found, found)
+            return InputError(f"{name} data under a name that does not say so: --engine {engine} picks the "
+                              "decompressor by the file's name", location=str(f),
+                              remedy=f"rename it to end in .{kind[0]}.{found}, or use --engine polars (it reads by "
+                                     "content)" if found in ("gz", "zst") else
+                              "use --engine polars (it reads by content), or recompress it with gzip")
+    return None
