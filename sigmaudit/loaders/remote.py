@@ -272,12 +272,34 @@ def _filesystem(u: RemoteURL):  # noqa: ANN202
     container, _, host = u.bucket.partition("@")
     account = host.split(".")[0] or os.environ.get("AZURE_STORAGE_ACCOUNT_NAME") or \
         os.environ.get("AZURE_STORAGE_ACCOUNT")
+    key = os.environ.get("AZURE_STORAGE_ACCOUNT_KEY") or os.environ.get("AZURE_STORAGE_ACCESS_KEY") or None
+    emulator = _azurite()
+    if emulator:  # as Polars' client: the Azurite emulator and, unless set, its well-known account
+        account, key = account or AZURITE_ACCOUNT, key or AZURITE_KEY
     if not account:
         raise InputError("no Azure storage account named", location=u.url,
                          remedy="set AZURE_STORAGE_ACCOUNT_NAME, or write abfss://<container>@<account>.dfs.core.windows.net/<path>")
-    key = os.environ.get("AZURE_STORAGE_ACCOUNT_KEY") or os.environ.get("AZURE_STORAGE_ACCESS_KEY") or None
     sas = None if key else os.environ.get("AZURE_STORAGE_SAS_TOKEN") or None
-    return fs.AzureFileSystem(account, account_key=key, sas_token=sas), container
+    return fs.AzureFileSystem(account, account_key=key, sas_token=sas, **emulator), container
+
+
+AZURITE_ACCOUNT = "devstoreaccount1"
+AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+"""The Azurite emulator's published development account and key (not a secret)."""
+
+
+def _azurite() -> dict[str, str]:
+    """pyarrow's options for the Azurite emulator when ``AZURE_STORAGE_USE_EMULATOR`` is set (at
+    ``AZURITE_BLOB_STORAGE_URL``, default ``http://127.0.0.1:10000``), as Polars' client reads them; {} else."""
+    import os
+    import urllib.parse
+
+    if os.environ.get("AZURE_STORAGE_USE_EMULATOR", "").strip().lower() not in ("1", "true"):
+        return {}
+    where = urllib.parse.urlsplit(os.environ.get("AZURITE_BLOB_STORAGE_URL") or "http://127.0.0.1:10000")
+    scheme = where.scheme or "http"
+    return {"blob_storage_authority": where.netloc, "blob_storage_scheme": scheme,
+            "dfs_storage_authority": where.netloc, "dfs_storage_scheme": scheme}
 
 
 def download(url: str, dest: Path) -> Path:
