@@ -182,9 +182,10 @@ def test_svg_ids_are_unique_across_charts(page):
 
 def test_charts_render_deterministically():
     from sigmaudit.render.html import pass_rate_chart
+    from sigmaudit.views.report import pass_rate_data
 
-    one = pass_rate_chart((3, 1, 0, 2, 0, 0, 1, 0, 0, 2), 2, 1, 9)
-    assert one == pass_rate_chart((3, 1, 0, 2, 0, 0, 1, 0, 0, 2), 2, 1, 9)
+    one = pass_rate_chart(pass_rate_data((3, 1, 0, 2, 0, 0, 1, 0, 0, 2), 2, 1, 9))
+    assert one == pass_rate_chart(pass_rate_data((3, 1, 0, 2, 0, 0, 1, 0, 0, 2), 2, 1, 9))
     assert "never solved (k = 0): 2 (22.2%)" in one and "always solved (k = n): 1 (11.1%)" in one
 
 
@@ -271,3 +272,12 @@ def test_cli_and_other_commands_do_not_load_matplotlib():
             "sys.exit('matplotlib' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_caption_spans_escape_what_could_be_markup():
+    from sigmaudit.render.html import prose, spans_html
+    from sigmaudit.views.page import Span
+
+    assert prose("0 < k < n, <0.1%, a & b, <b>x</b>") == "0 < k < n, <0.1%, a &amp; b, &lt;b>x&lt;/b>"
+    assert spans_html((Span("G = "), Span("8", "strong"), Span(": "), Span("'check' <x>", "quote"))) == (
+        "G = <b>8</b>: &#x27;check&#x27; &lt;x&gt;")

@@ -120,6 +120,7 @@ class GridPrior:
         return post
 
 
+# long: one EM loop (SQUAREM steps and the monotone safeguard share w, its marginal and the likelihood)
 def fit_grid_prior(
     n: ArrayLike,
     k: ArrayLike,

@@ -5,33 +5,40 @@ Charts are drawn on a bare :class:`matplotlib.figure.Figure` (no pyplot, no GUI
 backend), saved as SVG with text kept as text, and inlined after removing the
 XML prologue, the DOCTYPE (its DTD address would be the only URL), the
 metadata block and the global ``<style>``; ids are prefixed per chart so
-several charts can share one page. Numbers come from the results; this module
-formats and draws them, it never computes them.
+several charts can share one page. Every number, word and choice of section comes from the
+:class:`~sigmaudit.views.View` (its ``page``: :mod:`sigmaudit.views.page`); this module turns them into
+HTML and SVG, and never computes or chooses them.
 """
 
 from __future__ import annotations
 
 import html
 import io
-import math
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from matplotlib.figure import Figure
 
-from ..fmt import format_value, pct
 from ..views import Table, View
-from ..views.labels import EXTREME_LABEL, MIDDLE_LABEL, QUANTILE_NAMES, filtered_line
-from ..views.report import report_by_section
+from ..views.page import (
+    CalibrationChart,
+    Card,
+    Chart,
+    ChartData,
+    FidelityChart,
+    Mark,
+    MassChart,
+    Page,
+    PassRateChart,
+    SilentChart,
+    Spans,
+    TradeoffChart,
+    TrendChart,
+)
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
-
-# The results drawn here (report data, scan, trend, backtest, fidelity curves) arrive through the View
-# (``view.source``, ``view.parts``; each part carries its heading and the sections the page shows): this
-# module reads their fields and imports no audit.
-ReportData = ScanReport = TrendResult = FidelityCurve = BacktestResult = Any
 
 # Okabe–Ito colours (readable with colour-blindness).
 ALL_WRONG = "#D55E00"
@@ -118,7 +125,7 @@ def esc(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _is_num(v: Any) -> bool:
+def _is_num(v: object) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
@@ -148,11 +155,11 @@ def table_html(t: Table, caption: bool = True) -> str:
     return "\n".join(out)
 
 
-def view_html(view: View, level: int = 3, fold_rows: int = 40) -> str:
+def view_html(view: View, level: int = 3) -> str:
     """Every section of a :class:`~sigmaudit.render.View`: a heading, its lines, its tables side by side.
 
-    A table titled like its section gets no caption; one with more than ``fold_rows`` rows is folded
-    into a ``<details>`` element (closed), so a long per-step table does not bury the rest.
+    A table titled like its section gets no caption; one with more than the view's ``fold_rows`` rows is
+    folded into a ``<details>`` element (closed), so a long per-step table does not bury the rest.
     """
     out = []
     for s in view.sections:
@@ -161,7 +168,7 @@ def view_html(view: View, level: int = 3, fold_rows: int = 40) -> str:
         tables = []
         for t in s.tables:
             body = table_html(t, caption=t.title != s.title)
-            if len(t.rows) > fold_rows:
+            if len(t.rows) > view.fold_rows:
                 body = f"<details><summary>{esc(t.title)} ({len(t.rows):,} rows)</summary>{body}</details>"
             tables.append(body)
         if tables:
@@ -201,13 +208,13 @@ def svg_of(fig: Figure, name: str, label: str) -> str:
     return text.strip()
 
 
-def _draw(draw: Callable[..., None], name: str, label: str, *args: Any, width: float = FIG_WIDTH,
+def _draw(draw: Callable[[Figure, Axes], None], name: str, label: str, *, width: float = FIG_WIDTH,
           height: float = FIG_HEIGHT) -> str:
     from matplotlib import rc_context
 
     with rc_context(_RC):
         fig, ax = _figure(width, height)
-        draw(fig, ax, *args)
+        draw(fig, ax)
     return svg_of(fig, name, label)
 
 
@@ -224,11 +231,13 @@ def _log2_axis(ax: Axes, Gs: Sequence[int]) -> None:
     ax.set_xlabel("group size G (log scale)")
 
 
-def _mark_G(ax: Axes, G: int, label: str, *, style: str = "-", y: float = 0.0) -> None:
-    """A vertical line at G, labelled at the foot of the axes (where legends and curves rarely are)."""
-    ax.axvline(G, color=CORPUS, linestyle=style, linewidth=1.1, zorder=4)
-    ax.annotate(label, xy=(G, y), xycoords=("data", "axes fraction"), xytext=(3, 3), textcoords="offset points",
-                ha="left", va="bottom", fontsize=8, color=CORPUS, zorder=6,
+def _mark_G(ax: Axes, mark: Mark) -> None:
+    """A vertical line at G, labelled at the foot of the axes (where legends and curves rarely are); a
+    secondary mark dotted, its label higher up."""
+    style, y = (":", 0.1) if mark.secondary else ("-", 0.0)
+    ax.axvline(mark.G, color=CORPUS, linestyle=style, linewidth=1.1, zorder=4)
+    ax.annotate(mark.label, xy=(mark.G, y), xycoords=("data", "axes fraction"), xytext=(3, 3),
+                textcoords="offset points", ha="left", va="bottom", fontsize=8, color=CORPUS, zorder=6,
                 bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "none", "alpha": 0.85})
 
 
@@ -247,22 +256,23 @@ def _percent_axis(ax: Axes, top: float = 1.0) -> None:
 # --------------------------------------------------------------------------- charts
 
 
-def pass_rate_chart(histogram: Sequence[int], never: int, always: int, prompts: int) -> str:
+def pass_rate_chart(c: PassRateChart) -> str:
     """Bars of prompts per p̂ bin (width 0.1); the never-solved (k = 0) and always-solved (k = n) prompts in colour."""
     from matplotlib.ticker import MaxNLocator
 
     def draw(fig: Figure, ax: Axes) -> None:
+        histogram = c.histogram
         bins = len(histogram)
         left = [i / bins for i in range(bins)]
         rest = list(histogram)
-        rest[0] -= never
-        rest[-1] -= always
+        rest[0] -= c.never
+        rest[-1] -= c.always
         width = 1.0 / bins * 0.92
         ax.bar(left, rest, width=width, align="edge", color=GREY, label="0 < k < n")
-        ax.bar([left[0]], [never], bottom=[rest[0]], width=width, align="edge", color=ALL_WRONG,
-               label=f"never solved (k = 0): {never:,} ({pct(never / prompts)})")
-        ax.bar([left[-1]], [always], bottom=[rest[-1]], width=width, align="edge", color=ALL_CORRECT,
-               label=f"always solved (k = n): {always:,} ({pct(always / prompts)})")
+        ax.bar([left[0]], [c.never], bottom=[rest[0]], width=width, align="edge", color=ALL_WRONG,
+               label=c.never_label)
+        ax.bar([left[-1]], [c.always], bottom=[rest[-1]], width=width, align="edge", color=ALL_CORRECT,
+               label=c.always_label)
         ax.set_xlim(0.0, 1.0)
         ax.set_xticks([i / bins for i in range(bins + 1)])
         ax.set_xlabel("pass rate p̂ = k/n of a prompt")
@@ -275,31 +285,26 @@ def pass_rate_chart(histogram: Sequence[int], never: int, always: int, prompts: 
     return _draw(draw, "passrate", "histogram of per-prompt pass rates")
 
 
-def mass_chart(prompt_share: Sequence[float], grpo: Sequence[float], grpo_finite: Sequence[float],
-               drgrpo: Sequence[float], G: int, bands: dict[str, tuple[float, float]]) -> str:
+MASS_COLORS = (GRPO, GRPO_LIGHT, DRGRPO)
+"""Colours of the mass chart's rules, in the view's order (GRPO large G, GRPO at G, Dr. GRPO)."""
+
+
+def mass_chart(c: MassChart) -> str:
     """Grouped bars: each rule's share of its total gradient mass per p̂ bin; the prompts' share as a step line."""
 
     def draw(fig: Figure, ax: Axes) -> None:
-        bins = len(grpo)
+        bins = len(c.prompt_share)
         centers = [(i + 0.5) / bins for i in range(bins)]
         w = 1.0 / bins / 4.0
-        series = (
-            (f"GRPO, large G (extreme {pct(bands['grpo'][0], 0)}, middle {pct(bands['grpo'][1], 0)})", grpo, GRPO),
-            (f"GRPO at G = {G:,} (extreme {pct(bands['grpo_finite'][0], 0)}, middle "
-             f"{pct(bands['grpo_finite'][1], 0)})", grpo_finite, GRPO_LIGHT),
-            (f"Dr. GRPO (extreme {pct(bands['drgrpo'][0], 0)}, middle {pct(bands['drgrpo'][1], 0)})", drgrpo, DRGRPO),
-        )
-        for j, (label, vals, color) in enumerate(series):
-            xs = [c + (j - 1) * w for c in centers]
-            ax.bar(xs, [0.0 if v is None or math.isnan(v) else v for v in vals], width=w, color=color, label=label)
+        for j, (rule, color) in enumerate(zip(c.rules, MASS_COLORS, strict=True)):
+            ax.bar([x + (j - 1) * w for x in centers], list(rule.values), width=w, color=color, label=rule.label)
         edges = [i / bins for i in range(bins + 1)]
-        ax.stairs(list(prompt_share), edges, color=CORPUS, linewidth=1.0, linestyle="--", label="share of prompts")
+        ax.stairs(list(c.prompt_share), edges, color=CORPUS, linewidth=1.0, linestyle="--", label=c.prompt_label)
         ax.set_xlim(0.0, 1.0)
         ax.set_xticks(edges)
         ax.set_xlabel("pass rate p̂ = k/n of a prompt")
         ax.set_ylabel("share of the rule's gradient mass")
-        top = max([*(v for _, vals, _ in series for v in vals if v is not None and not math.isnan(v)),
-                   *prompt_share, 0.01])
+        top = max([*(v for rule in c.rules for v in rule.values), *c.prompt_share, 0.01])
         _percent_axis(ax, top * 1.45)
         ax.grid(axis="x", visible=False)
         _legend(fig)
@@ -307,23 +312,21 @@ def mass_chart(prompt_share: Sequence[float], grpo: Sequence[float], grpo_finite
     return _draw(draw, "mass", "gradient-mass share by pass-rate bin, GRPO vs Dr. GRPO")
 
 
-def silent_chart(Gs: Sequence[int], all_wrong: Sequence[float], all_correct: Sequence[float], chosen: int,
-                 chosen_label: str, floor: float, max_silent: float | None, g_main: int | None = None) -> str:
-    """Stacked areas of the all-wrong and all-correct silent rate along G; the chosen G and the floor marked."""
+def silent_chart(c: SilentChart) -> str:
+    """Stacked areas of the all-wrong and all-correct silent rate along G; the marked G and the floor."""
 
     def draw(fig: Figure, ax: Axes) -> None:
-        total = [a + b for a, b in zip(all_wrong, all_correct, strict=True)]
-        ax.fill_between(Gs, 0, all_wrong, color=ALL_WRONG, alpha=0.75, linewidth=0, label="all wrong (k = 0)")
-        ax.fill_between(Gs, all_wrong, total, color=ALL_CORRECT, alpha=0.7, linewidth=0, label="all correct (k = G)")
+        Gs = list(c.G)
+        total = [a + b for a, b in zip(c.all_wrong, c.all_correct, strict=True)]
+        ax.fill_between(Gs, 0, c.all_wrong, color=ALL_WRONG, alpha=0.75, linewidth=0, label="all wrong (k = 0)")
+        ax.fill_between(Gs, c.all_wrong, total, color=ALL_CORRECT, alpha=0.7, linewidth=0,
+                        label="all correct (k = G)")
         ax.plot(Gs, total, color=CORPUS, marker="o", markersize=3, linewidth=1.2, label="silent rate")
-        ax.axhline(floor, color=CORPUS, linestyle=":", linewidth=1.0,
-                   label=f"floor as G → ∞: {pct(floor)} (p = 0 or 1)")
-        if max_silent is not None:
-            ax.axhline(max_silent, color=GRPO, linestyle="--", linewidth=1.6, zorder=5,
-                       label=f"target silent ≤ {max_silent:g}")
-        if g_main is not None and g_main != chosen:
-            _mark_G(ax, g_main, f"G = {g_main} (--g-main)", style=":", y=0.1)
-        _mark_G(ax, chosen, f"G = {chosen} ({chosen_label})")
+        ax.axhline(c.floor, color=CORPUS, linestyle=":", linewidth=1.0, label=c.floor_label)
+        if c.target is not None:
+            ax.axhline(c.target, color=GRPO, linestyle="--", linewidth=1.6, zorder=5, label=c.target_label)
+        for mark in c.marks:
+            _mark_G(ax, mark)
         _log2_axis(ax, Gs)
         _percent_axis(ax)
         ax.set_ylabel("silent groups (σ = 0)")
@@ -332,80 +335,70 @@ def silent_chart(Gs: Sequence[int], all_wrong: Sequence[float], all_correct: Seq
     return _draw(draw, "silent", "silent-group rate versus group size")
 
 
-def fidelity_chart(curves: Sequence[FidelityCurve], sweep_G: Sequence[int], corpus: Sequence[float | None],
-                   eps: float, chosen: int, chosen_label: str, min_fidelity: float | None = None) -> str:
-    """φ(p̂_q, G) along G at the quartiles of p̂; the corpus mean, 1 − ε and the chosen G marked."""
+def fidelity_chart(c: FidelityChart) -> str:
+    """φ(p̂_q, G) along G at the quartiles of p̂; the corpus mean, 1 − ε and the marked G."""
 
     def draw(fig: Figure, ax: Axes) -> None:
-        xs = list(sweep_G)
-        for c, color in zip(curves, QUARTILE_COLORS, strict=False):
-            name = QUANTILE_NAMES.get(c.quantile, f"q = {c.quantile:g}")
-            need = "unreachable" if c.exact_G is None else f"needs G ≥ {c.exact_G:,}"
-            ax.plot(c.G, c.fidelity, color=color, linewidth=1.6, label=f"{name} p̂ = {format_value(c.p_hat)} ({need})")
-            xs += list(c.G)
-            if c.exact_G is not None and c.G[0] <= c.exact_G <= c.G[-1]:
-                ax.plot([c.exact_G], [1.0 - eps], marker="o", color=color, markersize=5, zorder=5)
-        pts = [(g, v) for g, v in zip(sweep_G, corpus, strict=True) if v is not None]
-        if pts:
-            ax.plot([g for g, _ in pts], [v for _, v in pts], color=CORPUS, linestyle="--", marker="o", markersize=3,
-                    linewidth=1.1, label="corpus (GRPO-mass-weighted, bayes)")
-        ax.axhline(1.0 - eps, color=GREY, linestyle=":", linewidth=1.2, label=f"1 − ε = {1 - eps:g}")
-        if min_fidelity is not None:
-            ax.axhline(min_fidelity, color=GRPO, linestyle="--", linewidth=1.6, zorder=5,
-                       label=f"target corpus φ ≥ {min_fidelity:g}")
-        _mark_G(ax, chosen, f"G = {chosen} ({chosen_label})")
+        xs = list(c.sweep_G)
+        for line, color in zip(c.lines, QUARTILE_COLORS, strict=False):
+            ax.plot(line.G, line.fidelity, color=color, linewidth=1.6, label=line.label)
+            xs += list(line.G)
+            if line.dot_G is not None:
+                ax.plot([line.dot_G], [c.need], marker="o", color=color, markersize=5, zorder=5)
+        if c.corpus:
+            ax.plot([g for g, _ in c.corpus], [v for _, v in c.corpus], color=CORPUS, linestyle="--", marker="o",
+                    markersize=3, linewidth=1.1, label=c.corpus_label)
+        ax.axhline(c.need, color=GREY, linestyle=":", linewidth=1.2, label=c.need_label)
+        if c.target is not None:
+            ax.axhline(c.target, color=GRPO, linestyle="--", linewidth=1.6, zorder=5, label=c.target_label)
+        _mark_G(ax, c.mark)
         _log2_axis(ax, xs)
         ax.set_ylim(0.0, 1.02)
         ax.set_ylabel("fidelity φ = E[σ] / sqrt(p(1−p))")
         _legend(fig)
-        if not curves and not pts:
-            ax.text(0.5, 0.5, "no prompt with 0 < k < n: no G moves any prompt", transform=ax.transAxes,
-                    ha="center", va="center")
+        if c.empty_text is not None:
+            ax.text(0.5, 0.5, c.empty_text, transform=ax.transAxes, ha="center", va="center")
 
     return _draw(draw, "fidelity", "fidelity versus group size at the quartiles of the pass rate")
 
 
-def trend_chart(trend: TrendResult) -> str:
+def trend_chart(c: TrendChart) -> str:
     """Per step: observed silent share of the logged groups (stacked all-wrong / all-correct), forecast, pass rate."""
 
     from matplotlib.ticker import MaxNLocator
 
     def draw(fig: Figure, ax: Axes) -> None:
-        rows = trend.rows
-        x = [r.step for r in rows]
-        aw = [r.observed_all_wrong for r in rows]
-        tot = [r.observed_silent for r in rows]
-        ax.fill_between(x, 0, aw, color=ALL_WRONG, alpha=0.75, linewidth=0, step=None, label="observed all wrong")
-        ax.fill_between(x, aw, tot, color=ALL_CORRECT, alpha=0.7, linewidth=0, label="observed all correct")
-        fx = [(r.step, r.ahead_silent) for r in rows if r.ahead_silent is not None]
-        if fx:
-            ax.plot([a for a, _ in fx], [b for _, b in fx], color=CORPUS, linestyle="--", linewidth=1.3,
+        x = list(c.steps)
+        ax.fill_between(x, 0, c.all_wrong, color=ALL_WRONG, alpha=0.75, linewidth=0, step=None,
+                        label="observed all wrong")
+        ax.fill_between(x, c.all_wrong, c.silent, color=ALL_CORRECT, alpha=0.7, linewidth=0,
+                        label="observed all correct")
+        if c.ahead:
+            ax.plot([a for a, _ in c.ahead], [b for _, b in c.ahead], color=CORPUS, linestyle="--", linewidth=1.3,
                     label="forecast silent (one step ahead)")
-        ax.plot(x, [r.pass_rate for r in rows], color=PASS, linewidth=1.6, label="mean pass rate k/n")
+        ax.plot(x, list(c.pass_rate), color=PASS, linewidth=1.6, label="mean pass rate k/n")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         if len(x) == 1:
             ax.set_xlim(x[0] - 1, x[0] + 1)
         else:
             ax.set_xlim(x[0], x[-1])
         _percent_axis(ax, 1.0)
-        ax.set_xlabel("training step" if trend.every == 1 else f"training step (buckets of {trend.every})")
+        ax.set_xlabel(c.x_label)
         ax.set_ylabel("share of the step's groups")
         _legend(fig, 4)
 
     return _draw(draw, "trend", "silent groups per training step", width=2 * FIG_WIDTH, height=3.3)
 
 
-def calibration_chart(bt: BacktestResult) -> str:
+def calibration_chart(c: CalibrationChart) -> str:
     """Mean observed silent share against the mean forecast per bin (dot area ∝ groups), with the diagonal."""
 
     def draw(fig: Figure, ax: Axes) -> None:
-        bins = [c for c in bt.calibration if c.n]
         ax.plot([0, 1], [0, 1], color=GREY, linewidth=1.0, linestyle="--", label="perfect calibration")
-        biggest = max(c.n for c in bins)
-        ax.scatter([c.predicted for c in bins], [c.observed for c in bins],
-                   s=[20 + 180 * c.n / biggest for c in bins], color=ALL_CORRECT, alpha=0.85, zorder=3,
-                   label="sigmaudit forecast (area ∝ groups)")
-        ax.plot([c.predicted for c in bins], [c.observed for c in bins], color=ALL_CORRECT, linewidth=1.0)
+        biggest = max(c.groups)
+        ax.scatter(list(c.predicted), list(c.observed), s=[20 + 180 * n / biggest for n in c.groups],
+                   color=ALL_CORRECT, alpha=0.85, zorder=3, label="sigmaudit forecast (area ∝ groups)")
+        ax.plot(list(c.predicted), list(c.observed), color=ALL_CORRECT, linewidth=1.0)
         ax.set_xlim(0, 1)
         _percent_axis(ax, 1.0)
         from matplotlib.ticker import PercentFormatter
@@ -423,21 +416,18 @@ TRADEOFF_STYLE = {"sigmaudit": (ALL_CORRECT, "o", "-"), "greso": (GRPO, "s", "--
 """Colour, marker and line of each skip rule on the trade-off chart."""
 
 
-def tradeoff_chart(bt: BacktestResult) -> str:
+def tradeoff_chart(c: TradeoffChart) -> str:
     """Silent groups avoided against informative groups lost, one curve per skip rule, the loss budget marked."""
 
     def draw(fig: Figure, ax: Axes) -> None:
-        for rule, (color, marker, line) in TRADEOFF_STYLE.items():
-            pts = sorted((t.informative_lost, t.silent_avoided) for t in bt.tradeoff if t.rule == rule)
-            if not pts:
-                continue
+        for rule, pts in c.curves:
+            color, marker, line = TRADEOFF_STYLE[rule]
             ax.plot([0.0, *(a for a, _ in pts)], [0.0, *(b for _, b in pts)], color=color, marker=marker,
                     linestyle=line or "none", markersize=4, linewidth=1.4, label=rule)
-        ax.axvline(bt.max_lost, color=CORPUS, linewidth=0.9, linestyle=":", label=f"{pct(bt.max_lost, 0)} lost")
+        ax.axvline(c.max_lost, color=CORPUS, linewidth=0.9, linestyle=":", label=c.max_lost_label)
         from matplotlib.ticker import PercentFormatter
 
-        worst = max((t.informative_lost for t in bt.tradeoff if t.informative_lost == t.informative_lost), default=1.0)
-        ax.set_xlim(0, min(1.0, max(worst, bt.max_lost) * 1.1 + 0.01))
+        ax.set_xlim(0, min(1.0, max(c.worst_lost, c.max_lost) * 1.1 + 0.01))
         ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
         _percent_axis(ax, 1.0)
         ax.set_xlabel("informative groups lost (skipped)")
@@ -447,211 +437,77 @@ def tradeoff_chart(bt: BacktestResult) -> str:
     return _draw(draw, "tradeoff", "skip rules: silent groups avoided against informative groups lost")
 
 
+_CHARTS: dict[type, Callable[..., str]] = {
+    PassRateChart: pass_rate_chart, SilentChart: silent_chart, FidelityChart: fidelity_chart, MassChart: mass_chart,
+    TrendChart: trend_chart, CalibrationChart: calibration_chart, TradeoffChart: tradeoff_chart,
+}
+"""Chart data type -> the function drawing it."""
+
+
+def chart_svg(data: ChartData) -> str:
+    """The inline SVG of one chart's data."""
+    return _CHARTS[type(data)](data)
+
+
 # --------------------------------------------------------------------------- the page
 
 
-def _figure_html(svg: str, caption: str) -> str:
-    return f"<figure>\n{svg}\n<figcaption>{caption}</figcaption>\n</figure>"
+_MARKUP = re.compile(r"&|<(?=[A-Za-z/!?])")
 
 
-def _cards(d: ReportData) -> str:
-    s = d.scan
-    w = s.wasted
-    cards = [
-        (f"{s.prompts:,}", f"prompts · {s.rollouts:,} rollouts"),
-        (pct(w.silent_rollout_share), f"silent groups at G = {w.G:,} ({w.estimator}): all wrong "
-                                      f"{pct(w.all_wrong_share)}, all correct {pct(w.all_correct_share)}"),
-        (f"{pct(s.pass_rate.never_solved)} / {pct(s.pass_rate.always_solved)}",
-         "of prompts never / always solved in the log"),
-        ("—" if d.plan.recommended_G is None else f"G = {d.plan.recommended_G:,}",
-         f"recommended ({d.plan.targets.describe()})"),
-        (f"{pct(s.mass_share.grpo.extreme)} vs {pct(s.mass_share.drgrpo.extreme)}"
-         if not math.isnan(s.mass_share.grpo.extreme) else "no mass",
-         f"gradient mass on extreme prompts ({EXTREME_LABEL}): GRPO vs Dr. GRPO, large G"),
-    ]
-    if s.observed_silent is not None:
-        o = s.observed_silent
-        cards.insert(2, (pct(o.fraction), f"of the {o.groups:,} logged groups were silent (size {o.G:,})"))
-    items = "".join(f'<div class="card"><div class="v">{esc(v)}</div><div class="k">{esc(k)}</div></div>'
-                    for v, k in cards)
+def prose(text: str) -> str:
+    """The view's own wording as element text: ``&`` and a ``<`` that would open a tag escaped; a ``<``
+    before a space or a digit (``0 < k < n``, ``<0.1%``) is text to an HTML parser and kept as written."""
+    return _MARKUP.sub(lambda m: "&amp;" if m.group(0) == "&" else "&lt;", text)
+
+
+def spans_html(spans: Spans) -> str:
+    """A caption or paragraph: prose as element text, quoted text escaped as every value on the page
+    (:func:`esc`), emphasis bold."""
+    out = []
+    for s in spans:
+        if s.kind == "strong":
+            out.append(f"<b>{esc(s.text)}</b>")
+        elif s.kind == "quote":
+            out.append(esc(s.text))
+        else:
+            out.append(prose(s.text))
+    return "".join(out)
+
+
+def _cards_html(cards: Sequence[Card]) -> str:
+    items = "".join(f'<div class="card"><div class="v">{esc(c.value)}</div><div class="k">{esc(c.label)}</div></div>'
+                    for c in cards)
     return f'<div class="cards">{items}</div>'
 
 
-def _samples(s: ScanReport) -> str:
-    sp = s.samples_per_prompt
-    return f"n = {sp.min:,} samples per prompt" if sp.min == sp.max else f"n = {sp.min:,}–{sp.max:,} samples per prompt"
+def _chart_html(c: Chart) -> str:
+    figure = f"<figure>\n{chart_svg(c.data)}\n<figcaption>{spans_html(c.caption)}</figcaption>\n</figure>"
+    return f"<section{' class=wide' if c.wide else ''}><h3>{esc(c.heading)}</h3>{figure}</section>"
 
 
-def _chosen_label(d: ReportData) -> str:
-    return "recommended" if d.chosen_by == "recommended" else "--g-main"
-
-
-Chart = tuple[str, str, str, bool]
-"""(heading, svg, caption, wide) of one chart of the report page."""
-
-
-def _charts(d: ReportData) -> list[Chart]:
-    """(heading, svg, caption, wide) per chart, in page order: the scan's and the plan's four, then the
-    trend's and the backtest's when the log has steps."""
-    charts = [_pass_rate_chart(d), _silent_chart(d), _fidelity_chart(d), _mass_chart(d)]
-    if d.trend is not None and d.trend.rows:
-        charts.append(_trend_chart(d.trend))
-    if d.backtest is not None:
-        charts += _backtest_charts(d.backtest)
-    return charts
-
-
-def _pass_rate_chart(d: ReportData) -> Chart:
-    s = d.scan
-    pr = s.pass_rate
-    never = round(pr.never_solved * s.prompts)
-    always = round(pr.always_solved * s.prompts)
-    return ("Pass rates",
-            pass_rate_chart(pr.histogram, never, always, s.prompts),
-            f"Prompts by pass rate p̂ = k/n in bins of width 0.1 (last bin includes 1), {s.prompts:,} prompts, "
-            f"{_samples(s)}. <b>Never solved</b> (k = 0) and <b>always solved</b> (k = n) prompts give silent groups "
-            f"at every G; from few samples some of them are merely rare, not impossible. "
-            f"Mean p̂ {format_value(pr.mean)}, median {format_value(pr.median)}.", False)
-
-
-def _silent_chart(d: ReportData) -> Chart:
-    p = d.plan
-    Gs = [r.G for r in p.sweep]
-    est_note = (f"Model-based (bayes) estimate for every G: posterior expectations under a prior over p fitted to "
-                f"the corpus, mean over {p.prompts:,} prompts")
-    target_note = (f"Targets: {p.targets.describe()}" if p.targets.given else "No target given (--max-silent, "
-                   "--min-fidelity), so the marked G is --g-main")
-    return ("Silent groups versus G",
-            silent_chart(Gs, [r.all_wrong for r in p.sweep], [r.all_correct for r in p.sweep], d.chosen_G,
-                         _chosen_label(d), p.unreachable_share, p.targets.max_silent, d.g_main),
-            f"Share of groups of G answers that all agree (σ = 0, no update), split into all wrong and all correct. "
-            f"{esc(est_note)}. The dotted floor is the posterior share of prompts with p = 0 or 1, which no G helps. "
-            f"{esc(target_note)}. At G = {d.chosen_G:,}: "
-            + esc(_at(p, d.chosen_G)), False)
-
-
-def _fidelity_chart(d: ReportData) -> Chart:
-    s, p = d.scan, d.plan
-    return ("Fidelity versus G",
-            fidelity_chart(d.fidelity_curves, [r.G for r in p.sweep], [r.fidelity for r in p.sweep], d.eps,
-                           d.chosen_G, _chosen_label(d), p.targets.min_fidelity),
-            f"Fidelity φ(p, G) = E[σ](p, G) / sqrt(p(1−p)): the share of the large-G update a group of G delivers, "
-            f"exact binomial sum at the quartiles of p̂ over the {s.group_size.in_between_prompts:,} prompts with "
-            f"0 < k < n ({s.group_size.unreachable_prompts:,} with p̂ ∈ {{0, 1}} are unreachable). Dots: the smallest "
-            f"G with φ ≥ 1 − ε, ε = {d.eps:g}. Dashed: the corpus mean φ weighted by GRPO gradient mass (bayes). "
-            f"G = {s.group_size.G:,} meets the need of {pct(s.group_size.met_share)} of all prompts.", False)
-
-
-def _mass_chart(d: ReportData) -> Chart:
-    s = d.scan
-    pr, ms = s.pass_rate, s.mass_share
-    return ("Gradient mass by difficulty",
-            mass_chart([c / s.prompts for c in pr.histogram], ms.grpo.bins, ms.grpo_finite.bins, ms.drgrpo.bins, ms.G,
-                       {"grpo": (ms.grpo.extreme, ms.grpo.middle),
-                        "grpo_finite": (ms.grpo_finite.extreme, ms.grpo_finite.middle),
-                        "drgrpo": (ms.drgrpo.extreme, ms.drgrpo.middle)}),
-            f"Share of each rule's total gradient mass falling in each p̂ bin, per-prompt mass at p = p̂ over "
-            f"{s.prompts:,} prompts: GRPO ∝ sqrt(p̂(1−p̂)) at large G or E[σ](p̂, G = {ms.G:,}); Dr. GRPO ∝ p̂(1−p̂) "
-            f"(same shares at every G). Extreme: {esc(EXTREME_LABEL)}; middle: {esc(MIDDLE_LABEL)}. Prompts with "
-            f"p̂ ∈ {{0, 1}} carry no mass. Dashed: each bin's share of the prompts.", False)
-
-
-def _trend_chart(t: TrendResult) -> Chart:
-    logged = f"G = {t.G_logged}" if t.G_logged else "logged sizes " + ", ".join(map(str, t.G_logged_sizes))
-    groups = sum(r.groups for r in t.rows)
-    return (
-        "Over training",
-        trend_chart(t),
-        f"Per training step ({len(t.rows):,} {'steps' if t.every == 1 else 'buckets'}, {groups:,} logged groups, "
-        f"{logged}): the observed share of silent groups, split into all wrong and all correct; dashed, the "
-        f"forecast one step ahead: the share predicted for the step from earlier steps only (corpus prior and "
-        f"each prompt's earlier visits)"
-        + (f", mean absolute error {format_value(t.ahead_mae)} over {t.mae_steps:,} steps against "
-           f"{format_value(t.naive_mae)} "
-           f"for the previous step's share" if t.ahead_mae is not None and t.naive_mae is not None else "")
-        + "; green, the mean pass rate k/n."
-        + (f" {t.dropped_groups:,} groups without a step value left out." if t.dropped_groups else ""),
-        True,
-    )
-
-
-def _backtest_charts(bt: BacktestResult) -> list[Chart]:
-    at = bt.avoided_at_max_lost
-    base = ", ".join(f"{b.name} {format_value(b.brier)}" for b in bt.baselines)
-    return [(
-        "Forecast calibration",
-        calibration_chart(bt),
-        f"Every logged group after the first step ({bt.visits:,} groups of {bt.prompts:,} prompts) forecast "
-        f"from earlier steps only: corpus prior fitted on earlier steps, each prompt's earlier visits "
-        f"down-weighted with a half-life chosen online, recalibrated on earlier steps. Bins of width 0.1 of "
-        f"the forecast P(silent) against the observed silent share; weighted mean gap "
-        f"{format_value(bt.calibration_error)}. Brier score {format_value(bt.brier)} "
-        f"(baselines: {esc(base)}).", False), (
-        "What a skip rule buys",
-        tradeoff_chart(bt),
-        f"Skipping prompts before rollout: share of the silent groups avoided against the share of informative "
-        f"groups lost, replayed on the log. sigmaudit: skip when the forecast P(silent) ≥ threshold; GRESO "
-        f"(Zheng et al. 2025): skip with chance 1 − max(p_e^z, 0.01) after z silent visits; silent last time. "
-        f"At most {pct(bt.max_lost, 0)} lost: sigmaudit avoids {pct(at.get('sigmaudit'))}, GRESO (best over its "
-        f"two bases) {pct(at.get('greso'))}.", False)]
-
-
-def _at(p: Any, G: int) -> str:
-    row = next((r for r in p.sweep if r.G == G), None)
-    if row is None:
-        return "not on the swept grid."
-    fid = format_value(row.fidelity)
-    return (f"silent {pct(row.silent)} (all wrong {pct(row.all_wrong)}, all correct {pct(row.all_correct)}), "
-            f"corpus fidelity {fid}.")
+def _report_html(page: Page, parts: Sequence[View]) -> list[str]:
+    """The report page's body: the line under the title, the warning, the summary, the charts, then each
+    part under its heading, then the notes."""
+    out = [f'<p class="sub">{esc(page.subtitle)}</p>']
+    if page.warning is not None:
+        out.append(f'<p class="warn"><b>Warning:</b> {esc(page.warning)}</p>')
+    out += ["<h2>Summary</h2>", _cards_html(page.cards), f'<p class="rec">{spans_html(page.recommendation)}</p>']
+    out += ["<h2>Charts</h2>", '<div class="charts">', *(_chart_html(c) for c in page.charts), "</div>"]
+    for part in parts:
+        out += [f"<h2>{esc(part.heading or part.title)}</h2>", view_html(part)]
+    if page.notes:
+        out.append("<h2>Notes</h2>")
+        out.append('<ul class="notes">' + "".join(f"<li>{esc(n)}</li>" for n in page.notes) + "</ul>")
+    return out
 
 
 def render_html(view: View) -> str:
-    """One self-contained HTML page: the full report (charts, then the scan, plan, trend and backtest
-    tables) for a report's view, else the view's sections as tables."""
-    if not view.parts:
+    """One self-contained HTML page: the report page (charts, then its parts' tables) for a view with a
+    ``page``, else the view's sections as tables."""
+    if view.page is None:
         return _page(view.title, [view_html(view, level=2)])
-    d = view.source
-    scan_v, plan_v, *rest = view.parts
-    s, p = d.scan, d.plan
-    steps = "no steps" if s.steps is None else f"{s.steps:,} steps"
-    files = ", ".join(d.files[:3]) + (f" and {len(d.files) - 3} more" if len(d.files) > 3 else "")
-    sub = (f"{len(d.files):,} file{'s' if len(d.files) != 1 else ''} ({files}) · layout {s.layout} · "
-           f"{s.prompts:,} prompts · {s.rollouts:,} rollouts · {_samples(s)} · {steps} · ε = {d.eps:g} · "
-           f"G for the scan figures = {d.g_main}")
-    parts = [f'<p class="sub">{esc(sub)}</p>']
-    if d.filtered is not None:
-        parts.append(f'<p class="warn"><b>Warning:</b> {esc(filtered_line(d.filtered).removeprefix("WARNING: "))}</p>')
-    parts += ["<h2>Summary</h2>", _cards(d)]
-    if p.recommended_G is not None:
-        rec = f"Recommended G = <b>{p.recommended_G:,}</b>: {esc(p.reason)}."
-    elif p.targets.given:
-        rec = f"<b>No G recommended</b>: {esc(p.reason)}. The charts mark G = {d.g_main} (--g-main)."
-    else:
-        rec = (f"No target given (--max-silent, --min-fidelity), so no G is recommended; the charts mark "
-               f"G = {d.g_main} (--g-main or the logged group size).")
-    parts.append(f'<p class="rec">{rec}</p>')
-
-    parts.append("<h2>Charts</h2>")
-    parts.append('<div class="charts">')
-    for heading, svg, caption, wide in _charts(d):
-        parts.append(f"<section{' class=wide' if wide else ''}><h3>{esc(heading)}</h3>"
-                     f"{_figure_html(svg, caption)}</section>")
-    parts.append("</div>")
-
-    parts.append("<h2>Recommendation</h2>")
-    parts.append(view_html(plan_v))
-    parts.append("<h2>Scan</h2>")
-    parts.append(view_html(scan_v))
-    if d.by is not None:
-        parts.append(f"<h2>By {esc(d.by.column)}</h2>")
-        parts.append(view_html(View(view.title, (report_by_section(d),)), fold_rows=200))
-    for part in rest:  # their headings and sections chosen by views/report.py
-        parts.append(f"<h2>{esc(part.heading or part.title)}</h2>")
-        parts.append(view_html(part))
-    if s.notes:
-        parts.append("<h2>Notes</h2>")
-        parts.append('<ul class="notes">' + "".join(f"<li>{esc(n)}</li>" for n in s.notes) + "</ul>")
-    return _page(d.title, parts)
+    return _page(view.title, _report_html(view.page, view.parts))
 
 
 def _page(title: str, body: list[str]) -> str:

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import io
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..fmt import printable
 from ..views import Table, View
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
 
 _PANEL = 4
 """Columns a panel takes around its content (border and padding, both sides)."""
@@ -55,13 +58,13 @@ def _chunks(t: Table, cells: list[list[str]], room: int) -> list[list[int]]:
     return parts
 
 
-def _rich_tables(t: Table, room: int, color: bool) -> list[Any]:
+def _rich_tables(t: Table, room: int, color: bool) -> list[RenderableType]:
     from rich.table import Table as RichTable
     from rich.text import Text
 
     cells = [[printable(c) for c in row] for row in t.cells()]
     parts = _chunks(t, cells, room)
-    out = []
+    out: list[RenderableType] = []
     for n, idx in enumerate(parts):
         title = t.title if n == 0 else f"{t.title} (continued, {n + 1} of {len(parts)})"
         if len(parts) > 1 and n == 0:
@@ -107,7 +110,7 @@ def render_terminal(view: View, *, color: bool = False, width: int | None = None
     console = Console(file=buf, force_terminal=color, no_color=not color, width=width, highlight=False)
     console.print(Text(printable(view.title), style="bold"))
     for s in view.sections:
-        parts: list[Any] = [Text(printable(line)) for line in s.lines]
+        parts: list[RenderableType] = [Text(printable(line)) for line in s.lines]
         for t in s.tables:
             parts += _rich_tables(t, room, color)
         console.print(Panel(Group(*parts), title=printable(s.title), title_align="left", expand=False))

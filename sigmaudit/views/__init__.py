@@ -39,7 +39,7 @@ def build_view(result: Any) -> View:
     view: View = _with_context(getattr(import_module(f".{module}", __name__), func)(result), result)
     data = result.to_dict()
     records = None if records_key is None else tuple(_flat(row) for row in data[records_key])
-    return dataclasses.replace(view, data=data, source=result, csv_records=records)
+    return dataclasses.replace(view, data=data, csv_records=records)
 
 
 def _flat(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..fmt import RATE, format_value
+from .page import Page
 
 
 @dataclass(frozen=True)
@@ -59,13 +60,15 @@ class View:
     """Title of the table written by ``--format csv`` (default: the first table)."""
     data: dict[str, Any] = field(default_factory=dict, compare=False)
     """The result's JSON contract (what ``--format json`` writes)."""
-    source: Any = field(default=None, compare=False, repr=False)
-    """The result the view was built from (the HTML renderer draws charts from it)."""
     parts: tuple[View, ...] = ()
-    """A combined view's parts, as a page shows them (a report: the scan and plan views, then the
-    trend and backtest views with their ``heading`` and the sections the page shows)."""
+    """A combined view's parts, in the order a page shows them, each with its ``heading`` and the
+    sections the page shows (a report: the plan, the scan, the ``--by`` table, the trend, the backtest)."""
     heading: str | None = None
     """The heading a page puts over this view when it is a part of another (None: the view's title)."""
+    fold_rows: int = 40
+    """A page folds away a table of more rows than this (a ``<details>`` element)."""
+    page: Page | None = None
+    """The report page's cards, recommendation, charts and notes (None: a plain page of the sections)."""
     csv_records: tuple[dict[str, Any], ...] | None = None
     """The rows ``--format csv`` writes, keyed exactly as in the JSON contract (nested objects
     flattened as ``outer_inner``); None: the ``csv_table`` instead."""
