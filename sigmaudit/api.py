@@ -82,10 +82,12 @@ def check(paths: PathsLike, *, G: int | None = None, max_silent: float | None = 
         if G is None:
             raise ConfigError("this log has no groups, so there is no group size to default to", location="G",
                               remedy="give the run's group size, e.g. G=8")
-    return check_logs(loaded, G, thresholds, post_filter=post_filter, groups_generated=groups_generated,
-                      allow_filtered=allow_filtered, estimator=estimator, replicates=bootstrap, level=level,
-                      confidence=confidence, G_source=source, basis=basis, consecutive=consecutive,
-                      silent_by=silent_by)
+    from .views.check import worded
+
+    return worded(check_logs(loaded, G, thresholds, post_filter=post_filter, groups_generated=groups_generated,
+                             allow_filtered=allow_filtered, estimator=estimator, replicates=bootstrap, level=level,
+                             confidence=confidence, G_source=source, basis=basis, consecutive=consecutive,
+                             silent_by=silent_by))
 
 
 def _per_group(loaded: LoadedCounts) -> object:

@@ -384,3 +384,52 @@ def test_render_imports_no_audit():
 def test_views_do_not_compute_group_sizes():
     """Views lay out what the audit computed (views/scan.py called group_size_exact)."""
     assert not [p.name for p in (PKG / "views").glob("*.py") if "sigmaudit.core.group_size" in _imports(p)]
+
+
+# --------------------------------------------------------------------------- audits return numbers
+
+TEXT_HELPERS = {"pct", "format_value", "format_count", "display_pair"}
+"""sigmaudit.fmt's helpers that turn numbers into text for a reader: views use them, audits do not."""
+
+PERCENT_SPECS_LEFT = {"drift.py": 2, "objective.py": 2, "simulate.py": 1}
+"""Audits whose messages (part of their JSON contract) still format a share as a percentage (``:.1%``):
+each may shrink, never grow; check.py and plan.py return numbers and views/ words them."""
+
+
+def _text_helper_imports(source: str) -> list[str]:
+    """The text helpers of sigmaudit.fmt (and any views/ module) that ``source`` imports."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            module = node.module.rsplit(".", 1)[-1]
+            if module == "fmt":
+                found += sorted(a.name for a in node.names if a.name in TEXT_HELPERS)
+            elif module in ("views", "labels") or ".views" in f".{node.module}":
+                found += [f"{node.module}.{a.name}" for a in node.names]
+    return found
+
+
+def _percent_specs(source: str) -> int:
+    """f-string fields of ``source`` formatted as a percentage (``{x:.1%}``)."""
+    count = 0
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FormattedValue) and isinstance(node.format_spec, ast.JoinedStr):
+            spec = "".join(str(v.value) for v in node.format_spec.values if isinstance(v, ast.Constant))
+            count += spec.endswith("%")
+    return count
+
+
+def test_audits_do_not_format_numbers_for_readers():
+    """audits/plan.py and audits/check.py formatted percentages into reasons and sentences: audits
+    return numbers, and views/ (plan.reason, check.sentence, check.verdict) write the words."""
+    audits = sorted((PKG / "audits").glob("*.py"))
+    assert {p.name: f for p in audits if (f := _text_helper_imports(p.read_text(encoding="utf-8")))} == {}
+    specs = {p.name: n for p in audits if (n := _percent_specs(p.read_text(encoding="utf-8")))}
+    assert {name: n for name, n in specs.items() if n > PERCENT_SPECS_LEFT.get(name, 0)} == {}
+
+
+def test_text_helper_and_percent_finders_find_them():
+    source = ("from ..fmt import none_if_nan, pct as _pct\nfrom ..views.labels import filtered_line\n"
+              "x = f'{a:.1%} {b:.4f} {c:,}'\n")
+    assert _text_helper_imports(source) == ["pct", "views.labels.filtered_line"]
+    assert _percent_specs(source) == 1

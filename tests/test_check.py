@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from sigmaudit.audits.check import METRICS, Check, CheckResult, Threshold, check, evaluate, github_annotations, passes
+from sigmaudit.audits.check import METRICS, Check, CheckResult, Threshold, check, evaluate, passes
 from sigmaudit.core.corpus import Corpus
+from sigmaudit.views.check import github_annotations, sentence, worded
 
 # ---------------------------------------------------------------- truth table of the gate
 
@@ -51,14 +52,14 @@ def test_evaluate_orders_by_metric_and_reports_each():
     assert [c.name for c in checks] == ["silent_rate", "fidelity", "never_solved_rate"]
     assert [c.passed for c in checks] == [True, True, False]
     assert [c.op for c in checks] == ["<=", ">=", "<="]
-    assert checks[2].sentence() == "never_solved_rate 0.1000 > limit 0.0500"
-    assert checks[1].sentence() == "fidelity 0.8000 >= limit 0.7000"
+    assert sentence(checks[2]) == "never_solved_rate 0.1000 > limit 0.0500"
+    assert sentence(checks[1]) == "fidelity 0.8000 >= limit 0.7000"
 
 
 def test_missing_value_fails():
     (c,) = evaluate({"fidelity": None}, [Threshold("fidelity", 0.0)])
     assert c.value is None and not c.passed
-    assert c.sentence() == "fidelity undefined < limit 0.0000"
+    assert sentence(c) == "fidelity undefined < limit 0.0000"
 
 
 # ---------------------------------------------------------------- values on a hand-built corpus
@@ -170,7 +171,7 @@ def test_confidence_gates_on_the_bound():
 
 def test_failing_value_never_prints_equal_to_its_limit():
     (c,) = evaluate({"silent_rate": 0.50004}, [Threshold("silent_rate", 0.5)])
-    assert not c.passed and c.sentence() == "silent_rate 0.50004 > limit 0.50000"
+    assert not c.passed and sentence(c) == "silent_rate 0.50004 > limit 0.50000"
 
 
 def test_bayes_when_some_prompt_has_fewer_samples_than_G():
@@ -190,7 +191,8 @@ def test_passed_iff_every_check_passes():
 def test_contract_and_annotations():
     res = CheckResult(passed=False, G=16, estimator="bayes", prompts=3, checks=(
         Check("silent_rate", 0.5, 0.3, "max", False), Check("fidelity", 0.9, 0.8, "min", True)))
-    d = res.to_dict()
+    assert res.to_dict()["checks"][0]["sentence"] is None  # the audit returns numbers; views word them
+    d = worded(res).to_dict()
     assert list(d) == ["passed", "G", "G_source", "estimator", "estimator_rule", "fidelity_estimator", "prompts",
                        "level", "replicates", "confidence", "checks", "warnings", "filtered", "pre_filter", "basis",
                        "consecutive", "silent_by", "by", "window", "drift"]
@@ -200,4 +202,7 @@ def test_contract_and_annotations():
     assert github_annotations(res) == [
         "::error title=sigmaudit check (silent_rate)::silent_rate 0.5000 > limit 0.3000 at G = 16 "
         "(silent-group rate at G)"]
+    assert worded(res).verdict() == "check FAILED (1 of 2): silent_rate 0.5000 > limit 0.3000 at G = 16"
+    with pytest.raises(ValueError, match="not worded"):
+        res.verdict()
     assert not math.isnan(d["checks"][1]["value"])

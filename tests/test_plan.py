@@ -10,6 +10,7 @@ from scipy.stats import binom
 
 from sigmaudit.audits.plan import DEFAULT_G_GRID, SweepRow, Targets, plan, recommend, sweep
 from sigmaudit.core.corpus import Corpus
+from sigmaudit.views.plan import reason
 
 N = np.array([8, 8, 8, 8, 16, 16, 32, 4, 4, 8])
 K = np.array([0, 0, 1, 4, 15, 16, 9, 2, 0, 7])
@@ -64,7 +65,7 @@ def test_default_grid_and_unreachable_share(corpus):
     far = sweep(corpus, [10**7], estimator="bayes")[0]
     assert far.silent == pytest.approx(res.unreachable_share, abs=1e-6)
     assert res.recommended_G is None and not res.target_failed
-    assert "no target given" in res.reason
+    assert "no target given" in reason(res)
 
 
 def test_recommendation_and_reasons(corpus):
@@ -72,17 +73,17 @@ def test_recommendation_and_reasons(corpus):
     target = rows[4].silent  # G = 16 exactly meets it; G = 15 (not on the grid) does not
     res = plan(corpus, targets=Targets(max_silent=target), estimator="bayes")
     assert res.recommended_G == 16 and not res.target_failed
-    assert res.reason.startswith(f"the smallest G with silent ≤ {target:g} (every whole G up to 256 searched")
+    assert reason(res).startswith(f"the smallest G with silent ≤ {target:g} (every whole G up to 256 searched")
     between = (rows[3].silent + rows[4].silent) / 2  # met first at a G between 12 and 16, off the grid
     res = plan(corpus, targets=Targets(max_silent=between), estimator="bayes")
     assert 12 < res.recommended_G < 16 and res.recommended_G in [r.G for r in res.sweep]
     res = plan(corpus, targets=Targets(max_silent=res.unreachable_share / 2))
     assert res.recommended_G is None and res.target_failed
-    assert "never- or always-solved prompts alone make up" in res.reason
+    assert "never- or always-solved prompts alone make up" in reason(res)
     floor_ok = (res.unreachable_share + rows[-1].silent) / 2  # reachable in the limit, not on this grid
     res = plan(corpus, [2, 4], targets=Targets(max_silent=floor_ok))
-    assert res.recommended_G is None and res.reason.startswith("no G up to 4 meets")
-    assert "G = 4" in res.reason
+    assert res.recommended_G is None and reason(res).startswith("no G up to 4 meets")
+    assert "G = 4" in reason(res)
 
 
 def test_json_contract_keys(corpus):

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.weighting import EXTREME
 from ..errors import ConfigError
-from ..fmt import display_pair, none_if_nan
+from ..fmt import none_if_nan
 from ..loaders.options import Filtered, Window
 from .by import ByGroup, ByResult
 from .drift import Drift, context_json
@@ -97,6 +97,9 @@ class Check:
     """Bootstrap interval of ``value`` at the result's ``level``; None without replicates."""
     tested: float | None = None
     """The number compared with the limit: ``value``, or its one-sided bound under ``--confidence``."""
+    sentence: str | None = None
+    """The check in words (``silent_rate 0.4123 > limit 0.3000``), written by
+    :func:`sigmaudit.views.check.worded` (the audit returns numbers); None until then."""
 
     @property
     def op(self) -> str:
@@ -107,17 +110,6 @@ class Check:
     def compared(self) -> float | None:
         """The number the gate compared (``tested`` when set, else ``value``)."""
         return self.value if self.tested is None else self.tested
-
-    def sentence(self) -> str:
-        """``silent_rate 0.4123 > limit 0.3000`` (failed) or ``... <= limit ...`` (passed); digits
-        are added until a value that differs from its limit also prints differently."""
-        op = self.op if self.passed else {"<=": ">", ">=": "<"}[self.op]
-        v = self.compared
-        if v is None:
-            return f"{self.name} undefined {op} limit {self.limit:.4f}"
-        a, b = display_pair(v, self.limit)
-        what = self.name if self.tested is None else f"{self.name} bound"
-        return f"{what} {a} {op} limit {b}"
 
 
 def evaluate(values: Mapping[str, float | None], thresholds: Sequence[Threshold]) -> tuple[Check, ...]:
@@ -193,7 +185,7 @@ class CheckResult:
             "checks": [
                 {"name": c.name, "value": c.value, "value_ci": None if c.value_ci is None else list(c.value_ci),
                  "tested": c.compared, "limit": c.limit, "kind": c.kind, "op": c.op, "passed": c.passed,
-                 "estimator": c.estimator, "sentence": c.sentence(), "meaning": METRICS[c.name][2]}
+                 "estimator": c.estimator, "sentence": c.sentence, "meaning": METRICS[c.name][2]}
                 for c in self.checks
             ],
             "warnings": list(self.warnings),
@@ -217,11 +209,14 @@ class CheckResult:
         return () if self.by is None else tuple(g.value for g in self.by.groups if not g.result.passed)
 
     def verdict(self) -> str:
-        """One line: ``check FAILED (1 of 2): silent_rate 0.599 > limit 0.5 at G = 8``."""
+        """One line: ``check FAILED (1 of 2): silent_rate 0.599 > limit 0.5 at G = 8``, from the checks'
+        sentences (a worded result: :func:`sigmaudit.check` returns one; :func:`sigmaudit.views.check.worded`)."""
         n = len(self.checks)
         if self.passed:
             return f"check passed ({n} of {n} {'holds' if n == 1 else 'hold'}) at G = {self.G}"
-        first = "; ".join(c.sentence() for c in self.failed)
+        if any(c.sentence is None for c in self.failed):
+            raise ValueError("the checks are not worded yet: sigmaudit.views.check.worded(result).verdict()")
+        first = "; ".join(str(c.sentence) for c in self.failed)
         return f"check FAILED ({len(self.failed)} of {n}): {first} at G = {self.G}"
 
 
@@ -445,29 +440,3 @@ def check_logs(loaded: LoadedCounts, G: int, thresholds: Sequence[Threshold], *,
                    for value, part in loaded.parts)
     return replace(result, passed=result.passed and all(g.result.passed for g in groups),
                    by=ByResult(loaded.by, groups))
-
-
-def _escape(data: str) -> str:
-    """GitHub workflow-command message escaping (%, CR, LF: actions/toolkit ``escapeData``)."""
-    return data.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(data: str) -> str:
-    """GitHub workflow-command property escaping (``escapeProperty``: also ``:`` and ``,``, which would
-    end the property or the command's properties)."""
-    return _escape(data).replace(":", "%3A").replace(",", "%2C")
-
-
-def github_annotations(result: CheckResult) -> list[str]:
-    """``::error title=...::message`` lines, one per failed check (log text in a title or a message
-    escaped by GitHub's rules, so a ``--by`` value cannot end the property or start a command)."""
-    out = [
-        f"::error title={_escape_property(f'sigmaudit check ({c.name})')}::{_escape(c.sentence())} "
-        f"at G = {result.G} ({_escape(METRICS[c.name][2])})"
-        for c in result.failed
-    ]
-    if result.by is not None:
-        out += [f"::error title={_escape_property(f'sigmaudit check ({result.by.column}={g.value}, {c.name})')}"
-                f"::{_escape(c.sentence())} at G = {result.G}"
-                for g in result.by.groups for c in g.result.failed]
-    return out

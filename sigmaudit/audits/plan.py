@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..fmt import pct as _pct
 from ..loaders.options import Filtered, Window
 from .by import ByGroup, ByResult
 from .drift import Drift, context_json
@@ -178,8 +177,6 @@ class PlanResult:
     """One row per G, ascending."""
     recommended_G: int | None
     """Smallest G of the sweep meeting every target; None when none does or no target was given."""
-    reason: str
-    """One sentence explaining ``recommended_G``."""
     targets: Targets
     """The targets given."""
     unreachable_share: float
@@ -216,6 +213,9 @@ class PlanResult:
     ``knapsack``: :mod:`.objective`) or ``none``."""
     objective_choice: ObjectiveChoice | None = None
     """The objective's curve, knee, saturation cap and reasoning (None when targets chose G)."""
+    reason: str | None = None
+    """One sentence explaining ``recommended_G``, written by :func:`sigmaudit.views.plan.worded` from the
+    fields above (the audit returns numbers); None until then."""
     price: Price | None = None
     """The recommendation against the logged G (or G = 8): None without a recommendation."""
     window: Window | None = None
@@ -263,22 +263,6 @@ class PlanResult:
             **context_json(self.window, self.drift),
             "difficulty": self.difficulty,
         }
-
-def _reason(sweep: Sequence[SweepRow], targets: Targets, chosen: int | None, unreachable: float) -> str:
-    if not targets.given:
-        return "no target given (--max-silent, --min-fidelity), so no recommendation"
-    if chosen is not None:
-        return (f"the smallest G with {targets.describe()} (every whole G up to {max(r.G for r in sweep)} "
-                f"searched; 'sigmaudit check -G {chosen}' passes these targets, -G {chosen - 1} does not)")
-    if targets.max_silent is not None and unreachable >= targets.max_silent:
-        return (f"no G meets silent ≤ {targets.max_silent:g}: never- or always-solved prompts alone make up "
-                f"{_pct(unreachable)} of the corpus, the silent rate's floor as G → ∞")
-    last = max(sweep, key=lambda r: r.G)
-    phi = "—" if last.fidelity is None else f"{last.fidelity:.4f}"
-    sil = "—" if last.silent is None else f"{last.silent:.4f}"
-    return (f"no G up to {last.G} meets {targets.describe()}; G = {last.G} gives silent "
-            f"{sil} and fidelity {phi}; try larger -G values")
-
 
 SWEEP_QUANTITIES = ("silent_rate", "all_wrong_rate", "all_correct_rate", "fidelity")
 
@@ -422,7 +406,6 @@ def plan(
     return PlanResult(
         sweep=rows,
         recommended_G=chosen,
-        reason=(_reason(rows, targets, chosen, u0 + u1) if choice is None else _objective_reason(choice)),
         targets=targets,
         unreachable_share=u0 + u1,
         unreachable_all_wrong=u0,
@@ -462,25 +445,6 @@ def _price(corpus: Corpus, chosen: int, ref: int, logged: bool, batch_prompts: i
 
     return Price(reference_G=ref, reference="logged" if logged else "default", batch_prompts=B,
                  before=at(ref), after=at(chosen))
-
-
-def _objective_reason(choice: ObjectiveChoice) -> str:
-    """Why the objective chose its G (or none)."""
-    rec, name = choice.recommended_G, choice.noun
-    if rec is None:
-        return f"no G up to {choice.G_end:,} gives any {name}: every prompt looks never or always solved"
-    point = {c.G: c for c in choice.curve}[rec]
-    why = (f"the most {name} per step while a rollout still returns {point.efficiency:.1%} (≥ "
-           f"{choice.efficiency_floor:.0%}) of the best per-rollout value, at G = {choice.best_per_rollout_G}")
-    cap = ("returns saturate beyond the sweep's end, so the cap is G = "
-           f"{choice.G_end:,}" if choice.saturation_G is None else
-           f"returns saturate at G = {choice.saturation_G:,} ({choice.saturation_share:.0%} of the G → ∞ limit), "
-           "the cap")
-    stop = {"efficiency": "a larger G returns less than that per rollout",
-            "saturation": "capped where returns saturate",
-            "sweep end": f"the sweep ends at G = {choice.G_end:,}: give larger -G to search further",
-            }[choice.bound or ""]
-    return f"{why}; {stop}; {cap}"
 
 
 def plan_logs(

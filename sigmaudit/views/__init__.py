@@ -13,7 +13,7 @@ from typing import Any
 
 from .model import Section, Table, View
 
-__all__ = ["Section", "Table", "View", "build_view"]
+__all__ = ["Section", "Table", "View", "build_view", "worded"]
 
 _BUILDERS: dict[str, tuple[str, str, str | None]] = {
     "ScanReport": ("scan", "scan_view", "silent"),
@@ -36,10 +36,22 @@ def build_view(result: Any) -> View:
     if name not in _BUILDERS:
         raise TypeError(f"no view for {name}")
     module, func, records_key = _BUILDERS[name]
+    result = worded(result)
     view: View = _with_context(getattr(import_module(f".{module}", __name__), func)(result), result)
     data = result.to_dict()
     records = None if records_key is None else tuple(_flat(row) for row in data[records_key])
     return dataclasses.replace(view, data=data, csv_records=records)
+
+
+_WORDS: dict[str, str] = {"CheckResult": "check", "PlanResult": "plan", "ReportData": "report"}
+"""Result class -> the view module whose ``worded`` writes the words of its JSON contract."""
+
+
+def worded(result: Any) -> Any:
+    """``result`` with the words of its JSON contract written (a check's sentence, a plan's reason):
+    audits return numbers, views write the words (results of other classes are returned as they are)."""
+    module = _WORDS.get(type(result).__name__)
+    return result if module is None else import_module(f".{module}", __name__).worded(result)
 
 
 def _flat(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -3,15 +3,38 @@ limit, estimator), a verdict, the warnings."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from ..audits.by import ByGroup, ByResult
+from ..audits.check import METRICS
 from ..fmt import RATE, display_pair, format_value
 from ..fmt import pct as pct_
 from .labels import filtered_line
 from .model import Section, Table, View
 
 if TYPE_CHECKING:
-    from ..audits.check import CheckResult
+    from ..audits.check import Check, CheckResult
+
+
+def sentence(c: Check) -> str:
+    """``silent_rate 0.4123 > limit 0.3000`` (failed) or ``... <= limit ...`` (passed); digits
+    are added until a value that differs from its limit also prints differently."""
+    op = c.op if c.passed else {"<=": ">", ">=": "<"}[c.op]
+    v = c.compared
+    if v is None:
+        return f"{c.name} undefined {op} limit {c.limit:.4f}"
+    a, b = display_pair(v, c.limit)
+    what = c.name if c.tested is None else f"{c.name} bound"
+    return f"{what} {a} {op} limit {b}"
+
+
+def worded(result: CheckResult) -> CheckResult:
+    """``result`` with each check's :attr:`~sigmaudit.audits.check.Check.sentence` written (and each
+    ``--by`` value's): the words of its JSON contract."""
+    by = None if result.by is None else ByResult(result.by.column, tuple(
+        ByGroup(g.value, worded(g.result)) for g in result.by.groups))
+    return replace(result, checks=tuple(replace(c, sentence=sentence(c)) for c in result.checks), by=by)
 
 
 def check_view(result: CheckResult) -> View:
@@ -71,3 +94,29 @@ def check_view(result: CheckResult) -> View:
             f"by {column}", (column, "prompts", "result", "failed checks"), by_rows,
             note="each value checked on its own (own prior fit); the gate above is the pooled log"),)))
     return View("sigmaudit check", tuple(sections), csv_table="checks")
+
+
+def _escape(data: str) -> str:
+    """GitHub workflow-command message escaping (%, CR, LF: actions/toolkit ``escapeData``)."""
+    return data.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(data: str) -> str:
+    """GitHub workflow-command property escaping (``escapeProperty``: also ``:`` and ``,``, which would
+    end the property or the command's properties)."""
+    return _escape(data).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_annotations(result: CheckResult) -> list[str]:
+    """``::error title=...::message`` lines, one per failed check (log text in a title or a message
+    escaped by GitHub's rules, so a ``--by`` value cannot end the property or start a command)."""
+    out = [
+        f"::error title={_escape_property(f'sigmaudit check ({c.name})')}::{_escape(sentence(c))} "
+        f"at G = {result.G} ({_escape(METRICS[c.name][2])})"
+        for c in result.failed
+    ]
+    if result.by is not None:
+        out += [f"::error title={_escape_property(f'sigmaudit check ({result.by.column}={g.value}, {c.name})')}"
+                f"::{_escape(sentence(c))} at G = {result.G}"
+                for g in result.by.groups for c in g.result.failed]
+    return out

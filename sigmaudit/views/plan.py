@@ -3,8 +3,10 @@ per-prompt allocation against uniform G."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from ..audits.by import ByGroup, ByResult
 from ..fmt import AMOUNT, RATE
 from ..fmt import pct as pct_
 from .labels import filtered_line
@@ -14,6 +16,54 @@ if TYPE_CHECKING:
     from ..audits.allocate import AllocationResult, AllocationStats
     from ..audits.objective import ObjectiveChoice
     from ..audits.plan import PlanResult, Price
+
+
+def reason(result: PlanResult) -> str:
+    """One sentence explaining ``recommended_G``: how the targets or the objective chose it, or why no G."""
+    if result.objective_choice is not None:
+        return _objective_reason(result.objective_choice)
+    targets, chosen, sweep = result.targets, result.recommended_G, result.sweep
+    if not targets.given:
+        return "no target given (--max-silent, --min-fidelity), so no recommendation"
+    if chosen is not None:
+        return (f"the smallest G with {targets.describe()} (every whole G up to {max(r.G for r in sweep)} "
+                f"searched; 'sigmaudit check -G {chosen}' passes these targets, -G {chosen - 1} does not)")
+    unreachable = result.unreachable_share
+    if targets.max_silent is not None and unreachable >= targets.max_silent:
+        return (f"no G meets silent ≤ {targets.max_silent:g}: never- or always-solved prompts alone make up "
+                f"{pct_(unreachable)} of the corpus, the silent rate's floor as G → ∞")
+    last = max(sweep, key=lambda r: r.G)
+    phi = "—" if last.fidelity is None else f"{last.fidelity:.4f}"
+    sil = "—" if last.silent is None else f"{last.silent:.4f}"
+    return (f"no G up to {last.G} meets {targets.describe()}; G = {last.G} gives silent "
+            f"{sil} and fidelity {phi}; try larger -G values")
+
+
+def _objective_reason(choice: ObjectiveChoice) -> str:
+    """Why the objective chose its G (or none)."""
+    rec, name = choice.recommended_G, choice.noun
+    if rec is None:
+        return f"no G up to {choice.G_end:,} gives any {name}: every prompt looks never or always solved"
+    point = {c.G: c for c in choice.curve}[rec]
+    why = (f"the most {name} per step while a rollout still returns {point.efficiency:.1%} (≥ "
+           f"{choice.efficiency_floor:.0%}) of the best per-rollout value, at G = {choice.best_per_rollout_G}")
+    cap = ("returns saturate beyond the sweep's end, so the cap is G = "
+           f"{choice.G_end:,}" if choice.saturation_G is None else
+           f"returns saturate at G = {choice.saturation_G:,} ({choice.saturation_share:.0%} of the G → ∞ limit), "
+           "the cap")
+    stop = {"efficiency": "a larger G returns less than that per rollout",
+            "saturation": "capped where returns saturate",
+            "sweep end": f"the sweep ends at G = {choice.G_end:,}: give larger -G to search further",
+            }[choice.bound or ""]
+    return f"{why}; {stop}; {cap}"
+
+
+def worded(result: PlanResult) -> PlanResult:
+    """``result`` with its :attr:`~sigmaudit.audits.plan.PlanResult.reason` written (and each ``--by``
+    value's): the words of its JSON contract."""
+    by = None if result.by is None else ByResult(result.by.column, tuple(
+        ByGroup(g.value, worded(g.result)) for g in result.by.groups))
+    return replace(result, reason=reason(result), by=by)
 
 
 def plan_view(result: PlanResult) -> View:
@@ -48,7 +98,7 @@ def plan_view(result: PlanResult) -> View:
                f"objective: {result.objective} (no target given; --objective)")
     lines = (
         f"{result.prompts:,} prompts; {chooser}",
-        f"recommended G: {rec} — {result.reason}",
+        f"recommended G: {rec} — {reason(result)}",
         *(() if result.difficulty is None else (f"read from {result.difficulty}",)),
         f"unreachable at any G: {pct_(result.unreachable_share)} of prompts "
         f"(never solved {pct_(result.unreachable_all_wrong)}, always solved "

@@ -32,7 +32,8 @@ from .page import (
     TradeoffChart,
     TrendChart,
 )
-from .plan import plan_view
+from .plan import plan_view, reason
+from .plan import worded as plan_worded
 from .scan import by_section, scan_view
 from .trend import trend_view
 
@@ -47,6 +48,11 @@ BY_FOLD_ROWS = 200
 """Rows of the ``--by`` table the page shows before folding it away (the other tables: 40)."""
 SKIP_RULES = ("sigmaudit", "greso", "silent-last-time")
 """The skip rules drawn on the trade-off chart, in drawing order."""
+
+
+def worded(result: ReportData) -> ReportData:
+    """``result`` with the words of its plan's JSON contract written (:func:`sigmaudit.views.plan.worded`)."""
+    return dataclasses.replace(result, plan=plan_worded(result.plan))
 
 
 def report_part_views(result: ReportData) -> tuple[View, ...]:
@@ -138,9 +144,9 @@ def _recommendation(d: ReportData) -> Spans:
     p = d.plan
     if p.recommended_G is not None:
         return (Span("Recommended G = "), Span(f"{p.recommended_G:,}", "strong"), Span(": "),
-                Span(p.reason, "quote"), Span("."))
+                Span(reason(p), "quote"), Span("."))
     if p.targets.given:
-        return (Span("No G recommended", "strong"), Span(": "), Span(p.reason, "quote"),
+        return (Span("No G recommended", "strong"), Span(": "), Span(reason(p), "quote"),
                 Span(f". The charts mark G = {d.g_main} (--g-main)."))
     return (Span(f"No target given (--max-silent, --min-fidelity), so no G is recommended; the charts mark "
                  f"G = {d.g_main} (--g-main or the logged group size)."),)

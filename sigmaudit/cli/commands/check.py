@@ -175,11 +175,12 @@ def check(
 
 def _verdict(result: CheckResult) -> None:
     """The verdict on stderr, then (under GitHub Actions) annotations and the step summary."""
+    from ...views.check import worded
     from ..output import note
 
     if result.failed_groups:
         note(f"check failed for {result.by.column} = {', '.join(result.failed_groups)}")  # type: ignore[union-attr]
-    note(result.verdict())
+    note(worded(result).verdict())
     _github_actions(result)
 
 
@@ -209,7 +210,7 @@ def _github_actions(result: CheckResult) -> None:
     appended to $GITHUB_STEP_SUMMARY when it is set (a failure to write it is a warning, not an error)."""
     import os
 
-    from ...audits.check import github_annotations
+    from ...views.check import github_annotations
     from ..output import note
 
     if not os.environ.get("GITHUB_ACTIONS"):
