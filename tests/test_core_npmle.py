@@ -54,3 +54,24 @@ def test_a_two_point_corpus_has_its_closed_form():
     lik, _ = _scaled_lik(n, k, default_grid())
     w, _ = fit_npmle(lik, c)
     assert w[0] == pytest.approx(0.3, abs=1e-7) and w[-1] == pytest.approx(0.7, abs=1e-7)
+
+
+def test_the_bracket_answers_as_the_exact_maximum():
+    """A corpus with 600+ distinct pairs (the bracket path): for values around the maximum, the bracket from a
+    short EM run answers 'exceeds' exactly as the maximum does, solving only when it straddles the value."""
+    from sigmaudit.core.npmle import EXACT_CELLS, GridMaximum
+
+    rng = np.random.default_rng(11)
+    n = rng.integers(20, 200, 3000)
+    k = rng.binomial(n, np.where(rng.random(3000) < 0.2, 0.0, rng.beta(0.7, 0.9, 3000)))
+    nu, ku, cu = thin_pairs(*distinct_pairs(n, k)[:3])
+    grid = default_grid()
+    lik, shift = _scaled_lik(nu, ku, grid)
+    assert lik.size >= EXACT_CELLS
+    best = _ll(lik, shift, cu, fit_npmle(lik, cu)[0])
+    rough = fit_grid_prior(nu, ku, cu, grid=grid, max_iter=150).weights
+    for delta in (-50.0, -1.0, -1e-3, 1e-3, 1.0, 50.0):
+        bracket = GridMaximum(lik, shift, cu, rough)
+        assert bracket.exceeds(best + delta) == (delta < 0), delta
+    far = GridMaximum(lik, shift, cu, rough)
+    assert far.exceeds(best - 1e6) and not far.exact  # decided by the bracket alone

@@ -51,13 +51,14 @@ def fit_npmle(lik: NDArray[np.float64], c: NDArray[np.float64]) -> tuple[NDArray
 
 def _solve(lik: NDArray[np.float64], v: NDArray[np.float64]) -> tuple[NDArray[np.float64], int]:
     x = _start(lik)
+    lik_t = np.ascontiguousarray(lik.T)
     it = 0
     for it in range(1, MAX_ITER + 1):  # noqa: B007 - the count is reported
         f = lik @ x
         g = 1.0 - lik.T @ (v / f)  # ∇φ
         if g.min() >= -TOL:
             break
-        y = _qp(lik, v / f**2, 2.0 * g - 1.0, x)  # the model's minimiser: b = g − H x, H x = 1 − g
+        y = _qp(lik, lik_t, v / f**2, 2.0 * g - 1.0, x)  # the model's minimiser: b = g − H x, H x = 1 − g
         x_new = _armijo(lik, v, x, f, g, y)
         if x_new is None:  # the model misled (ill-conditioned where some pair's likelihood is nearly lost): EM
             x_new = x * (1.0 - g) / float(x @ (1.0 - g))
@@ -99,34 +100,47 @@ def _armijo(lik: NDArray[np.float64], v: NDArray[np.float64], x: NDArray[np.floa
     return None
 
 
-def _qp(lik: NDArray[np.float64], h: NDArray[np.float64], b: NDArray[np.float64],
+def _qp(lik: NDArray[np.float64], lik_t: NDArray[np.float64], h: NDArray[np.float64], b: NDArray[np.float64],
         x: NDArray[np.float64]) -> NDArray[np.float64]:
     """min ½ yᵀ H y + bᵀ y over y ≥ 0 with H = Lᵀ diag(h) L, by a primal active-set method from y = x
     (Nocedal & Wright, Algorithm 16.3): solve on the working set S; step back to feasibility when the
     solution leaves the orthant (dropping the index that hits 0); otherwise add the index whose gradient
-    is most negative, until none is."""
+    is most negative, until none is. H is never formed: its columns are computed as indices enter S (the
+    starting set's in one product, then one product with L each; ``lik_t`` is Lᵀ stored by rows) and kept,
+    so an iteration costs O(grid · |S|)."""
     m = lik.shape[1]
     S = x > 0.0
+    Hc = np.empty((m, m))  # H[:, j], filled as j enters the working set
+    known = S.copy()
+    Hc[:, S] = lik_t @ (h[:, None] * lik[:, S])
     y = x.copy()
+    added = -1
     for _ in range(4 * m):
         idx = np.flatnonzero(S)
-        LS = lik[:, idx]
-        HS = LS.T @ (h[:, None] * LS)
+        for j in idx[~known[idx]]:
+            Hc[:, j] = lik_t @ (h * lik_t[j])
+            known[j] = True
+        HcS = Hc[:, idx]
+        HS = HcS[idx]
         HS[np.diag_indices_from(HS)] *= 1.0 + RIDGE
         z = np.zeros(m)
         z[idx] = np.linalg.solve(HS, -b[idx])
         if np.all(z[idx] > 0.0):
             y = z
-            q = lik.T @ (h * (lik @ y)) + b
+            q = HcS @ y[idx] + b
             q[S] = np.inf
             j = int(np.argmin(q))
             if q[j] >= -TOL * max(1.0, float(np.abs(b).max())):
                 return y
             S[j] = True
+            added = j
             continue
         neg = idx[z[idx] <= 0.0]
         ratio = y[neg] / np.maximum(y[neg] - z[neg], 1e-300)
         alpha = float(ratio.min())
+        if alpha <= 0.0 and added in neg:  # the index just added cannot enter (rounding in a nearly singular
+            return y                       # working set): no step from y, which was optimal before it
+        added = -1
         y = y + alpha * (z - y)
         y[neg[ratio <= alpha]] = 0.0
         y[~S] = 0.0
@@ -134,3 +148,39 @@ def _qp(lik: NDArray[np.float64], h: NDArray[np.float64], b: NDArray[np.float64]
         if not S.any():  # pragma: no cover - degenerate: keep the best index
             S[int(np.argmin(b))] = True
     return y  # pragma: no cover - the loop ends by returning
+
+
+EXACT_CELLS = 200_000
+"""Likelihood matrices with fewer cells than this are solved to the maximum at once; larger ones first get
+a bracket from a bounded EM run (:class:`GridMaximum`), which usually decides the test alone."""
+
+
+class GridMaximum:
+    """The grid maximum's log-likelihood for a likelihood-ratio test, computed only as precisely as the test
+    needs: a lower bound (a prior's log-likelihood) and an upper bound (plus :func:`gap_bound`) decide
+    whether the maximum exceeds a value; when they straddle it, :func:`fit_npmle` gives the maximum itself.
+    Every answer is the one the exact maximum gives."""
+
+    def __init__(self, lik: NDArray[np.float64], shift: NDArray[np.float64], c: NDArray[np.float64],
+                 rough: NDArray[np.float64] | None = None) -> None:
+        self.lik, self.shift, self.c = lik, shift, c
+        self.exact = False
+        if rough is None or lik.size < EXACT_CELLS:
+            self._solve()
+        else:
+            self.lower = self._ll(rough)
+            self.upper = self.lower + gap_bound(lik, c, rough)
+
+    def _ll(self, w: NDArray[np.float64]) -> float:
+        return float(self.c @ (np.log(self.lik @ w) + self.shift[:, 0]))
+
+    def _solve(self) -> None:
+        w, _ = fit_npmle(self.lik, self.c)
+        self.lower = self.upper = self._ll(w)
+        self.exact = True
+
+    def exceeds(self, value: float) -> bool:
+        """Whether the maximum log-likelihood is above ``value``."""
+        if self.lower <= value < self.upper and not self.exact:
+            self._solve()
+        return self.lower > value

@@ -681,29 +681,32 @@ def fit_corpus_prior(n: ArrayLike, k: ArrayLike, weights: ArrayLike | None = Non
     the maximum-likelihood grid prior itself is a few point masses, which would move a well-sampled
     prompt's posterior off its own pass rate onto the nearest mass.
     """
-    from .npmle import fit_npmle
+    from .npmle import EXACT_CELLS, GridMaximum
 
     n_u, k_u, c_u = thin_pairs(*_pairs(n, k, weights))
     grid = default_grid()
     scaled = _scaled_lik(n_u, k_u, grid)  # the likelihood matrix, computed once for every candidate
-    w_max, it_max = fit_npmle(scaled[0], c_u)  # the grid maximum itself (EM stopped short of it: 1e-4 to 2e-2)
-    grid_prior = GridPrior(grid=grid, weights=w_max, iterations=it_max,
-                           log_likelihood=_grid_log_likelihood(scaled[0], scaled[1], c_u, w_max))
+    rough = None
+    if n_u.size * grid.size >= EXACT_CELLS:  # a bracket first: a bounded EM run (~2e8 multiply-adds)
+        em_steps = int(np.clip(2e8 / (n_u.size * GRID_SIZE), 150, 3000))
+        rough = fit_grid_prior(n_u, k_u, c_u, max_iter=em_steps).weights
+    # the test is against the grid maximum itself (EM stops short of it: 1e-4 to 4 log-likelihood units)
+    maximum = GridMaximum(scaled[0], scaled[1], c_u, rough)
     for components in (1, 2):
         try:
-            candidate, _ = _fit_atoms_beta(n_u, k_u, c_u, grid_prior.grid, components, scaled)
+            candidate, _ = _fit_atoms_beta(n_u, k_u, c_u, grid, components, scaled)
         except (ValueError, FloatingPointError):  # pragma: no cover - optimiser failure falls back
             continue
-        if 2.0 * (grid_prior.log_likelihood - candidate.log_likelihood) <= LR_THRESHOLD:
+        if not maximum.exceeds(candidate.log_likelihood + 0.5 * LR_THRESHOLD):
             return replace(candidate, selection=f"not rejected by a likelihood-ratio test against the grid maximum "
                                                 f"(statistic <= {LR_THRESHOLD})")
     lik, shift = scaled
     h = resolution_bandwidth(n_u, c_u)
-    w, it = fit_smooth_prior(lik, c_u, smoothing_matrix(grid_prior.grid, h))
+    w, it = fit_smooth_prior(lik, c_u, smoothing_matrix(grid, h))
     ll = float(c_u @ (np.log(_matvec(lik, w)) + shift[:, 0]))
     why = (f"beta+atoms with 1 and 2 Betas rejected by a likelihood-ratio test against the grid maximum "
            f"(statistic > {LR_THRESHOLD}); smoothed at the counts' resolution")
-    return GridPrior(grid=grid_prior.grid, weights=w, iterations=it, log_likelihood=ll, kind="smooth-grid",
+    return GridPrior(grid=grid, weights=w, iterations=it, log_likelihood=ll, kind="smooth-grid",
                      bandwidth=float(h), selection=why)
 
 
