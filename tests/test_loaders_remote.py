@@ -585,3 +585,34 @@ def test_az_odd_keys_are_named_and_objects_told_by_content(azurite, capsys, tmp_
     for key in BY_CONTENT:
         _put(azurite, f"cont/content/{key}", BY_CONTENT[key]())
         _same_as_local(capsys, tmp_path / key.replace("/", "_"), key, f"az://cont/content/{key}")
+
+
+def test_object_copies_are_removed_once_reduced_and_bounded_by_free_space(s3, capsys, monkeypatch):
+    """A csv/jsonl object is read from a copy in the run folder: each copy is removed once its object is
+    reduced (one object on disk at a time, not the whole prefix), and a copy that would leave less than
+    512 MiB free in TMPDIR is refused in one line naming TMPDIR, not blamed on the object."""
+    import shutil as shutil_mod
+
+    from sigmaudit.loaders import remote
+
+    seen = []
+    real = remote.download
+
+    def watched(url, dest):  # noqa: ANN001, ANN202
+        run_folder = dest.parents[2]
+        seen.append(sorted(p.name for p in run_folder.rglob("*") if p.is_file() and p.name != ".lock"))
+        return real(url, dest)
+
+    monkeypatch.setattr(remote, "download", watched)
+    code, _, err = run(capsys, "scan", "s3://bucket/logs/", "-G", "8", "-f", "json")
+    assert code == 0, err
+    # the framework probe reads b.jsonl beside its first-line stub; then the load copies b.jsonl, then
+    # c.jsonl.gz with b.jsonl's copy gone (the parquet object is read where it lies)
+    assert seen == [["b.jsonl"], [], []]
+    monkeypatch.setattr(remote, "download", real)
+    usage = shutil_mod.disk_usage("/")
+    monkeypatch.setattr(shutil_mod, "disk_usage", lambda _: usage._replace(free=100 << 20))
+    code, out, err = run(capsys, "scan", "s3://bucket/logs/b.jsonl")
+    assert (code, out) == (2, "") and len(err.strip().splitlines()) == 1
+    assert err.startswith("sigmaudit: error: s3://bucket/logs/b.jsonl: not enough free space in TMPDIR (")
+    assert "point TMPDIR at a larger disk" in err

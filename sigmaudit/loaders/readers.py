@@ -26,7 +26,7 @@ import polars as pl
 from ..errors import InputError, SchemaError
 from .paths import file_kind, zstd_errors
 from .remote import comment_lines, parse_url, storage_options, store_error
-from .tempdirs import temp_failure
+from .tempdirs import FREE_RESERVE, temp_failure
 
 PARQUET_MAGIC = b"PAR1"
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -39,7 +39,6 @@ MAX_EXPANSION = 250
 """A compressed input may expand to at most this many times its size (text logs compress 5-100x; a
 1 MB gzip bomb holding 1 GB of zeros is refused); the temporary folder must also keep
 :data:`FREE_RESERVE` bytes free."""
-FREE_RESERVE = 512 << 20
 _CHUNK = 1 << 20
 
 

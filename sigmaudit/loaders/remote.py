@@ -304,15 +304,25 @@ def _azurite() -> dict[str, str]:
 
 def download(url: str, dest: Path) -> Path:
     """The object at ``url`` copied to ``dest`` byte for byte, as stored (a .gz stays compressed), with
-    the timeouts; a full or vanished temporary folder is not blamed on the object."""
-    from .tempdirs import temp_failure
+    the timeouts, leaving ``FREE_RESERVE`` bytes free (checked every 64 MiB); a full or vanished temporary
+    folder is not blamed on the object."""
+    import shutil
+    import tempfile
+
+    from .tempdirs import FREE_RESERVE, temp_failure
 
     read, _ = timeouts()
     raw, _ = open_object(url)
     try:
         with contextlib.closing(raw), open(dest, "wb") as out:
+            written = 0
             while chunk := raw.read(1 << 20):
+                checked = written % (64 << 20) < len(chunk)  # every 64 MiB
+                if checked and shutil.disk_usage(dest.parent).free < FREE_RESERVE + len(chunk):
+                    raise InputError(f"not enough free space in TMPDIR ({tempfile.gettempdir()}) to copy it",
+                                     location=redact(url), remedy="point TMPDIR at a larger disk, or free space there")
                 out.write(chunk)
+                written += len(chunk)
     except InputError:
         raise
     except TimeoutError as exc:

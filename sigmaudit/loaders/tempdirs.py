@@ -27,6 +27,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+FREE_RESERVE = 512 << 20
+"""Bytes a run leaves free in TMPDIR when it decompresses or copies an input there."""
 STALE_SECONDS = 24 * 3600
 """A folder whose lock this host cannot judge is removed once untouched for this long."""
 LOCK = ".lock"

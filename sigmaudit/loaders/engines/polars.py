@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -238,13 +239,16 @@ def remote_plan(url: str, src: Source, opts: LoadOptions) -> ColumnMap:
 
 
 def load_remote(inputs: Inputs, opts: LoadOptions, progress: Progress | None = None) -> LoadedCounts:
-    """Object-store inputs: each file scanned where it lies and reduced like a local one (a dump that
+    """Object-store inputs: each file read like a local one (a csv or jsonl object from its copy in the run
+    folder, removed once reduced; a parquet object where it lies) and reduced like a local one (a dump that
     a framework reader restructures is copied here first: :func:`..mirror.load_mirrored`)."""
     files = inputs.files
     out: list[FileCounts] = []
     with run_folder() as tmp:
         for index, url in enumerate(files):
-            src = scan(url, Path(tmp))
+            own = Path(tmp) / f"object-{index}"  # its copy, removed once reduced: one object on disk at a time
+            own.mkdir()
+            src = scan(url, own)
             series = series_of(url, src, opts) if index == 0 and len(files) == 1 else None
             if series is not None:
                 return series
@@ -255,6 +259,7 @@ def load_remote(inputs: Inputs, opts: LoadOptions, progress: Progress | None = N
                                   location=url, remedy="load them in separate runs")
             tick = None if progress is None else functools.partial(_tick, progress, sum(c.rows for c in out))
             part = reduce_file(src, plan, opts, index, tick)
+            shutil.rmtree(own, ignore_errors=True)
             out.append(FileCounts(url, plan, part.frame, part.rows, part.missing, part.duplicates, part.null_keys,
                                   missing_at=part.missing_at))
             if progress is not None:
