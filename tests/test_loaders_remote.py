@@ -588,8 +588,9 @@ def test_az_odd_keys_are_named_and_objects_told_by_content(azurite, capsys, tmp_
 
 
 def test_object_copies_are_removed_once_reduced_and_bounded_by_free_space(s3, capsys, monkeypatch):
-    """A csv/jsonl object is read from a copy in the run folder: each copy is removed once its object is
-    reduced (one object on disk at a time, not the whole prefix), and a copy that would leave less than
+    """A csv/jsonl object is read from a copy in the run folder, copied once (the probe for a framework
+    dump reads its first lines only): each copy is removed once its object is reduced (one object on
+    disk at a time, not the whole prefix), and a copy that would leave less than
     512 MiB free in TMPDIR is refused in one line naming TMPDIR, not blamed on the object."""
     import shutil as shutil_mod
 
@@ -606,9 +607,9 @@ def test_object_copies_are_removed_once_reduced_and_bounded_by_free_space(s3, ca
     monkeypatch.setattr(remote, "download", watched)
     code, _, err = run(capsys, "scan", "s3://bucket/logs/", "-G", "8", "-f", "json")
     assert code == 0, err
-    # the framework probe reads b.jsonl beside its first-line stub; then the load copies b.jsonl, then
-    # c.jsonl.gz with b.jsonl's copy gone (the parquet object is read where it lies)
-    assert seen == [["b.jsonl"], [], []]
+    # the framework probe reads only the first lines (no copy); the load copies b.jsonl, then c.jsonl.gz
+    # with b.jsonl's copy gone (the parquet object is read where it lies)
+    assert seen == [[], []]
     monkeypatch.setattr(remote, "download", real)
     usage = shutil_mod.disk_usage("/")
     monkeypatch.setattr(shutil_mod, "disk_usage", lambda _: usage._replace(free=100 << 20))

@@ -33,7 +33,7 @@ def _local(root: Path, url: str) -> Path:
 
 def framework_dump(urls: list[str], opts: LoadOptions) -> bool:
     """Whether the first recognisable input among ``urls`` is claimed by a framework reader."""
-    from .readers import remote_lines, scan_remote
+    from .readers import remote_lines, remote_schema
 
     with run_folder() as tmp:
         for url in urls[:MAX_PROBES]:
@@ -45,7 +45,7 @@ def framework_dump(urls: list[str], opts: LoadOptions) -> bool:
                 if trainers.needs_reader(stub):
                     return True
             try:
-                schema = scan_remote(url, tmp).schema
+                schema = remote_schema(url, tmp)
                 if trainers.reader(stub, schema) is not None:
                     return True
                 detect(schema, opts, url)

@@ -424,6 +424,33 @@ def scan_remote(url: str, tmpdir: Path) -> Source:
     return Source(url, url, fmt, lf, schema)
 
 
+PROBE_LINES = 20_000
+"""Lines of a remote csv or jsonl object read to learn its columns (:func:`remote_schema`): Polars infers a
+csv's types from its first 10,000 rows and a jsonl's from its first 1,000 lines."""
+
+
+def remote_schema(url: str, tmpdir: Path) -> dict[str, pl.DataType]:
+    """The columns of a remote file as :func:`scan_remote` reads them, without copying a csv or jsonl
+    object whole: its first :data:`PROBE_LINES` lines (decompressed by content, bounded) are scanned here."""
+    kind = file_kind(parse_url(url).pure)
+    if kind is None or kind[0] == "parquet":
+        return scan_remote(url, tmpdir).schema
+    folder = tmpdir / f"probe-{len(list(tmpdir.iterdir()))}"
+    folder.mkdir()
+    name = PurePosixPath(parse_url(url).key).name or f"probe.{kind[0]}"
+    name = name[: -len(PurePosixPath(name).suffix)] if kind[1] else name
+    local = folder / "".join(c if c not in GLOB_CHARS else "_" for c in name)
+    try:
+        local.write_text("".join(line + "\n" for line in remote_lines(url, PROBE_LINES)), encoding="utf-8")
+        return scan(local, tmpdir).schema
+    except OSError as exc:
+        raise (temp_failure(exc, folder, url) or InputError(f"cannot fetch: {exc}", location=url)) from exc
+    except InputError as exc:
+        exc.message = exc.message.replace(str(local), url)
+        exc.location = None if exc.location is None else exc.location.replace(str(local), url)
+        raise
+
+
 def _scan_copy(url: str, tmpdir: Path) -> Source:
     """The object at ``url`` copied into ``tmpdir`` as stored (under its own name, so its suffix still
     says csv or jsonl) and scanned there by :func:`scan`; errors name the URL."""
