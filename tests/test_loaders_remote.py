@@ -557,7 +557,8 @@ def _put(client, key: str, body: bytes) -> None:  # noqa: ANN001
 def test_az_odd_keys_are_named_and_objects_told_by_content(azurite, capsys, tmp_path):
     """Items 17 and 10 on Azure (the Azurite emulator): a '.'/'..' segment key stops Polars' lister on
     az:// too; the listing is taken again by pyarrow's Azure client, the valid objects read, the odd keys
-    named; where nothing is odd the re-listing equals Polars'; objects are read by content and bounded.
+    named; where nothing is odd the re-listing equals Polars'; keys holding '?' or '[' are names, not
+    globs; objects are read by content and bounded.
     (An empty-segment key cannot be written to Azurite through pyarrow, so ``run//x`` is s3-only here;
     gs:// has no local emulator here and is not tested end to end.)"""
     from sigmaudit.loaders.remote import _list_again, list_objects
@@ -582,6 +583,12 @@ def test_az_odd_keys_are_named_and_objects_told_by_content(azurite, capsys, tmp_
         assert {k: v for k, v in got.items() if k not in ("files", "notes")} == \
             {k: v for k, v in want.items() if k not in ("files", "notes")}
         assert sorted(n for n in got["notes"] if n.startswith("skipped")) == notes and "credentials" not in err
+    for key, name in (("odd/sub/a.csv", "globby/a?b.csv"), ("odd/sub/b.csv", "globby/c[1].jsonl")):
+        body = azurite.open_input_stream(f"cont/{key}", compression=None).read()
+        _put(azurite, f"cont/{name}", body if name.endswith(".csv") else pl.read_csv(body).write_ndjson().encode())
+    code, out, err = run(capsys, "scan", "az://cont/globby/", "-G", "8", "-f", "json")  # '?', '[': names
+    assert code == 0, err
+    assert (json.loads(out)["files"], json.loads(out)["rollouts"]) == (2, want["rollouts"])
     for key in BY_CONTENT:
         _put(azurite, f"cont/content/{key}", BY_CONTENT[key]())
         _same_as_local(capsys, tmp_path / key.replace("/", "_"), key, f"az://cont/content/{key}")

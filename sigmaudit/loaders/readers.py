@@ -400,17 +400,17 @@ def bad_json_line(path: Path) -> tuple[int, str, bool] | None:
 
 def scan_remote(url: str, tmpdir: Path) -> Source:
     """A lazy scan of one remote file, like :func:`.readers.scan`. A csv or jsonl object (and any http(s)
-    or ``hf://`` file) is copied into ``tmpdir`` as stored and read there exactly as a local file: its
-    compression told by its first bytes, not its name, and what it inflates to bounded
-    (:data:`MAX_EXPANSION`). An object-store parquet file is scanned where it lies (Polars reads only
-    the parts it needs). A URL is one object's name here, never a glob (a listed key may hold ``?`` or ``[``)."""
+    file) is copied into ``tmpdir`` as stored and read there exactly as a local file: its compression
+    told by its first bytes, not its name, and what it inflates to bounded (:data:`MAX_EXPANSION`). An
+    object-store (or Hugging Face) parquet file is scanned where it lies (Polars reads only the parts it
+    needs). A URL is one object's name here, never a glob (a listed key may hold ``?`` or ``[``)."""
     kind = file_kind(parse_url(url).pure)
     assert kind is not None, url
     fmt = kind[0]
     if fmt not in ("parquet", "csv", "jsonl"):
         raise InputError(f"{fmt} files are read from local disk only", location=url,
                          remedy="download it first")
-    if fmt != "parquet" or parse_url(url).store in ("http", "hf"):
+    if fmt != "parquet" or parse_url(url).store == "http":
         return _scan_copy(url, tmpdir)
     try:
         lf = pl.scan_parquet(url, glob=False, storage_options=storage_options(url))
