@@ -159,8 +159,9 @@ class ObjectiveChoice:
     """f's G → ∞ limit."""
     limit_definition: str
     """How the limit is computed."""
-    rule: str
-    """The rule, in words."""
+    rule: str | None
+    """The rule, in words: written by :func:`sigmaudit.views.plan.worded` from the numbers below (the
+    audit returns numbers); None until then."""
     efficiency_floor: float
     """:data:`EFFICIENCY_FLOOR`."""
     saturation_share: float
@@ -217,12 +218,9 @@ def choose(corpus: Corpus, name: str, G_end: int, *, estimator: str = "auto", sh
         efficiency=float(per[g - 1] / top) if top > 0 else 0.0,
         share_of_limit=float(values[g - 1] / limit) if limit > 0 else None,
     ) for g in keep if np.isfinite(values[g - 1]))
-    rule = (f"the most {obj.noun} per step among G whose {obj.noun} per rollout is at least "
-            f"{EFFICIENCY_FLOOR:.0%} of the best any G gives, capped where returns saturate "
-            f"({SATURATION_SHARE:.0%} of the G → ∞ limit); every whole G up to {G_end:,} searched")
     return ObjectiveChoice(
         name=name, noun=obj.noun, per_group=obj.per_group, definition=obj.definition, estimator=used, limit=limit,
-        limit_definition=obj.limit, rule=rule, efficiency_floor=EFFICIENCY_FLOOR,
+        limit_definition=obj.limit, rule=None, efficiency_floor=EFFICIENCY_FLOOR,
         saturation_share=SATURATION_SHARE, G_end=int(G_end), best_per_rollout_G=best, saturation_G=sat,
         recommended_G=rec, bound=bound, curve=curve,
     )

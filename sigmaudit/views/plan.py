@@ -58,12 +58,21 @@ def _objective_reason(choice: ObjectiveChoice) -> str:
     return f"{why}; {stop}; {cap}"
 
 
+def objective_rule(choice: ObjectiveChoice) -> str:
+    """How the objective chooses G, in words."""
+    return (f"the most {choice.noun} per step among G whose {choice.noun} per rollout is at least "
+            f"{choice.efficiency_floor:.0%} of the best any G gives, capped where returns saturate "
+            f"({choice.saturation_share:.0%} of the G → ∞ limit); every whole G up to {choice.G_end:,} searched")
+
+
 def worded(result: PlanResult) -> PlanResult:
-    """``result`` with its :attr:`~sigmaudit.audits.plan.PlanResult.reason` written (and each ``--by``
-    value's): the words of its JSON contract."""
+    """``result`` with its :attr:`~sigmaudit.audits.plan.PlanResult.reason` and its objective's rule
+    written (and each ``--by`` value's): the words of its JSON contract."""
     by = None if result.by is None else ByResult(result.by.column, tuple(
         ByGroup(g.value, worded(g.result)) for g in result.by.groups))
-    return replace(result, reason=reason(result), by=by)
+    choice = result.objective_choice
+    choice = None if choice is None else replace(choice, rule=objective_rule(choice))
+    return replace(result, reason=reason(result), by=by, objective_choice=choice)
 
 
 def plan_view(result: PlanResult) -> View:
@@ -175,7 +184,7 @@ def objective_section(choice: ObjectiveChoice, B: int, prompts: int, reference_G
         f"objective {choice.name}: {choice.per_group}; {choice.definition}",
         f"predicted for these {prompts:,} prompts' pass rates (estimator {choice.estimator}); "
         f"G → ∞ limit {choice.limit:.4f} = {choice.limit_definition}",
-        f"rule: {choice.rule}",
+        f"rule: {objective_rule(choice)}",
         f"knee: G = {'—' if choice.recommended_G is None else f'{choice.recommended_G:,}'}; most per rollout at "
         f"G = {'—' if choice.best_per_rollout_G is None else choice.best_per_rollout_G} (a per-rollout objective "
         "alone always favours the smallest groups, the noisiest updates)",
