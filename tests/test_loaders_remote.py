@@ -624,3 +624,16 @@ def test_object_copies_are_removed_once_reduced_and_bounded_by_free_space(s3, ca
     assert (code, out) == (2, "") and len(err.strip().splitlines()) == 1
     assert err.startswith("sigmaudit: error: s3://bucket/logs/b.jsonl: not enough free space in TMPDIR (")
     assert "point TMPDIR at a larger disk" in err
+
+
+def test_an_engine_samples_an_object_from_its_first_lines(s3, capsys, monkeypatch):
+    """On an SQL engine the layout of an object-store load is learnt from the first object's first lines
+    (the engine reads the objects itself): nothing is copied here; DuckDB then refuses in one line."""
+    pytest.importorskip("duckdb")
+    from sigmaudit.loaders import remote
+
+    copied = []
+    monkeypatch.setattr(remote, "download", lambda url, dest: copied.append(url))
+    code, out, err = run(capsys, "scan", "s3://bucket/logs/b.jsonl", "--engine", "duckdb")
+    assert (code, out, copied) == (2, "", [])
+    assert "--engine duckdb reads local files only" in err and len(err.strip().splitlines()) == 1

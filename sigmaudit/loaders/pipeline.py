@@ -15,12 +15,13 @@ from .engines import Engine
 from .engines.polars import count_file, load_local, load_remote, open_file, remote_plan
 from .inputs import Inputs, resolve
 from .options import FileCounts, LoadedCounts, LoadOptions
-from .readers import NoDataError, scan
+from .readers import NoDataError, remote_schema, scan
 from .rules import (
     copies_of,
     drop_copied_files,
     drop_relogged,
     framework_elsewhere,
+    is_plain,
     misnamed_compression,
     of_main_layout,
     passed_over,
@@ -28,6 +29,7 @@ from .rules import (
     series_of,
 )
 from .runs import roots
+from .series import series_columns
 from .tempdirs import run_folder
 
 
@@ -102,9 +104,10 @@ def _sample(engine: Engine, inputs: Inputs, kept: list, opts: LoadOptions, tmp: 
 
         if framework_dump(kept, opts):
             raise framework_elsewhere(str(first))
-        src = scan(first, tmp)
-        series = series_of(first, src, opts) if len(kept) == 1 else None
-        return series if series is not None else (remote_plan(first, src, opts), src.schema)
+        schema = remote_schema(first, tmp)  # its first lines: the engine reads the objects itself
+        series = series_of(first, scan(first, tmp), opts) if len(kept) == 1 and is_plain(opts) and \
+            series_columns(schema, opts.step_col) is not None else None
+        return series if series is not None else (remote_plan(first, schema, opts), schema)
     try:
         item = open_file(first, tmp, opts, series_ok=len(kept) == 1, peek=True)
     except SchemaError:

@@ -227,15 +227,15 @@ def _reduce_again(item: Opened, tmp: Path, opts: LoadOptions, index: int, tick: 
         raise (bad_value_line(src, plan.value_columns) or error) from None
 
 
-def remote_plan(url: str, src: Source, opts: LoadOptions) -> ColumnMap:
+def remote_plan(url: str, schema: dict[str, pl.DataType], opts: LoadOptions) -> ColumnMap:
     """The column map of a remote file; a dump that a framework reader restructures (see
     :mod:`..trainers`) is refused: those readers work on local files."""
     from ..remote import parse_url
 
-    module = trainers.reader(Path(parse_url(url).key or "x"), src.schema)
+    module = trainers.reader(Path(parse_url(url).key or "x"), schema)
     if module is not None:
         raise framework_elsewhere(url, module.name)
-    return detect(src.schema, opts, url)
+    return detect(schema, opts, url)
 
 
 def load_remote(inputs: Inputs, opts: LoadOptions, progress: Progress | None = None) -> LoadedCounts:
@@ -252,7 +252,7 @@ def load_remote(inputs: Inputs, opts: LoadOptions, progress: Progress | None = N
             series = series_of(url, src, opts) if index == 0 and len(files) == 1 else None
             if series is not None:
                 return series
-            plan = remote_plan(url, src, opts)
+            plan = remote_plan(url, src.schema, opts)
             src = with_text_columns(src, plan.key_columns)
             if out and plan.layout != out[0].plan.layout:
                 raise SchemaError(f"files mix layouts: {files[0]} is {out[0].plan.layout}, this is {plan.layout}",
