@@ -17,7 +17,8 @@ from sigmaudit.core.optimize import (
     minimize_box_rows,
 )
 from sigmaudit.core.prior import _fit_atoms_beta, default_grid, distinct_pairs, refit_prior, thin_pairs
-from sigmaudit.core.refit import AtomsBetaRows, refit_atoms_beta_rows, thinning_matrix
+from sigmaudit.core.refit import refit_atoms_beta_rows, thinning_matrix
+from sigmaudit.core.rows import AtomsBetaRows
 from sigmaudit.core.special import beta_cell_masses, beta_cell_masses_rows
 
 REAL = Path(__file__).parent / "data" / "real"
@@ -138,3 +139,26 @@ def test_beta_cell_masses_rows_equals_one_at_a_time():
     M = beta_cell_masses_rows(a, b, edges)
     for r in range(25):
         np.testing.assert_allclose(M[r], beta_cell_masses(float(a[r]), float(b[r]), edges), rtol=1e-12, atol=1e-300)
+
+
+def test_lockstep_starts_stop_as_the_sequential_runs():
+    """minimize_box_rows with beat_earlier: each start of a two-Beta fit takes the iterations minimize_box takes
+    with beat = the best earlier start (evalperf's first runs), and reaches the same objective."""
+    from sigmaudit.core.prior import MAX_STEP, AtomsBetaObjective, _starts
+
+    table = pl.read_csv(REAL / "evalperf_per_task_pass_rates.csv")
+    for run in sorted(set(table["run"]))[:3]:
+        d = table.filter(pl.col("run") == run)
+        n, k, c, _ = distinct_pairs(d["n_samples"].to_numpy(), d["n_correct"].to_numpy())
+        obj = AtomsBetaObjective(n, k, c, 2)
+        lo, hi = obj.bounds()
+        starts = _starts(obj)
+        seq = [minimize_box(obj.nll_grad, starts[0], lo, hi, max_step=MAX_STEP, hessian=obj.nll_hessian)]
+        for x in starts[1:]:
+            seq.append(minimize_box(obj.nll_grad, x, lo, hi, max_step=MAX_STEP, hessian=obj.nll_hessian,
+                                    beat=min(f.fun for f in seq)))
+        rows = AtomsBetaRows(n, k, np.tile(c, (len(starts), 1)), 2)
+        runs = minimize_box_rows(rows.fun_grad, rows.hessian, np.array(starts), lo, hi, max_step=MAX_STEP,
+                                 beat_earlier=True)
+        assert runs.nit.tolist() == [f.nit for f in seq]
+        np.testing.assert_allclose(runs.fun, [f.fun for f in seq], rtol=1e-10)

@@ -42,7 +42,7 @@ def _printed(capsys, path: Path) -> tuple[str, str, int | None]:
 
 def _perturb(monkeypatch) -> None:
     import sigmaudit.core.prior as prior
-    import sigmaudit.core.refit as refit
+    import sigmaudit.core.rows as rows_mod
 
     rng = np.random.default_rng(7)
     log_lik, starts, nll_grad = prior._log_lik, prior._starts, prior.AtomsBetaObjective.nll_grad
@@ -55,14 +55,14 @@ def _perturb(monkeypatch) -> None:
         f, g = nll_grad(self, theta)
         return f * (1.0 + 1e-13 * rng.standard_normal()), g * (1.0 + 1e-13 * rng.standard_normal(g.shape))
 
-    rows_fun_grad = refit.AtomsBetaRows.fun_grad
+    rows_fun_grad = rows_mod.AtomsBetaRows.fun_grad
 
     def jittered_rows_fun_grad(self, rows, theta):  # the bootstrap's refits, every replicate at once
         f, g = rows_fun_grad(self, rows, theta)
         return f * (1.0 + 1e-13 * rng.standard_normal(f.shape)), g * (1.0 + 1e-13 * rng.standard_normal(g.shape))
 
     monkeypatch.setattr(prior, "_log_lik", jittered_log_lik)
-    monkeypatch.setattr(refit.AtomsBetaRows, "fun_grad", jittered_rows_fun_grad)
+    monkeypatch.setattr(rows_mod.AtomsBetaRows, "fun_grad", jittered_rows_fun_grad)
     monkeypatch.setattr(prior, "_starts", lambda objective: starts(objective)[::-1])
     monkeypatch.setattr(prior.AtomsBetaObjective, "nll_grad", jittered_nll_grad)
     # another summation order: BLAS over reversed columns instead of einsum's loop

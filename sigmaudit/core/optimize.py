@@ -178,16 +178,21 @@ class BoxFits:
 
 
 def minimize_box_rows(fun_grad: RowsFunGrad, hessian: RowsHessian, x0: ArrayLike, lo: ArrayLike, hi: ArrayLike, *,
-                      max_iter: int = 200, ftol: float = 1e-13, gtol: float = 1e-9) -> BoxFits:
-    """:func:`minimize_box` (exact Hessian, no ``max_step``, no ``beat``) on many problems of the same box at once:
-    row r of ``x0`` starts problem r. Every problem takes the iterations :func:`minimize_box` would take
-    (the same stops, held variables, damping and arc search), in lockstep with the others, so that each
-    numpy operation serves every problem still running: a bootstrap's 200 refits cost a few times one refit.
+                      max_iter: int = 200, ftol: float = 1e-13, gtol: float = 1e-9, max_step: float = np.inf,
+                      beat_earlier: bool = False) -> BoxFits:
+    """:func:`minimize_box` (exact Hessian) on many problems of the same box at once: row r of ``x0`` starts
+    problem r. Every problem takes the iterations :func:`minimize_box` would take (the same stops, held
+    variables, damping, step cap and arc search), in lockstep with the others, so that each numpy operation
+    serves every problem still running: a bootstrap's 200 refits cost a few times one refit.
+
+    ``beat_earlier`` (starts of one problem, in order): row r stops as :func:`minimize_box` with ``beat`` does,
+    against the best objective of the rows before it so far (their optimum once they have stopped).
     """
     lo_a, hi_a = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
     X = np.clip(np.asarray(x0, dtype=np.float64), lo_a, hi_a)
     F, Gr = fun_grad(np.arange(X.shape[0]), X)
     nit = np.zeros(X.shape[0], dtype=np.int64)
+    gains = np.full((X.shape[0], max_iter), np.nan)
     active = np.arange(X.shape[0])
     for it in range(1, max_iter + 1):
         nit[active] = it
@@ -206,12 +211,31 @@ def minimize_box_rows(fun_grad: RowsFunGrad, hessian: RowsHessian, x0: ArrayLike
         go = (decrement > 2.0 * ftol * scale) | np.any(held & (np.abs(pg) > gtol * scale[:, None]), axis=1)
         active, x, g, step, held = active[go], x[go], g[go], step[go], held[go]
         step[held] = -g[held]  # held variables move by their projected gradient (towards their bound)
-        moved, x_new, f_new, g_new = _arc_search_rows(fun_grad, active, x, F[active], g, step, lo_a, hi_a)
+        longest = np.max(np.abs(np.where(held, 0.0, step)), axis=1, initial=0.0)
+        cap = np.where(longest > max_step, max_step / np.where(longest > 0, longest, 1.0), 1.0)
+        step = np.where(held, step, step * cap[:, None])
+        f_before = F[active]
+        moved, x_new, f_new, g_new = _arc_search_rows(fun_grad, active, x, f_before, g, step, lo_a, hi_a)
         X[active[moved]], F[active[moved]], Gr[active[moved]] = x_new, f_new, g_new
+        gains[active[moved], it - 1] = f_before[moved] - f_new
         active = active[moved]
+        if beat_earlier and active.size:
+            active = _outpaced(active, F, gains, it, max_iter)
         if active.size == 0:
             break
     return BoxFits(x=X, fun=F, nit=nit)
+
+
+def _outpaced(active: NDArray[np.intp], F: NDArray[np.float64], gains: NDArray[np.float64], it: int,
+              max_iter: int) -> NDArray[np.intp]:
+    """The rows of ``active`` that can still get below the best objective of the rows before them at the pace of
+    their last :data:`PACE_WINDOW` gains (``minimize_box``'s ``beat``, against the earlier starts' values)."""
+    best_before = np.concatenate([[np.inf], np.minimum.accumulate(F)[:-1]])[active]
+    recent = gains[active, :it]
+    recent = [row[~np.isnan(row)][-PACE_WINDOW:] for row in recent]
+    pace = np.array([r.max() if r.size >= PACE_WINDOW else np.inf for r in recent])
+    keep = ~(F[active] - best_before > pace * (max_iter - it))
+    return active[keep]
 
 
 def _newton_steps(H: NDArray[np.float64], g: NDArray[np.float64], free: NDArray[np.bool_]) -> NDArray[np.float64]:

@@ -489,12 +489,18 @@ def _minimize_from_starts(objective: AtomsBetaObjective) -> BoxFit:
     """The best of :func:`minimize_box` runs from :func:`_starts`; among runs within :data:`TIE` of the best
     objective, a fixed rule (:data:`TIE`) picks one: equally good optima are chosen the same way whatever the
     order of the starts or the last bits of the arithmetic."""
+    from .optimize import minimize_box_rows
+    from .rows import AtomsBetaRows
+
     lo, hi = objective.bounds()
     starts = _starts(objective)
-    fits = [minimize_box(objective.nll_grad, starts[0], lo, hi, max_step=MAX_STEP, hessian=objective.nll_hessian)]
-    for x in starts[1:]:  # a run that cannot reach the best so far at its pace stops early (minimize_box's beat)
-        fits.append(minimize_box(objective.nll_grad, x, lo, hi, max_step=MAX_STEP, hessian=objective.nll_hessian,
-                                 beat=min(f.fun for f in fits)))
+    if len(starts) == 1:
+        fits = [minimize_box(objective.nll_grad, starts[0], lo, hi, max_step=MAX_STEP, hessian=objective.nll_hessian)]
+    else:  # the starts in lockstep; one that cannot reach the best of the earlier ones at its pace stops early
+        rows = AtomsBetaRows(objective.n, objective.k, np.tile(objective.c, (len(starts), 1)), objective.components)
+        runs = minimize_box_rows(rows.fun_grad, rows.hessian, np.array(starts), lo, hi, max_step=MAX_STEP,
+                                 beat_earlier=True)
+        fits = [BoxFit(x=runs.x[i], fun=float(runs.fun[i]), nit=int(runs.nit[i])) for i in range(len(starts))]
     best = min(f.fun for f in fits)
     tied = [f for f in fits if f.fun <= best + TIE * max(1.0, abs(best))]
     return min(tied, key=lambda f: tuple(np.round(f.x, 3)))
