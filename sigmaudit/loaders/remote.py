@@ -9,9 +9,10 @@ from the standard places and nothing is stored by sigmaudit:
   ``AWS_SESSION_TOKEN``, ``AWS_PROFILE`` and ``~/.aws/config``, ``AWS_REGION``; an S3-compatible
   server via ``AWS_ENDPOINT_URL`` (and ``AWS_ALLOW_HTTP=true`` for plain http).
 - ``gs://bucket/key`` (also ``gcs://``): ``GOOGLE_APPLICATION_CREDENTIALS`` or the gcloud
-  application-default login.
+  application-default login (``GOOGLE_BASE_URL`` and ``GOOGLE_SKIP_SIGNATURE`` for a local server).
 - ``az://container/key`` (also ``abfs://``, ``abfss://``, ``azure://``): ``AZURE_STORAGE_ACCOUNT_NAME``
-  with ``AZURE_STORAGE_ACCOUNT_KEY`` / ``AZURE_STORAGE_SAS_TOKEN``, or the Azure CLI login.
+  with ``AZURE_STORAGE_ACCOUNT_KEY`` / ``AZURE_STORAGE_SAS_TOKEN``, or the Azure CLI login
+  (``AZURE_STORAGE_USE_EMULATOR`` for Azurite).
 - ``hf://datasets/<owner>/<name>/path`` (Hugging Face datasets): ``HF_TOKEN`` for private ones
   (``HF_ENDPOINT`` for a mirror of the Hub).
 - ``https://host/path``: one file per URL (no listing, so no directories or globs).
@@ -254,6 +255,7 @@ def _filesystem(u: RemoteURL):  # noqa: ANN202
     connect timeouts."""
     import datetime
     import os
+    import urllib.parse
 
     from pyarrow import fs
 
@@ -267,8 +269,12 @@ def _filesystem(u: RemoteURL):  # noqa: ANN202
         retry = fs.AwsStandardS3RetryStrategy(max_attempts=3)
         return fs.S3FileSystem(region=region, endpoint_override=endpoint, connect_timeout=connect,
                                request_timeout=read, retry_strategy=retry), u.bucket
-    if u.store == "gcs":
-        return fs.GcsFileSystem(retry_time_limit=datetime.timedelta(seconds=3 * read)), u.bucket
+    if u.store == "gcs":  # GOOGLE_BASE_URL / GOOGLE_SKIP_SIGNATURE: a local server, as Polars' client reads them
+        base = urllib.parse.urlsplit(os.environ.get("GOOGLE_BASE_URL") or "")
+        where = {"endpoint_override": base.netloc, "scheme": base.scheme or "https"} if base.netloc else {}
+        anonymous = os.environ.get("GOOGLE_SKIP_SIGNATURE", "").strip().lower() in ("1", "true")
+        return fs.GcsFileSystem(anonymous=anonymous, retry_time_limit=datetime.timedelta(seconds=3 * read),
+                                **where), u.bucket
     container, _, host = u.bucket.partition("@")
     account = host.split(".")[0] or os.environ.get("AZURE_STORAGE_ACCOUNT_NAME") or \
         os.environ.get("AZURE_STORAGE_ACCOUNT")
