@@ -2,7 +2,7 @@
 optimiser it replaced: on random corpora (hypothesis) and on real ones (the sample logs, the
 published pass-rate files in tests/data/real) its negative log-likelihood is
 never above L-BFGS-B's from the same start and box (up to 1e-9 · |nll|), and the corpus prior
-chosen by the likelihood-ratio rule is the same kind."""
+chosen by AIC is the same kind."""
 
 from __future__ import annotations
 
@@ -17,14 +17,19 @@ from scipy.optimize import minimize
 
 from sigmaudit.core.optimize import minimize_box
 from sigmaudit.core.prior import (
-    LR_THRESHOLD,
     AtomsBetaObjective,
+    GridPrior,
+    _choose_by_aic,
     _minimize_from_starts,
     _pairs,
     _scaled_lik,
     atoms_beta_prior,
+    default_grid,
     fit_corpus_prior,
-    fit_grid_prior,
+    fit_smooth_prior,
+    resolution_bandwidth,
+    smooth_effective_parameters,
+    smoothing_matrix,
     thin_pairs,
 )
 
@@ -47,18 +52,19 @@ def _lbfgsb(objective: AtomsBetaObjective):
 
 
 def _scipy_kind(n, k, c) -> str:
-    """fit_corpus_prior's choice with the Beta-plus-atoms candidates fitted by L-BFGS-B (the code before)."""
-    from sigmaudit.core.prior import GRID_SIZE
-
-    max_iter = int(np.clip(2e8 / (n.size * GRID_SIZE), 150, 3000))
-    grid_prior = fit_grid_prior(n, k, c, max_iter=max_iter)
-    scaled = _scaled_lik(n, k, grid_prior.grid)
+    """fit_corpus_prior's choice (AIC) with the Beta-plus-atoms candidates fitted by L-BFGS-B (the code before)."""
+    g = default_grid()
+    lik, shift = _scaled_lik(n, k, g)
+    fits = []
     for components in (1, 2):
         objective = AtomsBetaObjective(n, k, c, components)
-        candidate, _ = atoms_beta_prior(objective, _lbfgsb(objective).x, 0, grid_prior.grid, scaled)
-        if 2.0 * (grid_prior.log_likelihood - candidate.log_likelihood) <= LR_THRESHOLD:
-            return f"beta+atoms/{components}"
-    return "smooth-grid"  # the nonparametric prior, smoothed since the grid maximum is a few point masses
+        candidate, _ = atoms_beta_prior(objective, _lbfgsb(objective).x, 0, g, (lik, shift))
+        fits.append((candidate, 1.0 + 3.0 * components))
+    h = resolution_bandwidth(n, c)
+    w, _ = fit_smooth_prior(lik, c, smoothing_matrix(g, h))
+    smooth = GridPrior(g, w, 0, float(c @ (np.log(lik @ w) + shift[:, 0])), "smooth-grid", bandwidth=h)
+    fits.append((smooth, smooth_effective_parameters(lik, c, w, h, g)))
+    return _choose_by_aic(fits).kind
 
 
 def _assert_not_worse(n, k, c):

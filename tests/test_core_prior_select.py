@@ -1,4 +1,4 @@
-"""The corpus prior: Beta + point masses when it fits, grid EM otherwise; accuracy at G = 2n."""
+"""The corpus prior: Beta + point masses when AIC does not prefer the smoothed grid; accuracy at G = 2n."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def test_beta_cell_masses_sum_to_one_and_match_mean():
 
 
 @pytest.mark.parametrize(("kind", "expected"), [("beta+atoms", "beta+atoms/1"), ("two humps", "beta+atoms/2")])
-def test_selection_by_likelihood_ratio(kind, expected):
+def test_selection_by_aic(kind, expected):
     _, k = _corpus(kind, 5000, 8, 11)
     assert fit_corpus_prior(np.full(k.size, 8), k).kind == expected
 

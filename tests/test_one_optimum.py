@@ -123,15 +123,19 @@ def test_other_cpu_features_and_blas_cores_print_the_same():
 
 
 def test_prior_chosen_by_the_data_follows_a_well_sampled_corpus(capsys):
-    """n = 160 per prompt: the Beta-plus-atoms priors are rejected, the smoothed grid prior is used and
-    says so, and the posterior GRPO mass share of p in [0.3, 0.4) is within 0.01 of the plug-in 0.0446
+    """n = 160 per prompt: AIC prefers the smoothed grid prior (by 7.5 over two Betas) and the JSON says so,
+    and the posterior GRPO mass share of p in [0.3, 0.4) is within 0.01 of the plug-in 0.0446
     (the grid maximum, a few point masses, gave < 0.0001)."""
     path = str(CORPORA[0])
     _, out, _ = run(capsys, "scan", path, "-q", "-f", "json")
     post = json.loads(out)
     _, out, _ = run(capsys, "scan", path, "-q", "-f", "json", "--estimator", "plugin")
     plug = json.loads(out)
-    assert post["prior"]["family"] == "smooth-grid" and "likelihood-ratio" in post["prior"]["selection"]
+    prior = post["prior"]
+    assert prior["family"] == "smooth-grid" and prior["criterion"] == "AIC"
+    aic = {s["prior"]: s["aic"] for s in prior["scores"]}
+    assert aic["smooth-grid"] + 2.0 < min(aic["beta+atoms/1"], aic["beta+atoms/2"])  # 17528.98 vs 17536.49, 17541.59
+    assert [s["parameters"] for s in prior["scores"]][:2] == [4.0, 7.0] and 10 < prior["scores"][2]["parameters"] < 20
     assert plug["mass_share"]["grpo"]["bins"][3] == pytest.approx(0.0446, abs=5e-5)
     assert abs(post["mass_share"]["grpo"]["bins"][3] - plug["mass_share"]["grpo"]["bins"][3]) < 0.01
     rate = post["pass_rate"]

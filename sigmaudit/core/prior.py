@@ -92,6 +92,8 @@ class GridPrior:
     """A ``smooth-grid`` prior's smoothing bandwidth (:func:`resolution_bandwidth`); 0 for the others."""
     selection: str = ""
     """How :func:`fit_corpus_prior` chose this prior, in words (empty when fitted directly)."""
+    scores: tuple[tuple[str, float, float, float], ...] = ()
+    """:func:`fit_corpus_prior`'s candidates: (kind, log-likelihood, parameters, AIC) each; empty otherwise."""
 
     @property
     def family(self) -> str:
@@ -106,6 +108,10 @@ class GridPrior:
         if self.family == "smooth-grid":
             out["bandwidth"] = self.bandwidth
         out["selection"] = self.selection
+        if self.scores:
+            out["criterion"] = "AIC"
+            out["scores"] = [{"prior": kind, "log_likelihood": ll, "parameters": params, "aic": aic}
+                             for kind, ll, params, aic in self.scores]
         return out
 
     def posterior(self, n: ArrayLike, k: ArrayLike) -> NDArray[np.float64]:
@@ -588,9 +594,10 @@ def thin_pairs(
     return uniq[:, 0].astype(np.int64), uniq[:, 1].astype(np.int64), weights
 
 
-LR_THRESHOLD = 18.5
-"""Likelihood-ratio statistic above which a Beta-plus-atoms prior is rejected in favour of
-the nonparametric grid prior (about the 0.999 quantile of chi-square with 4 degrees of freedom)."""
+AIC_MARGIN = 2.0
+"""Candidate priors whose AIC is within this of the lowest are equally supported by the counts (Burnham &
+Anderson's "substantial support"): :func:`fit_corpus_prior` takes the one-Beta prior among them if it is there,
+else the one with the fewest parameters (the smoothed grid counted by its effective parameters)."""
 
 
 RESOLUTION = 0.5
@@ -638,6 +645,23 @@ def fit_smooth_prior(
     return w, it
 
 
+def _smooth_jacobians(
+    lik: NDArray[np.float64], c: NDArray[np.float64], w: NDArray[np.float64], bandwidth: float,
+    grid: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """(A, B, f) of the smoothed EM map T(w, c) at its fixed point ``w``: A = ∂T/∂w, B = ∂T/∂c, f = Lw
+    (:func:`refit_smooth_linear`)."""
+    m = w.size
+    S = np.eye(m)
+    S[1:-1, 1:-1] = smoothing_matrix(grid, bandwidth)
+    total = float(c.sum())
+    f = lik @ w
+    D = lik.T @ (c / f)
+    A = S @ (np.diag(D) - (w[:, None] * lik.T) @ ((c / f**2)[:, None] * lik)) / total
+    B = (S @ (w[:, None] * lik.T / f[None, :]) - w[:, None]) / total
+    return A, B, f
+
+
 def refit_smooth_linear(prior: GridPrior, n: NDArray[np.int64], k: NDArray[np.int64], c: NDArray[np.float64],
                         draws: NDArray[np.float64]) -> NDArray[np.float64]:
     """The smoothed grid prior refitted to each row of ``draws`` (new multiplicities of the pairs ``n``, ``k``,
@@ -651,17 +675,25 @@ def refit_smooth_linear(prior: GridPrior, n: NDArray[np.int64], k: NDArray[np.in
     """
     lik, _ = _scaled_lik(n, k, prior.grid)
     w = prior.weights
-    m = w.size
-    S = np.eye(m)
-    S[1:-1, 1:-1] = smoothing_matrix(prior.grid, prior.bandwidth)
-    total = float(c.sum())
-    f = lik @ w
-    D = lik.T @ (c / f)
-    A = S @ (np.diag(D) - (w[:, None] * lik.T) @ ((c / f**2)[:, None] * lik)) / total
-    B = (S @ (w[:, None] * lik.T / f[None, :]) - w[:, None]) / total
-    dW = np.linalg.solve(np.eye(m) - A, B @ (draws - c[None, :]).T).T
+    A, B, _ = _smooth_jacobians(lik, c, w, prior.bandwidth, prior.grid)
+    dW = np.linalg.solve(np.eye(w.size) - A, B @ (draws - c[None, :]).T).T
     W = np.maximum(w[None, :] + dW, 0.0)
     return W / W.sum(axis=1, keepdims=True)
+
+
+def smooth_effective_parameters(lik: NDArray[np.float64], c: NDArray[np.float64], w: NDArray[np.float64],
+                                bandwidth: float, grid: NDArray[np.float64]) -> float:
+    """The smoothed grid prior's effective number of parameters: how much the fit's log-likelihood exceeds its
+    leave-one-out log-likelihood, to first order. Leaving one prompt of pair j out (dc = −e_j) moves the fixed
+    point by −M e_j, M = (I − A)⁻¹ B (:func:`_smooth_jacobians`), so that prompt's marginal falls from f_j to
+    f_j − L_j M e_j; summed over prompts, Σ_j c_j L_j M e_j / f_j = trace((I − A)⁻¹ B diag(c/f) L). With it the
+    smoothed grid enters AIC as the parametric priors do with their parameter counts (TIC, Takeuchi 1976)."""
+    A, B, f = _smooth_jacobians(lik, c, w, bandwidth, grid)
+    R = (c / f)[:, None] * lik
+    if lik.shape[0] <= w.size:  # few pairs: M = (I − A)⁻¹ B, then Σ_j R_j M e_j
+        M = np.linalg.solve(np.eye(w.size) - A, B)
+        return float(np.einsum("jm,mj->", R, M))
+    return float(np.trace(np.linalg.solve(np.eye(w.size) - A, B @ R)))
 
 
 def resolution_bandwidth(n: NDArray[np.int64], c: NDArray[np.float64]) -> float:
@@ -674,46 +706,47 @@ def resolution_bandwidth(n: NDArray[np.int64], c: NDArray[np.float64]) -> float:
 
 
 def fit_corpus_prior(n: ArrayLike, k: ArrayLike, weights: ArrayLike | None = None) -> GridPrior:
-    """The prior the model-based estimator uses: the simplest of point masses at 0 and 1 plus
-    one Beta, plus two Betas, or a nonparametric grid prior, that the data do not reject.
+    """The prior the model-based estimator uses, chosen by AIC among point masses at 0 and 1 plus one Beta
+    (4 parameters), plus two Betas (7), and the smoothed grid prior (:func:`fit_smooth_prior` at the bandwidth
+    the counts resolve, :func:`resolution_bandwidth`; its effective parameters by
+    :func:`smooth_effective_parameters`). Of the candidates within :data:`AIC_MARGIN` of the lowest AIC, the
+    one-Beta prior is taken when it is among them (one hump and two atoms extrapolate to G beyond the logged n
+    with the least variance and put never-solved prompts exactly at p = 0), else the one with the fewest
+    parameters (two Betas fitted to a few dozen prompts make spikes). The result's ``scores`` hold every
+    candidate's log-likelihood, parameters and AIC.
 
-    Prompts with more than :data:`THIN_N` samples enter the fit thinned to that many
-    (:func:`thin_pairs`), which bounds its cost. The nonparametric maximum-likelihood prior (:func:`~.npmle.fit_npmle`)
-    is fitted first; a parametric prior is kept unless that prior's log-likelihood beats it by more
-    than ``LR_THRESHOLD / 2`` (a likelihood-ratio test). Smooth parametric priors extrapolate to G beyond
-    the logged n with less variance and put never-solved prompts exactly at p = 0 (which n samples alone
-    cannot tell from p = 0.01). When both are rejected, the prior is the smoothed grid prior
-    (:func:`fit_smooth_prior`) at the bandwidth the counts resolve (:func:`resolution_bandwidth`):
-    the maximum-likelihood grid prior itself is a few point masses, which would move a well-sampled
-    prompt's posterior off its own pass rate onto the nearest mass.
+    Prompts with more than :data:`THIN_N` samples enter the fit thinned to that many (:func:`thin_pairs`),
+    which bounds its cost.
     """
-    from .npmle import EXACT_CELLS, GridMaximum
-
     n_u, k_u, c_u = thin_pairs(*_pairs(n, k, weights))
-    grid = default_grid()
-    scaled = _scaled_lik(n_u, k_u, grid)  # the likelihood matrix, computed once for every candidate
-    rough = None
-    if n_u.size * grid.size >= EXACT_CELLS:  # a bracket first: a bounded EM run (~2e8 multiply-adds)
-        em_steps = int(np.clip(2e8 / (n_u.size * GRID_SIZE), 150, 3000))
-        rough = fit_grid_prior(n_u, k_u, c_u, max_iter=em_steps).weights
-    # the test is against the grid maximum itself (EM stops short of it: 1e-4 to 4 log-likelihood units)
-    maximum = GridMaximum(scaled[0], scaled[1], c_u, rough)
+    g = default_grid()
+    scaled = _scaled_lik(n_u, k_u, g)  # the likelihood matrix, computed once for every candidate
+    fits: list[tuple[GridPrior, float]] = []
     for components in (1, 2):
         try:
-            candidate, _ = _fit_atoms_beta(n_u, k_u, c_u, grid, components, scaled)
-        except (ValueError, FloatingPointError):  # pragma: no cover - optimiser failure falls back
+            candidate, _ = _fit_atoms_beta(n_u, k_u, c_u, g, components, scaled)
+        except (ValueError, FloatingPointError):  # pragma: no cover - optimiser failure: not a candidate
             continue
-        if not maximum.exceeds(candidate.log_likelihood + 0.5 * LR_THRESHOLD):
-            return replace(candidate, selection=f"not rejected by a likelihood-ratio test against the grid maximum "
-                                                f"(statistic <= {LR_THRESHOLD})")
+        fits.append((candidate, float(len(candidate.theta))))
     lik, shift = scaled
     h = resolution_bandwidth(n_u, c_u)
-    w, it = fit_smooth_prior(lik, c_u, smoothing_matrix(grid, h))
-    ll = float(c_u @ (np.log(_matvec(lik, w)) + shift[:, 0]))
-    why = (f"beta+atoms with 1 and 2 Betas rejected by a likelihood-ratio test against the grid maximum "
-           f"(statistic > {LR_THRESHOLD}); smoothed at the counts' resolution")
-    return GridPrior(grid=grid, weights=w, iterations=it, log_likelihood=ll, kind="smooth-grid",
-                     bandwidth=float(h), selection=why)
+    w, it = fit_smooth_prior(lik, c_u, smoothing_matrix(g, h))
+    smooth = GridPrior(grid=g, weights=w, iterations=it, log_likelihood=_grid_log_likelihood(lik, shift, c_u, w),
+                       kind="smooth-grid", bandwidth=float(h))
+    fits.append((smooth, smooth_effective_parameters(lik, c_u, w, h, g)))
+    return _choose_by_aic(fits)
+
+
+def _choose_by_aic(fits: list[tuple[GridPrior, float]]) -> GridPrior:
+    """Of ``fits`` (prior, parameters) within :data:`AIC_MARGIN` of the lowest AIC = 2 (parameters − log-likelihood),
+    the one-Beta prior if there, else the fewest parameters; every candidate's scores attached."""
+    scores = tuple((p.kind, p.log_likelihood, params, 2.0 * (params - p.log_likelihood)) for p, params in fits)
+    best = min(s[3] for s in scores)
+    near = [i for i, s in enumerate(scores) if s[3] <= best + AIC_MARGIN]
+    pick = min(near, key=lambda i: (scores[i][0] != "beta+atoms/1", scores[i][2], i))
+    why = (f"AIC = 2 x (parameters - log-likelihood), the smoothed grid's parameters its effective number (first-order "
+           f"leave-one-out); within {AIC_MARGIN:g} of the lowest: one Beta if there, else the fewest parameters")
+    return replace(fits[pick][0], selection=why, scores=scores)
 
 
 REFIT_MAX_ITER = 300
