@@ -75,3 +75,19 @@ def test_the_bracket_answers_as_the_exact_maximum():
         assert bracket.exceeds(best + delta) == (delta < 0), delta
     far = GridMaximum(lik, shift, cu, rough)
     assert far.exceeds(best - 1e6) and not far.exact  # decided by the bracket alone
+
+
+def test_grid_points_whose_curvature_underflows_do_not_make_the_step_singular():
+    """Groups of 8 at ten half-integer steps (tests/test_loaders_engines.py's half_steps.csv, 3 prompts):
+    few pairs with many samples each, so H_jj = Σ h_i L_ij² underflows to 0 at grid points far from every
+    pair. The working set's Hessian was singular there ("Singular matrix", exit 2); the maximum is still
+    reached and beats a long EM run."""
+    k = np.array([sum(int(i < (s + p) % 9) for s in range(10) for i in range(8)) for p in range(3)])
+    n, k, c = thin_pairs(*distinct_pairs(np.full(3, 80), k)[:3])
+    grid = default_grid()
+    lik, shift = _scaled_lik(n, k, grid)
+    w, iterations = fit_npmle(lik, c)
+    assert iterations < 200 and w.min() >= 0.0 and w.sum() == pytest.approx(1.0, abs=1e-12)
+    em = fit_grid_prior(n, k, c, grid=grid, max_iter=20000, tol=0.0)
+    assert em.log_likelihood <= _ll(lik, shift, c, w) + 1e-9 * abs(em.log_likelihood)
+    assert gap_bound(lik, c, w) <= c.sum() * 2e-8

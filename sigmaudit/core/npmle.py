@@ -27,7 +27,8 @@ is then within Σc · 1e-8 of the maximum."""
 MAX_ITER = 200
 """SQP iterations at most (a few dozen are usual)."""
 RIDGE = 1e-10
-"""Added to the working set's Hessian (relative to each diagonal entry), whose rank is at most the number of pairs."""
+"""Added to the working set's Hessian (relative to each diagonal entry, and at least this fraction of the largest
+one), whose rank is at most the number of pairs."""
 
 
 def gap_bound(lik: NDArray[np.float64], c: NDArray[np.float64], w: NDArray[np.float64]) -> float:
@@ -122,9 +123,13 @@ def _qp(lik: NDArray[np.float64], lik_t: NDArray[np.float64], h: NDArray[np.floa
             known[j] = True
         HcS = Hc[:, idx]
         HS = HcS[idx]
-        HS[np.diag_indices_from(HS)] *= 1.0 + RIDGE
+        d = HS.diagonal() * (1.0 + RIDGE)  # a grid point far from every pair can have H_jj underflow to 0:
+        HS[np.diag_indices_from(HS)] = np.maximum(d, RIDGE * max(float(d.max()), 1e-300))  # floored, not singular
         z = np.zeros(m)
-        z[idx] = np.linalg.solve(HS, -b[idx])
+        try:
+            z[idx] = np.linalg.solve(HS, -b[idx])
+        except np.linalg.LinAlgError:  # pragma: no cover - exactly singular despite the ridge
+            z[idx] = np.linalg.lstsq(HS, -b[idx], rcond=None)[0]
         if np.all(z[idx] > 0.0):
             y = z
             q = HcS @ y[idx] + b
