@@ -209,5 +209,13 @@ def test_posterior_never_always_shares_print_only_with_their_interval(capsys):
     code, out, _ = run(capsys, "scan", str(crux), "-q", "--bootstrap", "40", "-f", "markdown")
     cell = f"{pr['never_solved_posterior']:.4f} (interval {lo:.4f} – {hi:.4f})"
     assert f"| never solved, posterior P(p = 0) | {cell} |" in out
+    code, out, _ = run(capsys, "check", str(crux), "-G", "8", "--max-extreme-share", "1", "--bootstrap", "40",
+                       "-f", "json", "-q")
+    (e,) = json.loads(out)["checks"]
+    m = d["mass_share"]
+    assert m["grpo"]["extreme"] == pytest.approx(e["value"], rel=1e-12)
+    assert m["grpo_extreme_ci"] == pytest.approx(e["value_ci"], rel=1e-12)
+    assert 0.04 < m["grpo_extreme_ci"][0] < 0.1 and 0.2 < m["grpo_extreme_ci"][1] < 0.3  # 0.0627 – 0.2439 at 200
     code, out, _ = run(capsys, "scan", str(crux), "-q", "--bootstrap", "40", "--summary")
     assert "range the data allow: p = 0 0.0%–58.1%" in out and "posterior P(p = 0) 55.3% (" in out
+    assert f"GRPO {m['grpo']['extreme']:.1%} ({m['grpo_extreme_ci'][0]:.1%}–" in out

@@ -232,6 +232,8 @@ class MassShare:
     """GRPO at G: mass ∝ E[σ](p̂, G)."""
     drgrpo_finite: MassBands
     """Dr. GRPO at G: mass ∝ p̂ (1 − p̂)(1 − 1/G) (same shares as large G)."""
+    grpo_extreme_ci: tuple[float, float] | None = None
+    """Bootstrap interval of ``grpo.extreme`` on the posterior basis (scan ``--bootstrap N``; None without)."""
 
 
 @dataclass(frozen=True)
@@ -552,7 +554,7 @@ def _bands(p: NDArray[np.float64], mass: NDArray[np.float64]) -> MassBands:
     )
 
 
-def _mass_share(corpus: Corpus, G: int, estimator: str = "auto") -> MassShare:
+def _mass_share(corpus: Corpus, G: int, estimator: str = "auto", replicates: int = 0, level: float = 0.9) -> MassShare:
     """Mass shares by band: per prompt, the posterior expectation of mass × 1{p in band} (all prompts
     together: the corpus's posterior mixture over the grid), or mass at p̂ with ``plugin``."""
     from ..core.weighting import gradient_mass
@@ -566,8 +568,13 @@ def _mass_share(corpus: Corpus, G: int, estimator: str = "auto") -> MassShare:
         mass = np.asarray(gradient_mass(p, rule, g), dtype=np.float64)  # type: ignore[arg-type]
         return _bands(p, mass * w)
 
+    ci = None
+    if estimator != "plugin" and replicates:
+        est = corpus.estimates(["extreme_share"], [G], "bayes", replicates=replicates)
+        ci = est.interval("extreme_share", G, level)
     return MassShare(G=G, basis="p_hat" if estimator == "plugin" else "posterior", grpo=bands("grpo", None),
-                     drgrpo=bands("drgrpo", None), grpo_finite=bands("grpo", G), drgrpo_finite=bands("drgrpo", G))
+                     drgrpo=bands("drgrpo", None), grpo_finite=bands("grpo", G), drgrpo_finite=bands("drgrpo", G),
+                     grpo_extreme_ci=ci)
 
 
 def _group_size(corpus: Corpus, G: int, eps: float, silent: float) -> GroupSize:
@@ -669,7 +676,7 @@ def audit(
         estimator=_estimator_description(rows), silent=rows, observed_silent=observed,
         filtered_warning=warning,
         wasted=_wasted(corpus, main_row, rollouts, observed if observed is not None and observed.G == g_main else None),
-        mass_share=_mass_share(corpus, g_main, estimator),
+        mass_share=_mass_share(corpus, g_main, estimator, replicates, level),
         group_size=_group_size(corpus, g_main, eps, main_row.estimate),
         notes=notes,
         prior=corpus.prior.describe(),

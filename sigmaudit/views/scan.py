@@ -216,6 +216,9 @@ def _mass(r: ScanReport) -> Section:
         note=(
             f"{basis}: GRPO ∝ sqrt({v}(1−{v})) (large G) or E[σ]({v}, G); "
             f"Dr. GRPO ∝ {v}(1−{v}); prompts with {v} ∈ {{0, 1}} carry none."
+            + ("" if m.grpo_extreme_ci is None else
+               f" GRPO extreme share {m.grpo.extreme:.4f}: {r.level:.0%} bootstrap interval "
+               f"{m.grpo_extreme_ci[0]:.4f} – {m.grpo_extreme_ci[1]:.4f} ({r.replicates:,} replicates).")
         ),
     )
     hist = r.pass_rate.histogram
@@ -331,7 +334,8 @@ def scan_summary(r: ScanReport) -> list[str]:
          f"wasted at G = {w.G:,}: {pct(w.silent_rollout_share)} of rollouts in silent groups "
          f"(predicted, {w.estimator})"),
         f"predicted silent-group rate of a fresh group ({r.estimator}, pooled counts): {rates}",
-        f"extreme-band share of gradient mass ({EXTREME.describe('p')}, {m.basis}): GRPO {pct(m.grpo.extreme)}, "
+        f"extreme-band share of gradient mass ({EXTREME.describe('p')}, {m.basis}): GRPO {pct(m.grpo.extreme)}"
+        + ("" if m.grpo_extreme_ci is None else f" ({pct(m.grpo_extreme_ci[0])}–{pct(m.grpo_extreme_ci[1])})") + ", "
         f"Dr. GRPO {pct(m.drgrpo.extreme)}",
         f"group size for φ ≥ {1 - g.eps:g}: G = {g.G:,} meets {g.met_prompts:,} of {r.prompts:,} prompts"
         + (f"; median prompt needs G = {g.quantiles[1].exact}" if len(g.quantiles) > 1 and g.quantiles[1].exact
