@@ -66,7 +66,7 @@ def test_json_contract(capsys, log):
     assert (obs["fraction"], obs["all_wrong"], obs["all_correct"]) == (6 / 12, 3 / 12, 3 / 12)
     assert d["wasted"]["G"] == d["group_size"]["G"] == d["mass_share"]["G"] == 4  # most common logged size
     assert d["group_size"]["eps"] == 0.05
-    assert set(d["mass_share"]) == {"G", "basis", "grpo", "drgrpo", "grpo_finite", "drgrpo_finite"}
+    assert set(d["mass_share"]) == {"G", "basis", "grpo", "drgrpo", "grpo_finite", "drgrpo_finite", "grpo_extreme_ci"}
     assert len(d["pass_rate"]["histogram"]) == 10 and sum(d["pass_rate"]["histogram"]) == 6
     assert d["filtered_warning"] is None
     # stderr holds the loader's note, never the report
