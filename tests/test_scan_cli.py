@@ -24,7 +24,7 @@ CONTRACT_KEYS = {
     "filtered_warning",
 }
 SILENT_KEYS = {"G", "plugin", "unbiased", "bayes", "estimate", "estimator", "all_wrong", "all_correct",
-               "estimate_all_wrong", "estimate_all_correct"}
+               "estimate_all_wrong", "estimate_all_correct", "estimate_ci", "bayes_ci"}
 
 
 def write_long(path: Path, groups: list[tuple[str, int, list[int]]]) -> Path:
@@ -168,3 +168,22 @@ def test_golden_markdown(capsys, log, monkeypatch):
         GOLDEN.write_text(out)
     assert GOLDEN.exists(), "golden file missing: run with SIGMAUDIT_REGEN_GOLDEN=1"
     assert out == GOLDEN.read_text()
+
+
+def test_scan_intervals_are_checks_intervals(capsys):
+    """scan --bootstrap N gives each silent[] row the bootstrap interval check computes for the silent rate at that G
+    (same replicates, same seed): the default estimate's and the model-based one's; null without --bootstrap."""
+    sample = Path(__file__).resolve().parents[1] / "sample_logs" / "rollouts.parquet"
+    code, out, err = run(capsys, "scan", str(sample), "-G", "8", "-G", "64", "--bootstrap", "60", "-f", "json", "-q")
+    assert code == 0, err
+    rows = {r["G"]: r for r in json.loads(out)["silent"]}
+    for G, rule in ((8, "auto"), (64, "auto"), (64, "bayes")):
+        code, out, err = run(capsys, "check", str(sample), "-G", str(G), "--max-silent", "0.99", "--basis", "model",
+                             "--estimator", rule, "--bootstrap", "60", "-f", "json", "-q")
+        check = json.loads(out)["checks"][0]
+        key = "estimate_ci" if rule == "auto" else "bayes_ci"
+        assert rows[G][key] == pytest.approx(check["value_ci"], abs=1e-12)
+        lo, hi = rows[G][key]
+        assert lo <= rows[G]["estimate" if rule == "auto" else "bayes"] <= hi
+    code, out, _ = run(capsys, "scan", str(sample), "-G", "8", "-f", "json", "-q")
+    assert json.loads(out)["silent"][0]["estimate_ci"] is None

@@ -111,6 +111,11 @@ class SilentRow:
     """All-wrong branch of ``estimate`` (same estimator)."""
     estimate_all_correct: float
     """All-correct branch of ``estimate`` (same estimator)."""
+    estimate_ci: tuple[float, float] | None = None
+    """Bootstrap interval of ``estimate`` (scan ``--bootstrap N``; the interval ``check`` gives the silent rate at
+    this G with the same replicates); None without replicates."""
+    bayes_ci: tuple[float, float] | None = None
+    """Bootstrap interval of ``bayes`` (as ``estimate_ci``); None without replicates or on a thin corpus."""
 
 
 @dataclass(frozen=True)
@@ -410,6 +415,26 @@ def _extreme_intervals(corpus: Corpus, replicates: int, level: float) -> dict[st
             "always_solved_posterior_ci": est.interval("always_solved_rate", 1, level)}
 
 
+def _silent_rows(corpus: Corpus, sizes: tuple[int, ...] | list[int], estimator: str, replicates: int,
+                 level: float) -> tuple[SilentRow, ...]:
+    """:func:`silent_row` at each G, with bootstrap intervals of the default and model-based estimates when
+    ``replicates`` > 0 (the corpus's cached replicates: the same intervals ``check`` computes); none where the
+    figure is not identified."""
+    from ..core.identify import NotIdentifiedError, thin_corpus
+
+    Gs = [int(g) for g in sizes]
+    out = [silent_row(corpus, g, estimator) for g in Gs]
+    for name, rule in () if replicates <= 0 else (("estimate_ci", estimator), ("bayes_ci", "bayes")):
+        if rule == "plugin" or (rule == "bayes" and thin_corpus(corpus.n, corpus.weight)):
+            continue
+        try:
+            est = corpus.estimates(["silent_rate"], Gs, rule, replicates=replicates)  # type: ignore[arg-type]
+        except NotIdentifiedError:
+            continue
+        out = [replace(r, **{name: est.interval("silent_rate", r.G, level)}) for r in out]
+    return tuple(out)
+
+
 def silent_row(corpus: Corpus, G: int, estimator: str = "auto") -> SilentRow:
     """Every estimate of the corpus silent rate at one G; ``estimate`` by the shared rule
     (:func:`sigmaudit.core.estimates.resolve`)."""
@@ -664,7 +689,7 @@ def audit(
     g_main = main_group_size(loaded) if g_main is None else int(g_main)
 
     spp, rate = _corpus_figures(corpus, estimator, replicates, level)
-    rows = tuple(silent_row(corpus, g, estimator) for g in sizes)
+    rows = _silent_rows(corpus, sizes, estimator, replicates, level)
     by_G = {r.G: r for r in rows}
     observed = _observed(loaded, corpus, by_G)
     warning = _filtered_warning(observed)
