@@ -13,5 +13,5 @@ cd "$root"
 "$venv/bin/python" -m pytest -q -x -p no:cacheprovider \
   tests/test_core_prior.py tests/test_core_prior_select.py tests/test_core_silent.py tests/test_core_sigma.py \
   tests/test_core_fidelity.py tests/test_core_group_size.py tests/test_scan.py tests/test_check.py tests/test_plan.py \
-  tests/test_help.py tests/test_cli_inputs.py tests/test_loaders_layouts.py tests/test_loaders_inputs.py tests/test_scan_golden.py \
-  tests/test_docs.py
+  tests/test_help.py tests/test_cli_inputs.py tests/test_loaders_layouts.py tests/test_loaders_inputs.py \
+  tests/test_scan_golden.py tests/test_docs.py
