@@ -259,15 +259,26 @@ def damped_cholesky_rows(H: NDArray[np.float64], diag_max: NDArray[np.float64]) 
     L = np.zeros_like(H)
     todo = np.arange(R)
     eye = np.eye(dim)
-    for _ in range(60):
+    for attempt in range(60):
         L_t, ok = _cholesky_rows(H[todo] + lam[todo, None, None] * eye)
         L[todo[ok]] = L_t[ok]
         todo = todo[~ok]
         if todo.size == 0:
             return L
         lam[todo] = np.maximum(2.0 * lam[todo], 1e-6 * (1.0 + diag_max[todo]))
+        if attempt == 0:  # skip the doublings that cannot work: λ must exceed −(least eigenvalue)
+            lam[todo] = _first_sufficient(lam[todo], -np.linalg.eigvalsh(H[todo])[:, 0])
     L[todo] = eye  # pragma: no cover - hopeless curvature: gradient steps
     return L
+
+
+def _first_sufficient(lam0: NDArray[np.float64], need: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The first of λ0, 2λ0, 4λ0, ... that exceeds ``need`` (λ0 itself when need <= λ0): the damping the
+    doubling reaches first for which H + λI can factorise (those before leave an eigenvalue <= 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        j = np.where(need > lam0, np.floor(np.log2(need / lam0)) + 1.0, 0.0)
+    lam = lam0 * np.exp2(j)
+    return np.where(lam > need, lam, 2.0 * lam)  # log2 rounding at a power of two
 
 
 def _cholesky_rows(A: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
