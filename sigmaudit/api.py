@@ -49,9 +49,10 @@ def scan(paths: PathsLike, *, G: Sequence[int] = DEFAULT_SCAN_G, g_main: int | N
     ``G`` are the group sizes of the silent-group table, ``g_main`` the one of wasted compute (default
     the most common logged group size), ``options`` the layout overrides (``--prompt-col`` ...)."""
     from .audits.scan import audit
+    from .views import worded
 
-    return audit(_load(paths, options, by, steps, last_steps), G=tuple(G), g_main=g_main, eps=eps,
-                 post_filter=post_filter, estimator=estimator)
+    return worded(audit(_load(paths, options, by, steps, last_steps), G=tuple(G), g_main=g_main, eps=eps,
+                        post_filter=post_filter, estimator=estimator))
 
 
 def check(paths: PathsLike, *, G: int | None = None, max_silent: float | None = None,
@@ -82,7 +83,7 @@ def check(paths: PathsLike, *, G: int | None = None, max_silent: float | None = 
         if G is None:
             raise ConfigError("this log has no groups, so there is no group size to default to", location="G",
                               remedy="give the run's group size, e.g. G=8")
-    from .views.check import worded
+    from .views import worded
 
     return worded(check_logs(loaded, G, thresholds, post_filter=post_filter, groups_generated=groups_generated,
                              allow_filtered=allow_filtered, estimator=estimator, replicates=bootstrap, level=level,
@@ -128,4 +129,6 @@ def forecast_logs(paths: PathsLike, *, G: int | None = None, max_p_silent: float
 
     result = forecast(per_group, size, max_p_silent=max_p_silent, target_saving=target_saving,  # type: ignore[arg-type]
                       filtered=filtered_of(loaded, post_filter))
-    return replace(result, **context(loaded))  # type: ignore[arg-type]
+    from .views import worded
+
+    return worded(replace(result, **context(loaded)))  # type: ignore[arg-type]

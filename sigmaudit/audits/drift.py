@@ -24,6 +24,7 @@ import polars as pl
 
 if TYPE_CHECKING:
     from ..loaders import LoadedCounts
+    from ..loaders.options import Window
 
 Z_DRIFT = 3.5
 """One-sided z above which the observed silent share is called beyond the pooled prediction."""
@@ -41,14 +42,18 @@ class Drift:
 
     statistic: float
     """z = Σ_i d_i / sqrt(Σ_i d_i²) over prompts (see the module)."""
-    message: str
-    """The one WARNING line every view prints."""
     observed: float
     """Share of the window's logged groups that were silent."""
     predicted: float
     """Pooled-count (unbiased) prediction of that share, from each prompt's samples over the window."""
     groups: int
     """Logged groups tested."""
+    window: Window | None
+    """The steps tested (the load's window; None for groups without steps: the whole log). A plan on a
+    drifting log reads a later cut, so its result's ``window`` is not this one."""
+    message: str | None = None
+    """The one WARNING line every view prints, written by :func:`sigmaudit.views.drift.worded` (the audit
+    returns numbers); None until then."""
 
 
 def silent_gap(per_group: pl.DataFrame) -> tuple[float, float, float, int]:
@@ -108,13 +113,8 @@ def drift_of(loaded: LoadedCounts) -> Drift | None:
     found = None
     gap = gap_of(loaded)
     if gap is not None:
-        obs, pred, z, count = gap.observed, gap.predicted, gap.statistic, gap.groups
-        if z >= Z_DRIFT and obs - pred >= MIN_GAP:
-            span = "the log" if loaded.window is None else loaded.window.span()
-            found = Drift(z, f"WARNING: pass rates moved within {span}: {obs:.1%} of its {count:,} logged "
-                             f"groups were silent, pooling each prompt's samples predicts {pred:.1%} (z = {z:.1f}); "
-                             "figures from pooled counts understate what happened: read the observed figures, "
-                             "or cut a window (--last-steps N) for the current difficulty", obs, pred, count)
+        if gap.statistic >= Z_DRIFT and gap.observed - gap.predicted >= MIN_GAP:
+            found = Drift(gap.statistic, gap.observed, gap.predicted, gap.groups, loaded.window)
     loaded.cache["drift"] = found
     return found
 
@@ -135,10 +135,19 @@ def context(loaded: LoadedCounts) -> dict[str, object]:
     return {"window": loaded.window, "drift": drift_of(loaded)}
 
 
+def drift_json(drift: Drift | None) -> dict[str, object] | None:
+    """JSON of a drift: {statistic, message, observed, predicted, groups} (``message`` as written by
+    :func:`sigmaudit.views.drift.worded`), or null."""
+    if drift is None:
+        return None
+    return {"statistic": drift.statistic, "message": drift.message, "observed": drift.observed,
+            "predicted": drift.predicted, "groups": drift.groups}
+
+
 def context_json(window: object, drift: Drift | None) -> dict[str, object]:
     """JSON of those fields: ``window`` {first_step, last_step, steps, asked} or null; ``drift``
-    {statistic, message, observed, predicted, groups} or null."""
+    (:func:`drift_json`)."""
     from dataclasses import asdict
 
     return {"window": None if window is None else asdict(window),  # type: ignore[call-overload]
-            "drift": None if drift is None else asdict(drift)}
+            "drift": drift_json(drift)}

@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from ..loaders.options import Filtered, Window
 from .by import ByGroup, ByResult
-from .drift import Drift
+from .drift import Drift, drift_json
 
 if TYPE_CHECKING:
     import polars as pl
@@ -345,6 +345,7 @@ class ScanReport:
         """The JSON contract (field names are the keys; NaN becomes null in the renderer)."""
         d = asdict(replace(self, by=None))
         d["by"] = None if self.by is None else self.by.to_dict()
+        d["drift"] = drift_json(self.drift)
         return d
 
 

@@ -48,10 +48,14 @@ _WORDS: dict[str, str] = {"CheckResult": "check", "PlanResult": "plan", "ReportD
 
 
 def worded(result: Any) -> Any:
-    """``result`` with the words of its JSON contract written (a check's sentence, a plan's reason):
-    audits return numbers, views write the words (results of other classes are returned as they are)."""
+    """``result`` with the words of its JSON contract written (a check's sentence, a plan's reason, the
+    drift WARNING of any result whose pass rates moved): audits
+    return numbers, views write the words (results without words are returned as they are)."""
+    from .drift import worded as drift_worded
+
     module = _WORDS.get(type(result).__name__)
-    return result if module is None else import_module(f".{module}", __name__).worded(result)
+    result = result if module is None else import_module(f".{module}", __name__).worded(result)
+    return drift_worded(result)
 
 
 def _flat(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -70,10 +74,12 @@ def _flat(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def context_lines(result: Any) -> tuple[str, ...]:
     """Which steps a result covers and, when its pass rates moved, the drift WARNING line."""
+    from .drift import message
+
     window = getattr(result, "window", None)
     drift = getattr(result, "drift", None)
     lines = [] if window is None else [f"window: {window.describe()}"]
-    return (*lines, *([] if drift is None else [drift.message]))
+    return (*lines, *([] if drift is None else [message(drift)]))
 
 
 def _with_context(view: View, result: Any) -> View:
