@@ -170,6 +170,30 @@ def test_every_format_renders(small_run) -> None:
     assert len(lines) == 1 + 60 * 3
 
 
+def test_initial_difficulty_is_numbers_and_the_view_words_it() -> None:
+    """The audit keeps the mixture's (weight, a, b) and the corpus counts; views/simulate.py writes the words."""
+    from sigmaudit.audits.simulate import DEFAULT_MIXTURE
+    from sigmaudit.views import worded
+    from sigmaudit.views.simulate import initial_difficulty
+
+    res = simulate(prompts=40, steps=2, rules="grpo")
+    assert res.config.init.description is None and res.config.init.mixture == DEFAULT_MIXTURE
+    text = "Beta mixture 40% Beta(0.5, 4), 40% Beta(2, 2), 20% Beta(4, 0.5), clipped to [0.02, 0.98]"
+    assert initial_difficulty(res.config) == text
+    assert worded(res).to_dict()["config"]["init"]["description"] == text
+    assert worded(SeriesReport(res)).to_dict()["config"]["init"]["description"] == text
+    assert f"initial difficulty: {text} (mean p = " in render(build_view(res), Format.markdown)
+    n, k = np.array([10, 10, 10, 4]), np.array([0, 3, 7, 2])
+    corpus = simulate(prompts=5, steps=2, rules="grpo", init_counts=(n, k), init_label="c.csv")
+    assert (corpus.config.init.corpus_label, corpus.config.init.mixture, corpus.config.init.description) == (
+        "c.csv", None, None)
+    assert initial_difficulty(corpus.config) == ("pass rates k/n of c.csv: 5 drawn with replacement from 3 prompts "
+                                                 "with 0 < k < n (1 with k/n ∈ {0, 1} left out), clipped to "
+                                                 "[0.02, 0.98]")
+    whole = simulate(steps=2, rules="grpo", init_counts=(n, k), init_label="c.csv")
+    assert initial_difficulty(whole.config).startswith("pass rates k/n of c.csv: each of 3 prompts with 0 < k < n")
+
+
 def test_bad_arguments() -> None:
     for kw in ({"prompts": 0}, {"G": 0}, {"steps": 0}, {"lr": 0.0}, {"dapo_max_tries": 0}, {"rules": "foo"}):
         with pytest.raises(ValueError):

@@ -126,8 +126,6 @@ class InitSpec:
 
     source: Literal["beta-mixture", "corpus"]
     """``beta-mixture`` (the default) or ``corpus`` (``--init-from``)."""
-    description: str
-    """Human description: the mixture, or the corpus and how it was used."""
     mean_p: float
     """Mean initial pass rate over the simulated prompts."""
     corpus_prompts: int | None = None
@@ -136,6 +134,15 @@ class InitSpec:
     """Corpus prompts left out because k/n ∈ {0, 1} (None for the mixture)."""
     resampled: bool = False
     """The corpus pass rates were drawn with replacement to reach ``prompts``."""
+    mixture: tuple[tuple[float, float, float], ...] | None = None
+    """(weight, a, b) of each Beta the pass rates were drawn from (:data:`DEFAULT_MIXTURE`; None for a corpus)."""
+    corpus_label: str | None = None
+    """What names the corpus (the ``--init-from`` paths; None for the mixture)."""
+    clip: tuple[float, float] = P_CLIP
+    """The range the initial pass rates were clipped to."""
+    description: str | None = None
+    """Human description (the mixture, or the corpus and how it was used), written from the fields above by
+    :func:`sigmaudit.views.simulate.worded` (the audit returns numbers); None until then."""
 
 
 def _rule_rng(seed: int, index: int) -> np.random.Generator:
@@ -437,8 +444,8 @@ def simulate(
     ``prompts`` defaults to 6000 with the Beta mixture, and to every usable
     corpus prompt with ``init_counts=(n, k)`` (per-prompt counts; p = k/n with
     p ∈ {0, 1} excluded, clipped to [0.02, 0.98]); given with a corpus, that
-    many pass rates are resampled from it. ``init_label`` names the corpus in
-    the description. ``record=True`` keeps each rule's groups and true pass rates per step
+    many pass rates are resampled from it. ``init_label`` names the corpus
+    (``config.init.corpus_label``). ``record=True`` keeps each rule's groups and true pass rates per step
     (for :func:`rollout_log`).
 
     Examples
@@ -458,15 +465,10 @@ def simulate(
     if init_counts is None:
         M = 6000 if prompts is None else int(prompts)
         p0 = default_initial_p(M, seed)
-        mix = ", ".join(f"{w:.0%} Beta({a:g}, {b:g})" for w, a, b in DEFAULT_MIXTURE)
-        init = InitSpec("beta-mixture", f"Beta mixture {mix}, clipped to [{P_CLIP[0]:g}, {P_CLIP[1]:g}]",
-                        float(p0.mean()))
+        init = InitSpec("beta-mixture", float(p0.mean()), mixture=DEFAULT_MIXTURE)
     else:
         p0, usable, excluded, resampled = corpus_initial_p(*init_counts, prompts, seed)
-        how = f"{p0.size} drawn with replacement from" if resampled else "each of"
-        desc = (f"pass rates k/n of {init_label}: {how} {usable} prompts with 0 < k < n "
-                f"({excluded} with k/n ∈ {{0, 1}} left out), clipped to [{P_CLIP[0]:g}, {P_CLIP[1]:g}]")
-        init = InitSpec("corpus", desc, float(p0.mean()), usable, excluded, resampled)
+        init = InitSpec("corpus", float(p0.mean()), usable, excluded, resampled, corpus_label=init_label)
     cfg = SimulateConfig(int(p0.size), int(G), int(steps), float(lr), int(seed), int(dapo_max_tries), init)
     hard = np.argsort(p0, kind="stable")[: max(1, p0.size // 4)]
     runs = tuple(_run_rule(rule, p0, hard, cfg, record) for rule in rule_list)

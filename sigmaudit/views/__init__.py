@@ -43,13 +43,14 @@ def build_view(result: Any) -> View:
     return dataclasses.replace(view, data=data, csv_records=records)
 
 
-_WORDS: dict[str, str] = {"CheckResult": "check", "PlanResult": "plan", "ReportData": "report"}
+_WORDS: dict[str, str] = {"CheckResult": "check", "PlanResult": "plan", "ReportData": "report",
+                          "SimulateResult": "simulate", "SeriesReport": "simulate"}
 """Result class -> the view module whose ``worded`` writes the words of its JSON contract."""
 
 
 def worded(result: Any) -> Any:
-    """``result`` with the words of its JSON contract written (a check's sentence, a plan's reason, the
-    drift WARNING of any result whose pass rates moved): audits
+    """``result`` with the words of its JSON contract written (a check's sentence, a plan's reason, a
+    simulation's initial difficulty, the drift WARNING of any result whose pass rates moved): audits
     return numbers, views write the words (results without words are returned as they are)."""
     from .drift import worded as drift_worded
 

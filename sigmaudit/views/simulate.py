@@ -3,6 +3,7 @@ sparklines, or (``--format csv``) the per-step series."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..core.weighting import EXTREME
@@ -11,7 +12,29 @@ from .model import Section, Table, View
 from .sparkline import sparkline
 
 if TYPE_CHECKING:
-    from ..audits.simulate import SeriesReport, SimulateResult
+    from ..audits.simulate import SeriesReport, SimulateConfig, SimulateResult
+
+
+def initial_difficulty(c: SimulateConfig) -> str:
+    """Where the initial pass rates came from, in words: the Beta mixture, or the corpus and how it was used."""
+    init, (lo, hi) = c.init, c.init.clip
+    if init.mixture is not None:
+        mix = ", ".join(f"{w:.0%} Beta({a:g}, {b:g})" for w, a, b in init.mixture)
+        return f"Beta mixture {mix}, clipped to [{lo:g}, {hi:g}]"
+    how = f"{c.prompts} drawn with replacement from" if init.resampled else "each of"
+    return (f"pass rates k/n of {init.corpus_label}: {how} {init.corpus_prompts} prompts with 0 < k < n "
+            f"({init.corpus_excluded} with k/n ∈ {{0, 1}} left out), clipped to [{lo:g}, {hi:g}]")
+
+
+def worded(result: SimulateResult | SeriesReport) -> SimulateResult | SeriesReport:
+    """``result`` with its initial difficulty's :attr:`~sigmaudit.audits.simulate.InitSpec.description`
+    written: the words of its JSON contract (a :class:`~sigmaudit.audits.simulate.SeriesReport`'s run's)."""
+    from ..audits.simulate import SeriesReport
+
+    if isinstance(result, SeriesReport):
+        return SeriesReport(worded(result.result))  # type: ignore[arg-type]
+    c = result.config
+    return replace(result, config=replace(c, init=replace(c.init, description=initial_difficulty(c))))
 
 
 def simulate_view(result: SimulateResult) -> View:
@@ -20,7 +43,7 @@ def simulate_view(result: SimulateResult) -> View:
     head = (
         f"{c.prompts:,} prompts, G = {c.G:,}, {c.steps:,} steps, lr = {c.lr:g}, seed = {c.seed:,}, "
         f"DAPO max tries = {c.dapo_max_tries}",
-        f"initial difficulty: {c.init.description} (mean p = {format_value(c.init.mean_p, RATE)}); "
+        f"initial difficulty: {initial_difficulty(c)} (mean p = {format_value(c.init.mean_p, RATE)}); "
         f"hardest quarter: {result.hard_quartile_size:,} prompts, "
         f"mean p = {format_value(result.hard_quartile_initial, RATE)}",
     )
