@@ -56,7 +56,8 @@ def test_check_by_names_the_failing_group(capsys, verl_two_sources):
     assert not groups["math"]["passed"] and groups["math"]["checks"][0]["value"] == 1.0
     assert d["checks"][0]["value"] == 0.5 and not d["passed"]  # pooled holds, a group fails
     assert err.splitlines()[0] == "sigmaudit: check failed for data_source = math"
-    assert err.splitlines()[1].startswith("sigmaudit: check FAILED")
+    assert err.splitlines()[1] == ("sigmaudit: check FAILED (1 of 2 data_source values; the pooled log passes "
+                                   "1 of 1) at G = 4")  # was "check FAILED (0 of 1):  at G = 4"
 
 
 def test_scan_and_plan_by_give_one_entry_per_value(capsys, verl_two_sources):

@@ -214,6 +214,10 @@ class CheckResult:
         n = len(self.checks)
         if self.passed:
             return f"check passed ({n} of {n} {'holds' if n == 1 else 'hold'}) at G = {self.G}"
+        if not self.failed and self.by is not None:  # the pooled checks hold; some --by values fail
+            m = len(self.by.groups)
+            return (f"check FAILED ({len(self.failed_groups)} of {m} {self.by.column} values; the pooled log "
+                    f"passes {n} of {n}) at G = {self.G}")
         if any(c.sentence is None for c in self.failed):
             raise ValueError("the checks are not worded yet: sigmaudit.views.check.worded(result).verdict()")
         first = "; ".join(str(c.sentence) for c in self.failed)
