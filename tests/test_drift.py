@@ -140,6 +140,18 @@ def test_the_gate_reads_what_happened(capsys, drift_log):
     assert code == 0
 
 
+def test_the_report_page_says_the_pass_rates_moved(capsys, drift_log, tmp_path):
+    """The HTML report showed only a post-filter warning: the drift line was in its JSON, never on the page."""
+    page = tmp_path / "r.html"
+    code, _, _ = run(capsys, "report", drift_log, "-o", str(page), "-q")
+    html = page.read_text(encoding="utf-8")
+    assert code == 0 and html.count('<p class="warn">') == 1
+    assert ('<p class="warn"><b>Warning:</b> pass rates moved within steps 1–100: 72.3% of its 50,000 logged '
+            "groups were silent, pooling each prompt&#x27;s samples predicts 48.8% (z = ") in html
+    code, _, _ = run(capsys, "report", drift_log, "--last-steps", "10", "-o", str(page), "-q")
+    assert code == 0 and '<p class="warn">' not in page.read_text(encoding="utf-8")
+
+
 def test_observed_basis_refused_where_it_cannot_be(capsys, drift_log):
     code, _, err = run(capsys, "check", drift_log, "-G", "16", "--max-silent", "0.6", "--basis", "observed", "-q")
     assert code == 2 and "which have G = 8, not 16" in err

@@ -490,8 +490,7 @@ def _report_html(page: Page, parts: Sequence[View]) -> list[str]:
     """The report page's body: the line under the title, the warning, the summary, the charts, then each
     part under its heading, then the notes."""
     out = [f'<p class="sub">{esc(page.subtitle)}</p>']
-    if page.warning is not None:
-        out.append(f'<p class="warn"><b>Warning:</b> {esc(page.warning)}</p>')
+    out += [f'<p class="warn"><b>Warning:</b> {esc(w)}</p>' for w in page.warnings]
     out += ["<h2>Summary</h2>", _cards_html(page.cards), f'<p class="rec">{spans_html(page.recommendation)}</p>']
     out += ["<h2>Charts</h2>", '<div class="charts">', *(_chart_html(c) for c in page.charts), "</div>"]
     for part in parts:

@@ -165,11 +165,12 @@ class Chart:
 
 @dataclass(frozen=True)
 class Page:
-    """The report page around its tables: the line under the title, a warning, the cards, the
+    """The report page around its tables: the line under the title, its warnings, the cards, the
     recommendation, the charts and the notes (the tables are the view's ``parts``)."""
 
     subtitle: str
-    warning: str | None
+    warnings: tuple[str, ...]
+    """Each shown as ``Warning: ...``: a post-filter dump, pass rates that moved within the window (drift)."""
     cards: tuple[Card, ...]
     recommendation: Spans
     charts: tuple[Chart, ...]

@@ -12,6 +12,7 @@ import math
 from typing import TYPE_CHECKING
 
 from ..fmt import format_value, pct
+from .drift import message
 from .forecast import backtest_view
 from .labels import EXTREME_LABEL, MIDDLE_LABEL, QUANTILE_NAMES, filtered_line
 from .model import Section, View
@@ -114,8 +115,10 @@ def report_page(d: ReportData) -> Page:
     sub = (f"{len(d.files):,} file{'s' if len(d.files) != 1 else ''} ({files}) · layout {s.layout} · "
            f"{s.prompts:,} prompts · {s.rollouts:,} rollouts · {_samples(s)} · {steps} · ε = {d.eps:g} · "
            f"G for the scan figures = {d.g_main}")
-    warning = None if d.filtered is None else filtered_line(d.filtered).removeprefix("WARNING: ")
-    return Page(subtitle=sub, warning=warning, cards=_cards(d), recommendation=_recommendation(d),
+    lines = (*(() if d.filtered is None else (filtered_line(d.filtered),)),
+             *(() if d.drift is None else (message(d.drift),)))
+    warnings = tuple(line.removeprefix("WARNING: ") for line in lines)
+    return Page(subtitle=sub, warnings=warnings, cards=_cards(d), recommendation=_recommendation(d),
                 charts=_charts(d), notes=tuple(s.notes))
 
 
