@@ -7,6 +7,7 @@ rest, so a Ctrl-C at any moment is one line and exit 2; ``app`` and ``main`` loa
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -18,6 +19,10 @@ def run() -> None:
     from . import signals
 
     signals.install()
+    # numpy's OpenBLAS: one thread unless the user chose (before numpy loads). The fits solve and multiply
+    # matrices of a few hundred rows, where OpenBLAS's threads cost more than they give, and on a busy machine
+    # far more: check --by run on a 34-run leaderboard took 17-20 s user with the default threads, 8.6-10 s with one
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         from .app import main
 
