@@ -6,10 +6,17 @@ needs the local Spark session is sent to one worker (group ``spark``), so a run 
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import sys
 import warnings
+
+# numpy's OpenBLAS on one thread, as the sigmaudit command runs it (sigmaudit.cli.run), unless set: the suite
+# calls the CLI in-process, and two workers each running OpenBLAS threads on two cores spent a third more CPU
+# in the prior fits. Set here, before anything imports numpy (the workers inherit it).
+if "numpy" not in sys.modules:
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import pytest
 
