@@ -440,15 +440,9 @@ def remote_schema(url: str, tmpdir: Path) -> dict[str, pl.DataType]:
     name = PurePosixPath(parse_url(url).key).name or f"probe.{kind[0]}"
     name = name[: -len(PurePosixPath(name).suffix)] if kind[1] else name
     local = folder / "".join(c if c not in GLOB_CHARS else "_" for c in name)
-    try:
+    with _named_by_url(url, folder, local):
         local.write_text("".join(line + "\n" for line in remote_lines(url, PROBE_LINES)), encoding="utf-8")
         return scan(local, tmpdir).schema
-    except OSError as exc:
-        raise (temp_failure(exc, folder, url) or InputError(f"cannot fetch: {exc}", location=url)) from exc
-    except InputError as exc:
-        exc.message = exc.message.replace(str(local), url)
-        exc.location = None if exc.location is None else exc.location.replace(str(local), url)
-        raise
 
 
 def _scan_copy(url: str, tmpdir: Path) -> Source:
@@ -460,15 +454,23 @@ def _scan_copy(url: str, tmpdir: Path) -> Source:
     folder.mkdir()
     name = PurePosixPath(parse_url(url).key).name or "download"
     local = folder / "".join(c if c not in GLOB_CHARS else "_" for c in name)
-    try:
+    with _named_by_url(url, folder, local):
         src = scan(download(url, local), tmpdir)
+    return dataclasses.replace(src, path=url)
+
+
+@contextlib.contextmanager
+def _named_by_url(url: str, folder: Path, local: Path) -> Iterator[None]:
+    """Errors of reading ``url``'s copy ``local`` (in ``folder``) name the URL, not the copy; a failed fetch
+    is a full TMPDIR or a vanished temp folder when it is one (:func:`temp_failure`), else "cannot fetch"."""
+    try:
+        yield
     except OSError as exc:
         raise (temp_failure(exc, folder, url) or InputError(f"cannot fetch: {exc}", location=url)) from exc
     except InputError as exc:
         exc.message = exc.message.replace(str(local), url)
         exc.location = None if exc.location is None else exc.location.replace(str(local), url)
         raise
-    return dataclasses.replace(src, path=url)
 
 
 class _Counted(io.RawIOBase):
