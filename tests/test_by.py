@@ -165,3 +165,22 @@ def test_by_numeric_values_in_numeric_order_and_too_many_values_refused(tmp_path
     code, out, err = run(capsys, "scan", str(many), "--by", "run", "-q")
     assert code == 2 and out == ""
     assert f"--by column 'run' holds {MAX_BY_VALUES + 1} values" in err and len(err.strip().splitlines()) == 1
+
+
+def test_check_by_on_an_unbiased_figure_fits_no_prior(capsys, monkeypatch, verl_two_sources):
+    """Issue 23 item 25: each --by value's post-filter test asked scan for every estimator of the silent rate,
+    the model-based one fitting that value's prior (~0.14 s a value: 35 s for 250 values). A gate on the
+    observed silent share now fits none, pooled or per value, and says the same."""
+    args = ("check", str(verl_two_sources), "--by", "data_source", "-G", "4", "--max-silent", "0.9", "-f", "json")
+    want = run(capsys, *args)
+    fits = []
+
+    def counted(*a, **kw):
+        fits.append(1)
+        raise AssertionError("the prior was fitted")
+
+    monkeypatch.setattr("sigmaudit.core.corpus.fit_corpus_prior", counted)
+    got = run(capsys, *args)
+    assert fits == [] and got[:2] == want[:2] and want[0] == 1
+    d = json.loads(got[1])
+    assert [g["value"] for g in d["by"]["groups"]] == ["gsm8k", "math"] and d["checks"][0]["estimator"] == "observed"

@@ -471,7 +471,8 @@ def _observed(loaded: LoadedCounts, corpus: Corpus, rows: dict[int, SilentRow]) 
     G = _mode(n)
     silent = (k == 0) | (k == n)
     groups = int(n.size)
-    row = rows.get(G) or silent_row(corpus, G)
+    row = rows.get(G)
+    expected, expected_estimator = (row.estimate, row.estimator) if row is not None else _expected(corpus, G)
     return ObservedSilent(
         G=G,
         groups=groups,
@@ -483,10 +484,22 @@ def _observed(loaded: LoadedCounts, corpus: Corpus, rows: dict[int, SilentRow]) 
         all_correct_rollout_share=float(n[(k == n) & (k > 0)].sum() / n.sum()),
         by_step=observed_by_step(frame) if loaded.has_steps else (),
         **_zero_spread(frame, n),
-        expected=row.estimate,
-        expected_estimator=row.estimator,
-        expected_groups=row.estimate * groups,
+        expected=expected,
+        expected_estimator=expected_estimator,
+        expected_groups=expected * groups,
     )
+
+
+def _expected(corpus: Corpus, G: int) -> tuple[float, str]:
+    """:func:`silent_row`'s ``estimate`` and ``estimator`` at G alone: the other estimators are not computed
+    (the model-based one fits the corpus prior, which a gate on an unbiased figure never needs: ``check --by``
+    paid that fit for each value)."""
+    from ..core.estimates import resolve
+
+    est = corpus.silent(G, resolve("silent_rate", int(G), "auto", corpus.min_samples))  # type: ignore[arg-type]
+    if est.silent_rate is None:  # unbiased where some prompt has n < G: undefined
+        est = corpus.silent(G, "bayes")
+    return float(est.silent_rate), est.estimator  # type: ignore[arg-type]
 
 
 def zero_spread_mask(per_group: pl.DataFrame) -> NDArray[np.bool_] | None:
