@@ -211,3 +211,21 @@ def test_depth_counts_brackets_outside_strings_only(tmp_path):
     path.write_text('{"prompt_id":"b","reward":0}\n' * 3 + text + '{"prompt_id":"c","reward":1}')
     assert too_deep(path) is None
     assert too_deep(path, limit=0) == 1
+
+
+@pytest.mark.parametrize("limit", [1000, 5000])
+def test_nesting_refusal_does_not_depend_on_the_recursion_limit(tmp_path, limit):
+    """The line found for a too-deep jsonl line came from json.loads' RecursionError, so a raised recursion
+    limit (hypothesis raises it in a test run; so may a trainer's process) gave Polars' bare
+    "DepthLimitExceeded at character 1055" instead of the line; the message is now the same at any limit."""
+    import sys
+
+    deep = _nested_line_file(tmp_path, 1025)
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(limit)
+    try:
+        with pytest.raises(InputError) as info:
+            load_counts([deep], LoadOptions())
+    finally:
+        sys.setrecursionlimit(old)
+    assert info.value.one_line().endswith(":2: malformed JSON on line 2: nested too deeply")

@@ -90,7 +90,7 @@ _CHUNK = 1 << 24
 _STRING = re.compile(rb'"(?:[^"\\\n]|\\.)*"')
 
 
-def _depth(line: bytes) -> int:
+def depth(line: bytes) -> int:
     """The deepest nesting of objects and arrays in one JSON line (strings skipped)."""
     import numpy as np
 
@@ -123,7 +123,7 @@ def too_deep(path: Path, limit: int = MAX_DEPTH) -> int | None:
             starts = np.concatenate(([0], breaks + 1))
             for i in np.flatnonzero(counts > limit):
                 stop = breaks[i] if i < len(breaks) else end
-                if _depth(block[starts[i]:stop]) > limit:
+                if depth(block[starts[i]:stop]) > limit:
                     return number + int(i)
             number += len(breaks)
             carry = block[end:]

@@ -364,7 +364,13 @@ def read_error(path: Path | str, local: Path | str, fmt: str, exc: BaseException
 
 
 def json_object(line: str) -> tuple[dict | None, str | None]:
-    """The JSON object on one jsonl line, or (None, why it is not one)."""
+    """The JSON object on one jsonl line, or (None, why it is not one). A line nested deeper than
+    :data:`~sigmaudit.loaders.jsonl.MAX_DEPTH` levels is "nested too deeply" whatever Python's recursion
+    limit (json.loads refuses such a line only below the limit, which test runners and libraries raise)."""
+    from .jsonl import MAX_DEPTH, depth
+
+    if line.count("[") + line.count("{") > MAX_DEPTH and depth(line.encode("utf-8", "replace")) > MAX_DEPTH:
+        return None, "nested too deeply"
     try:
         value = json.loads(line)
     except json.JSONDecodeError as exc:
