@@ -23,6 +23,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._validate import as_counts, as_group_size
 from .optimize import BoxFit, minimize_box
+from .rows import AtomsBetaProblem
 from .special import beta_cell_masses as _cell_masses
 from .special import betaln, digamma, gammaln
 
@@ -290,20 +291,10 @@ _RISING_MAX = 100_000
 
 
 @dataclass(frozen=True)
-class AtomsBetaObjective:
+class AtomsBetaObjective(AtomsBetaProblem):
     """The negative log-likelihood of point masses at 0 and 1 plus ``components`` Betas, on the
     optimiser's scale θ = (log-odds of each weight against the last Beta's, log a_j, log b_j, ...),
     with its default start and box (what :func:`_fit_atoms_beta` minimises)."""
-
-    n: NDArray[np.int64]
-    k: NDArray[np.int64]
-    c: NDArray[np.float64]
-    components: int
-
-    @property
-    def n_weights(self) -> int:
-        """Mixture weights: atom 0, atom 1, then each Beta (the last one is the reference)."""
-        return 2 + self.components
 
     def log_weights(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
         z = np.append(theta[: self.n_weights - 1], 0.0)

@@ -15,9 +15,10 @@ from numpy.typing import NDArray
 
 
 @dataclass(frozen=True)
-class AtomsBetaRows:
-    """:class:`~sigmaudit.core.prior.AtomsBetaObjective` for many weight vectors: row r of ``c`` weights
-    the pairs (``n``, ``k``) of problem r; θ has one row per problem (same scale and box)."""
+class AtomsBetaProblem:
+    """Distinct pairs (``n``, ``k``) with multiplicities ``c`` and the number of Betas beside the atoms at
+    0 and 1: what :class:`sigmaudit.core.prior.AtomsBetaObjective` (one θ) and :class:`AtomsBetaRows` (a θ
+    per row of ``c``) both evaluate."""
 
     n: NDArray[np.int64]
     k: NDArray[np.int64]
@@ -28,6 +29,12 @@ class AtomsBetaRows:
     def n_weights(self) -> int:
         """Mixture weights: atom 0, atom 1, then each Beta (the last one is the reference)."""
         return 2 + self.components
+
+
+@dataclass(frozen=True)
+class AtomsBetaRows(AtomsBetaProblem):
+    """:class:`~sigmaudit.core.prior.AtomsBetaObjective` for many weight vectors: row r of ``c`` weights
+    the pairs (``n``, ``k``) of problem r; θ has one row per problem (same scale and box)."""
 
     def log_weights(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
         z = np.concatenate([theta[:, : self.n_weights - 1], np.zeros((theta.shape[0], 1))], axis=1)
