@@ -31,6 +31,12 @@ class AtomsBetaProblem:
         return 2 + self.components
 
 
+def _weighted_gram(x: NDArray[np.float64], c: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Σ_p c[r, p] x[r, p, a] x[r, p, b] per row r, as one batched matrix product (a three-operand
+    einsum loops in C without BLAS: ten times slower at a few thousand pairs)."""
+    return np.matmul(np.swapaxes(x * c[:, :, None], 1, 2), x)
+
+
 @dataclass(frozen=True)
 class AtomsBetaRows(AtomsBetaProblem):
     """:class:`~sigmaudit.core.prior.AtomsBetaObjective` for many weight vectors: row r of ``c`` weights
@@ -90,7 +96,7 @@ class AtomsBetaRows(AtomsBetaProblem):
         n_w = self.n_weights
         mix, r, d_shape, curv = self._terms(theta)
         w = np.exp(self.log_weights(theta))
-        cr = np.einsum("rp,rpj->rj", c, r)
+        cr = np.matmul(c[:, None, :], r)[:, 0]
         grad = np.empty(theta.shape)
         grad[:, : n_w - 1] = -(cr[:, : n_w - 1] - c.sum(axis=1)[:, None] * w[:, : n_w - 1])
         for j, (da, db) in enumerate(d_shape):
@@ -141,11 +147,11 @@ class AtomsBetaRows(AtomsBetaProblem):
             H[:, : n_w - 1, cols] += u[:, 2 + j, :, None] * v[:, None, :]
             H[:, cols, : n_w - 1] += v[:, :, None] * u[:, 2 + j, None, :]
             q_ab = np.sum(crj * q[2 * R:, self.n], axis=1)
-            block = np.einsum("rpa,rp,rpb->rab", s, crj, s)
+            block = _weighted_gram(s, crj)
             block[:, 0, 0] += v[:, 0] + a * a * (q_ab - np.sum(crj * q[:R, self.k], axis=1))
             block[:, 1, 1] += v[:, 1] + b * b * (q_ab - np.sum(crj * q[R:2 * R, f], axis=1))
             block[:, 0, 1] += a * b * q_ab
             block[:, 1, 0] += a * b * q_ab
             H[:, cols, cols] += block
-        H -= np.einsum("rpa,rp,rpb->rab", m, c, m)
+        H -= _weighted_gram(m, c)
         return -0.5 * (H + np.swapaxes(H, 1, 2))
