@@ -31,12 +31,6 @@ class AtomsBetaProblem:
         return 2 + self.components
 
 
-def _weighted_gram(x: NDArray[np.float64], c: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Σ_p c[r, p] x[r, p, a] x[r, p, b] per row r, as one batched matrix product (a three-operand
-    einsum loops in C without BLAS: ten times slower at a few thousand pairs)."""
-    return np.matmul(np.swapaxes(x * c[:, :, None], 1, 2), x)
-
-
 @dataclass(frozen=True)
 class AtomsBetaRows(AtomsBetaProblem):
     """:class:`~sigmaudit.core.prior.AtomsBetaObjective` for many weight vectors: row r of ``c`` weights
@@ -65,27 +59,32 @@ class AtomsBetaRows(AtomsBetaProblem):
         return tuple(out)
 
     def _terms(self, theta: NDArray[np.float64]):
-        """Per row and pair: log mixture density, responsibilities (rows, pairs, components), each Beta's
-        d/d(log a), d/d(log b) of its term, and each Beta's trigamma sums (a, b, a + b rows stacked)."""
+        """Per row and pair: log mixture density (rows, pairs), responsibilities (components, rows, pairs), each
+        Beta's d/d(log a), d/d(log b) of its term, and each Beta's trigamma sums (a, b, a + b rows stacked).
+        Components come first so that every sum over them adds whole (rows, pairs) slabs."""
         lw = self.log_weights(theta)
         k, n = self.k, self.n
         f = n - k
         R = theta.shape[0]
-        T = np.empty((R, n.size, self.n_weights))
-        T[:, :, 0] = lw[:, 0, None] + np.where(k == 0, 0.0, -np.inf)[None, :]
-        T[:, :, 1] = lw[:, 1, None] + np.where(k == n, 0.0, -np.inf)[None, :]
+        T = np.empty((self.n_weights, R, n.size))
+        T[0] = lw[:, 0, None] + np.where(k == 0, 0.0, -np.inf)[None, :]
+        T[1] = lw[:, 1, None] + np.where(k == n, 0.0, -np.inf)[None, :]
         d_shape, curv = [], []
         shapes = self.shapes(theta)
         for j in range(self.components):
             a, b = shapes[:, j, 0], shapes[:, j, 1]
             lg, dg, q = self._rising(np.concatenate([a, b, a + b]), curvature=True)
-            T[:, :, 2 + j] = lw[:, 2 + j, None] + lg[:R, k] + lg[R:2 * R, f] - lg[2 * R:, n]
-            d_shape.append((a[:, None] * (dg[:R, k] - dg[2 * R:, n]), b[:, None] * (dg[R:2 * R, f] - dg[2 * R:, n])))
+            T[2 + j] = lw[:, 2 + j, None] + lg[:R, k] + lg[R:2 * R, f] - lg[2 * R:, n]
+            dab = dg[2 * R:, n]
+            d_shape.append((a[:, None] * (dg[:R, k] - dab), b[:, None] * (dg[R:2 * R, f] - dab)))
             curv.append(q)
-        mix = np.logaddexp.reduce(T, axis=2)
-        with np.errstate(invalid="ignore"):
-            r = np.where(np.isfinite(T), np.exp(T - mix[:, :, None]), 0.0)
-        return mix, r, d_shape, curv
+        # log Σ_j e^T and the responsibilities from one exp: every pair has a finite Beta term, so the
+        # maximum over components is finite and the atoms' −inf terms become exact zeros
+        top = np.max(T, axis=0)
+        r = np.exp(T - top[None])
+        total = np.sum(r, axis=0)
+        r /= total[None]
+        return top + np.log(total), r, d_shape, curv
 
     def fun_grad(self, rows: NDArray[np.intp], theta: NDArray[np.float64]) -> tuple[NDArray[np.float64],
                                                                                     NDArray[np.float64]]:
@@ -96,15 +95,14 @@ class AtomsBetaRows(AtomsBetaProblem):
         n_w = self.n_weights
         mix, r, d_shape, curv = self._terms(theta)
         w = np.exp(self.log_weights(theta))
-        cr = np.matmul(c[:, None, :], r)[:, 0]
+        cr = c[None] * r
         grad = np.empty(theta.shape)
-        grad[:, : n_w - 1] = -(cr[:, : n_w - 1] - c.sum(axis=1)[:, None] * w[:, : n_w - 1])
+        grad[:, : n_w - 1] = -(np.sum(cr[: n_w - 1], axis=2).T - c.sum(axis=1)[:, None] * w[:, : n_w - 1])
         for j, (da, db) in enumerate(d_shape):
-            crj = c * r[:, :, 2 + j]
-            grad[:, n_w - 1 + 2 * j] = -np.sum(crj * da, axis=1)
-            grad[:, n_w + 2 * j] = -np.sum(crj * db, axis=1)
+            grad[:, n_w - 1 + 2 * j] = -np.sum(cr[2 + j] * da, axis=1)
+            grad[:, n_w + 2 * j] = -np.sum(cr[2 + j] * db, axis=1)
         self._cache[rows] = theta
-        self._cache_H[rows] = self._hessian(c, theta, w, r, d_shape, curv)
+        self._cache_H[rows] = self._hessian(c, theta, w, r, d_shape, curv, cr)
         return -np.sum(c * mix, axis=1), grad
 
     @property
@@ -125,15 +123,16 @@ class AtomsBetaRows(AtomsBetaProblem):
         return self._hessian(self.c[rows], theta, np.exp(self.log_weights(theta)), r, d_shape, curv)
 
     def _hessian(self, c: NDArray[np.float64], theta: NDArray[np.float64], w: NDArray[np.float64],
-                 r: NDArray[np.float64], d_shape: list, curv: list) -> NDArray[np.float64]:
+                 r: NDArray[np.float64], d_shape: list, curv: list,
+                 cr: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
         n_w, dim, R = self.n_weights, theta.shape[1], theta.shape[0]
-        cr = c[:, :, None] * r
+        cr = c[None] * r if cr is None else cr
         u = np.eye(n_w)[None, :, : n_w - 1] - w[:, None, : n_w - 1]  # (rows, component, weight logit)
-        m = np.zeros((R, self.n.size, dim))
-        m[:, :, : n_w - 1] = r[:, :, : n_w - 1] - w[:, None, : n_w - 1]
+        m = np.empty((R, dim, self.n.size))  # m_i = Σ_j r_ij g_ij, coordinates before pairs
+        m[:, : n_w - 1] = np.swapaxes(r[: n_w - 1], 0, 1) - w[:, : n_w - 1, None]
         H = np.zeros((R, dim, dim))
         wl = w[:, : n_w - 1]
-        H[:, : n_w - 1, : n_w - 1] = (np.einsum("rja,rj,rjb->rab", u, cr.sum(axis=1), u)
+        H[:, : n_w - 1, : n_w - 1] = (np.einsum("rja,rj,rjb->rab", u, np.sum(cr, axis=2).T, u)
                                       - c.sum(axis=1)[:, None, None] * (wl[:, :, None] * np.eye(n_w - 1)[None]
                                                                         - wl[:, :, None] * wl[:, None, :]))
         f = self.n - self.k
@@ -141,17 +140,20 @@ class AtomsBetaRows(AtomsBetaProblem):
         for j, ((da, db), q) in enumerate(zip(d_shape, curv, strict=True)):
             a, b = shapes[:, j, 0], shapes[:, j, 1]
             cols = slice(n_w - 1 + 2 * j, n_w + 1 + 2 * j)
-            s, crj = np.stack([da, db], axis=2), cr[:, :, 2 + j]
-            m[:, :, cols] = r[:, :, 2 + j, None] * s
-            v = np.einsum("rp,rpk->rk", crj, s)
+            crj = cr[2 + j]
+            m[:, cols.start] = r[2 + j] * da
+            m[:, cols.start + 1] = r[2 + j] * db
+            ca, cb = crj * da, crj * db
+            v = np.stack([np.sum(ca, axis=1), np.sum(cb, axis=1)], axis=1)
             H[:, : n_w - 1, cols] += u[:, 2 + j, :, None] * v[:, None, :]
             H[:, cols, : n_w - 1] += v[:, :, None] * u[:, 2 + j, None, :]
             q_ab = np.sum(crj * q[2 * R:, self.n], axis=1)
-            block = _weighted_gram(s, crj)
-            block[:, 0, 0] += v[:, 0] + a * a * (q_ab - np.sum(crj * q[:R, self.k], axis=1))
-            block[:, 1, 1] += v[:, 1] + b * b * (q_ab - np.sum(crj * q[R:2 * R, f], axis=1))
-            block[:, 0, 1] += a * b * q_ab
-            block[:, 1, 0] += a * b * q_ab
-            H[:, cols, cols] += block
-        H -= _weighted_gram(m, c)
+            s_ab = np.sum(ca * db, axis=1)
+            H[:, cols.start, cols.start] += np.sum(ca * da, axis=1) + v[:, 0] + a * a * (
+                q_ab - np.sum(crj * q[:R, self.k], axis=1))
+            H[:, cols.start + 1, cols.start + 1] += np.sum(cb * db, axis=1) + v[:, 1] + b * b * (
+                q_ab - np.sum(crj * q[R:2 * R, f], axis=1))
+            H[:, cols.start, cols.start + 1] += s_ab + a * b * q_ab
+            H[:, cols.start + 1, cols.start] += s_ab + a * b * q_ab
+        H -= np.matmul(m * c[:, None, :], np.ascontiguousarray(np.swapaxes(m, 1, 2)))  # BLAS on contiguous operands
         return -0.5 * (H + np.swapaxes(H, 1, 2))
