@@ -57,25 +57,38 @@ class Drift:
 
 
 def silent_gap(per_group: pl.DataFrame) -> tuple[float, float, float, int]:
-    """(observed silent share, pooled prediction, z, groups) of logged groups (``prompt, n, k``)."""
+    """(observed silent share, pooled prediction, z, groups) of logged groups (``prompt, n, k``).
+
+    A prompt's groups of one size share one prediction, so the test runs on (prompt, size) cells: the cell's
+    groups, how many were silent and their right answers. Every sum then has one order whatever order the
+    groups came in (engines, threads, files): cells sorted by (prompt, size), d_i = Σ over a prompt's cells of
+    (silent − groups × prediction), and exactly rounded totals, since z and the prediction are printed.
+    """
     from ..core.estimators import silent_unbiased
 
-    totals = per_group.group_by("prompt").agg(pl.col("n").sum().alias("N"), pl.col("k").sum().alias("K"))
-    g = per_group.select("prompt", "n", "k").join(totals, on="prompt", how="left")
-    n, k = g["n"].to_numpy().astype(np.int64), g["k"].to_numpy().astype(np.int64)
-    N, K = g["N"].to_numpy().astype(np.int64), g["K"].to_numpy().astype(np.int64)
-    observed = ((k == 0) | (k == n)).astype(np.float64)
+    silent = (pl.col("k") == 0) | (pl.col("k") == pl.col("n"))
+    cells = (per_group.lazy().group_by("prompt", "n")
+             .agg(pl.len().alias("groups"), silent.sum().alias("silent"), pl.col("k").sum().alias("k_sum"))
+             .with_columns((pl.col("n") * pl.col("groups")).sum().over("prompt").alias("N"),
+                           pl.col("k_sum").sum().over("prompt").alias("K"))
+             .sort("prompt", "n").collect())
+    n = cells["n"].to_numpy().astype(np.int64)
+    N, K = cells["N"].to_numpy().astype(np.int64), cells["K"].to_numpy().astype(np.int64)
+    groups = cells["groups"].to_numpy().astype(np.int64)
+    observed = cells["silent"].to_numpy().astype(np.int64)
     predicted = np.empty(n.size, dtype=np.float64)
     for size in np.unique(n):
         at = n == size
         predicted[at] = silent_unbiased(N[at], K[at], int(size)).silent
-    # per-prompt sums in row order and exactly rounded totals: the same bits whatever order the groups
-    # came in (engines, threads), since z and the prediction are printed
-    _, prompt_index = np.unique(g["prompt"].to_numpy(), return_inverse=True)
-    d_i = np.bincount(prompt_index, weights=observed - predicted)
+    expected = groups * predicted
+    # cells are sorted by prompt: a prompt's index is the count of prompt changes before its cells
+    prompt = cells["prompt"]
+    prompt_index = np.cumsum(np.concatenate([[0], prompt[1:].ne_missing(prompt[:-1]).to_numpy()])).astype(np.int64)
+    d_i = np.bincount(prompt_index, weights=observed - expected)
     total, scale = math.fsum(d_i), math.sqrt(math.fsum(d_i ** 2))
     z = 0.0 if scale == 0.0 else total / scale
-    return math.fsum(observed) / n.size, math.fsum(predicted) / n.size, z, int(n.size)
+    count = int(groups.sum())
+    return int(observed.sum()) / count, math.fsum(expected) / count, z, count
 
 
 @dataclass(frozen=True)
@@ -98,10 +111,7 @@ def gap_of(loaded: LoadedCounts) -> SilentGap | None:
         groups = loaded.per_group
         found = None
         if groups is not None and groups.height:
-            # one summation order whatever the engine or file order gave (the statistic is printed in JSON)
-            # (rows equal in these columns add equal terms, so their order among themselves is immaterial)
-            groups = groups.sort([c for c in ("step", "prompt", "n", "k") if c in groups.columns], nulls_last=True)
-            found = SilentGap(*silent_gap(groups)[:3], groups.height)  # type: ignore[call-arg]
+            found = SilentGap(*silent_gap(groups))
         loaded.cache["silent_gap"] = found
     return loaded.cache["silent_gap"]  # type: ignore[no-any-return]
 
