@@ -78,6 +78,12 @@ class Command(TyperCommand):
 
     context_class = HelpContext
 
+    def get_help_option(self, ctx: Any) -> Any:
+        """Typer's ``--help`` option, converting its value without Pydantic (:mod:`.coerce`)."""
+        from .coerce import give
+
+        return give(super().get_help_option(ctx))
+
     def invoke(self, ctx: Any) -> Any:
         """Run the command with its outputs reserved first and committed together after it succeeded
         (a verdict, exit 1, is a success; any other way out leaves no output: :func:`writers.run_outputs`)."""
@@ -129,3 +135,9 @@ class Group(TyperGroup):
     """The ``sigmaudit`` group: its help wraps like the commands' (only at spaces)."""
 
     context_class = HelpContext
+
+    def get_help_option(self, ctx: Any) -> Any:
+        """Typer's ``--help`` option, converting its value without Pydantic (:mod:`.coerce`)."""
+        from .coerce import give
+
+        return give(super().get_help_option(ctx))

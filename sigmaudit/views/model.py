@@ -9,10 +9,12 @@ with :mod:`sigmaudit.fmt`; neither computes anything.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..fmt import RATE, format_value
-from .page import Page
+
+if TYPE_CHECKING:  # the report page's classes load with the html renderer and the report, not with every view
+    from .page import Page
 
 
 @dataclass(frozen=True)
