@@ -93,6 +93,17 @@ def _table_width(t: Table) -> int:
     return sum(_natural(c, [r[i] for r in cells]) + _CELL for i, c in enumerate(t.columns)) + 1
 
 
+def _fills(parts: list[RenderableType], width: int) -> bool:
+    """Whether a panel's text fills the ``width`` columns by itself (one of its lines as wide as the room
+    inside the border and padding). Such a panel is as wide as the screen whatever its tables, and drawn
+    expanded it is the same text: Rich need not measure every cell of every table only to find that out."""
+    from rich.cells import cell_len
+    from rich.text import Text
+
+    room = width - _PANEL
+    return any(isinstance(p, Text) and any(cell_len(line) >= room for line in p.plain.splitlines()) for p in parts)
+
+
 def render_terminal(view: View, *, color: bool = False, width: int | None = None) -> str:
     """Rich text of a view; ANSI colours only when ``color``. ``width`` None: ``COLUMNS`` when set,
     else as wide as the widest table needs (a pipe or a file has no screen to fit)."""
@@ -113,5 +124,5 @@ def render_terminal(view: View, *, color: bool = False, width: int | None = None
         parts: list[RenderableType] = [Text(printable(line)) for line in s.lines]
         for t in s.tables:
             parts += _rich_tables(t, room, color)
-        console.print(Panel(Group(*parts), title=printable(s.title), title_align="left", expand=False))
+        console.print(Panel(Group(*parts), title=printable(s.title), title_align="left", expand=_fills(parts, width)))
     return buf.getvalue()
