@@ -28,14 +28,22 @@ def _no_github(monkeypatch):
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
 
 
-VALUES = metric_values(Corpus(np.array(N), np.array(K)), 4)[1]
+N_SIDES, K_SIDES = N + [32, 32], K + [0, 0]
+"""Two more prompts at 0 of 32 make a never-solved share the prior holds (0.11 at G = 4), so both sides of its
+limit exist (with one prompt at 0 of 8 the prior puts no mass at p = 0, and a share of 0 cannot fail a maximum)."""
+VALUES = metric_values(Corpus(np.array(N_SIDES), np.array(K_SIDES)), 4)[1]
 
 
 @pytest.mark.parametrize("name", list(METRICS))
 @pytest.mark.parametrize("side", ["holds", "fails"])
-def test_exit_code_each_side_of_each_threshold(capsys, counts, name, side):
+def test_exit_code_each_side_of_each_threshold(capsys, tmp_path, name, side):
+    counts = tmp_path / "counts.csv"
+    counts.write_text("prompt,n,k\n" + "".join(f"q{i},{n},{k}\n" for i, (n, k) in enumerate(zip(N_SIDES, K_SIDES,
+                                                                                                   strict=True))))
+    counts = str(counts)
     kind, flag, _ = METRICS[name]
     value = VALUES[name]
+    assert value > 1e-3  # a real value on each side of the limit, not rounding noise
     step = 1e-6 if (side == "holds") == (kind == "max") else -1e-6
     limit = min(max(value + step, 0.0), 1.0)
     if side == "fails" and name == "extreme_share":

@@ -156,3 +156,49 @@ def test_one_sample_per_prompt_prints_the_range_not_a_posterior(capsys, tmp_path
     assert rate["never_solved_range"] == [0.0, rate["never_solved"]]
     code, out, _ = run(capsys, "scan", str(log), "-G", "1", "--g-main", "1", "-q")
     assert "range the data allow" in out and "posterior P(p = 0)" not in out
+
+
+def _evalperf_runs():
+    import polars as pl
+
+    rates = pl.read_csv(REAL / "evalperf_per_task_pass_rates.csv")
+    return {run: (d["n_samples"].to_numpy(), d["n_correct"].to_numpy())
+            for (run,), d in sorted(rates.group_by("run"), key=lambda kv: str(kv[0]))}
+
+
+def test_a_point_mass_the_data_do_not_hold_is_exactly_zero(monkeypatch):
+    """A point mass whose weight the optimum sends to 0 was left wherever the optimiser's stop put it (1e-8 here,
+    1e-13 with another path: ~1e-9 never-solved shares that moved between machines); it is now 0, before and after
+    perturbing the last bits of the fit, and every other never-solved share is well away from 0."""
+    from sigmaudit.core.corpus import Corpus
+
+    def shares():
+        out = {}
+        for run, (n, k) in _evalperf_runs().items():
+            corpus = Corpus(n, k)
+            zero, _ = corpus.unreachable_parts()
+            out[run] = (corpus.prior.kind, float(corpus.weight @ zero / corpus.n_prompts))
+        return out
+
+    before = shares()
+    assert before["grok-beta_openai_temp_1.0"] == ("beta+atoms/2", 0.0)
+    assert before["mistralai--Codestral-22B-v0.1_vllm_temp_1.0"] == ("smooth-grid", 0.0)  # 3.4e-51 before
+    assert all(v == 0.0 or v > 1e-3 for _, v in before.values())
+    assert sum(v == 0.0 for _, v in before.values()) == 11
+    _perturb(monkeypatch)
+    after = shares()
+    assert {run: kind for run, (kind, _) in after.items()} == {run: kind for run, (kind, _) in before.items()}
+    for run, (_, v) in after.items():
+        assert (v == 0.0) == (before[run][1] == 0.0) and v == pytest.approx(before[run][1], rel=1e-6), run
+
+
+def test_refits_can_grow_a_point_mass_the_corpus_fit_has_not(capsys):
+    """The bootstrap's refits start where the corpus's optimiser stopped, not at the zeroed weight: resampled
+    prompts that call for a point mass at 0 still grow one, so the interval is not pinned at 0."""
+    from sigmaudit.core.corpus import Corpus
+
+    n, k = _evalperf_runs()["grok-beta_openai_temp_1.0"]
+    est = Corpus(n, k).estimates(["never_solved_rate"], [8], "bayes", replicates=200)
+    assert est.value("never_solved_rate", 8) == 0.0
+    lo, hi = est.interval("never_solved_rate", 8, 0.9)
+    assert lo == 0.0 and 1e-3 < hi < 0.05

@@ -205,9 +205,15 @@ def posterior_matrix(loglik: NDArray[np.float64], prior: GridPrior) -> NDArray[n
 
 
 def _matmul(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``a @ b`` for the posterior's small products: einsum's single-threaded loop (OpenBLAS's
-    threads made these ~8x slower on a loaded machine; see :func:`sigmaudit.core.prior._matvec`)."""
-    return np.einsum("ij,jk->ik", a, b) if a.size * b.shape[1] < (1 << 24) else a @ b
+    """``a @ b``, one column of ``b`` at a time, each by einsum's single-threaded loop: a column's values are the
+    same bits whichever other columns are computed with it (a product of whole matrices rounds a column
+    differently by its place among the others), so a quantity at G computed in a batch of G (plan's sweep and
+    search) and alone (check) agree to the last bit, and OpenBLAS's threads (~8x slower on a loaded machine,
+    see :func:`sigmaudit.core.prior._matvec`) stay out of it."""
+    out = np.empty((a.shape[0], b.shape[1]))
+    for i, column in enumerate(np.ascontiguousarray(b.T)):
+        out[:, i] = np.einsum("ij,j->i", a, column)
+    return out
 
 
 @dataclass(frozen=True)

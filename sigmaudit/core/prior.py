@@ -24,7 +24,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._validate import as_counts, as_group_size
 from .optimize import BoxFit, minimize_box
-from .rows import AtomsBetaProblem
+from .rows import ATOM_SLACK, AtomsBetaProblem, AtomsBetaRows
 from .special import beta_cell_masses as _cell_masses
 from .special import betaln, digamma, gammaln
 
@@ -460,7 +460,11 @@ def _fit_atoms_beta(
                             hessian=objective.nll_hessian)
     else:
         best = _minimize_from_starts(objective)
-    return atoms_beta_prior(objective, best.x, int(best.nit), g, scaled, log_likelihood)
+    # the weights from the optimum with atoms settled (AtomsBetaRows.settled); refits start from where the optimiser
+    # stopped, from which an atom the resampled counts call for can still grow (from the bound it could not)
+    theta = AtomsBetaRows(n_u, k_u, c_u[None, :], components).settled(best.x[None, :])[0]
+    prior, params = atoms_beta_prior(objective, theta, int(best.nit), g, scaled, log_likelihood)
+    return replace(prior, theta=tuple(float(x) for x in best.x)), params
 
 
 MAX_STEP = 0.3
@@ -496,7 +500,6 @@ def _minimize_from_starts(objective: AtomsBetaObjective) -> BoxFit:
     objective, a fixed rule (:data:`TIE`) picks one: equally good optima are chosen the same way whatever the
     order of the starts or the last bits of the arithmetic."""
     from .optimize import minimize_box_rows
-    from .rows import AtomsBetaRows
 
     lo, hi = objective.bounds()
     starts = _starts(objective)
@@ -639,10 +642,28 @@ def fit_smooth_prior(
         out[1:-1] = K @ out[1:-1]
         return out / out.sum()
 
-    # SQUAREM (Varadhan & Roland 2008) on the EMS map: from w, two plain steps w1, w2, an extrapolation along
-    # them and a plain step from there, kept when its next step is shorter than w1 -> w2 (else w2 is taken).
-    # The loop ends on plain EMS's test (one plain step w -> w1 moving the weights by less than EMS_TOL) and
-    # returns w1, as plain EMS does: the same fixed point, in a fraction of the steps
+    w, it = _ems_fixed_point(ems, w)
+    # The end points are not smoothed: each EMS step multiplies an end's weight by its EM factor D, so at the fixed
+    # point the weight is 0 or D = 1. Where D is clearly below 1 (and the weight below ATOM_SLACK) the weight only
+    # decays geometrically, and the stop
+    # leaves it anywhere from 1e-12 to 1e-50 depending on the path (the never/always-solved shares print it): it is
+    # set to its fixed point, 0, and the fit finished from there (EM keeps a zero weight at zero).
+    ends = np.array([0, m - 1])
+    factor = (c_u / _matvec(lik_u, w)) @ lik_u[:, ends] / total
+    drop = ends[(factor < 1.0 - ATOM_SLACK) & (w[ends] > 0.0) & (w[ends] < ATOM_SLACK)]
+    if drop.size:
+        w0 = w.copy()
+        w0[drop] = 0.0
+        w, more = _ems_fixed_point(ems, w0 / w0.sum())
+        it += more
+    return w, it
+
+
+def _ems_fixed_point(ems, w: NDArray[np.float64]) -> tuple[NDArray[np.float64], int]:
+    """The fixed point of the map ``ems`` from ``w``, by SQUAREM (Varadhan & Roland 2008): from w, two plain steps
+    w1, w2, an extrapolation along them and a plain step from there, kept when its next step is shorter than
+    w1 -> w2 (else w2 is taken). The loop ends on plain EMS's test (one plain step w -> w1 moving the weights by less
+    than :data:`EMS_TOL`) and returns w1, as plain EMS does: the same fixed point, in a fraction of the steps."""
     w1 = ems(w)
     it = 1
     while float(np.abs(w1 - w).sum()) >= EMS_TOL and it < EMS_MAX_ITER:

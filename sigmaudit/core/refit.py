@@ -52,7 +52,7 @@ def refit_atoms_beta_rows(prior: GridPrior, n: NDArray[np.int64], k: NDArray[np.
     lo, hi = one.bounds()
     x0 = np.broadcast_to(np.asarray(prior.theta, dtype=np.float64), (draws.shape[0], len(prior.theta)))
     fits = minimize_box_rows(rows.fun_grad, rows.hessian, x0, lo, hi)
-    return grid_weights(rows, fits.x, prior.grid)
+    return grid_weights(rows, rows.settled(fits.x), prior.grid)
 
 
 def grid_weights(objective: AtomsBetaRows, theta: NDArray[np.float64],

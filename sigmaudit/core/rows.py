@@ -14,6 +14,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 
+ATOM_SLACK = 1e-6
+"""A point mass of weight below ATOM_SLACK whose EM factor (see :meth:`AtomsBetaRows.settled`) is below 1 − ATOM_SLACK at
+a fit has weight 0 at the optimum: its weight is set to its lower bound instead of wherever the optimiser's stop left it.
+(A converged weight of 0.03 can show a factor 1 − 2e-7: the stop bounds the gradient Σc · w (1 − D), not 1 − D.)"""
+
+
 @dataclass(frozen=True)
 class AtomsBetaProblem:
     """Distinct pairs (``n``, ``k``) with multiplicities ``c`` and the number of Betas beside the atoms at
@@ -104,6 +110,26 @@ class AtomsBetaRows(AtomsBetaProblem):
         self._cache[rows] = theta
         self._cache_H[rows] = self._hessian(c, theta, w, r, d_shape, curv, cr)
         return -np.sum(c * mix, axis=1), grad
+
+    def settled(self, theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``theta`` (one row per problem) with each point mass of weight below :data:`ATOM_SLACK` whose EM factor
+        D = Σ_i c_i L_i / f_i / Σ_i c_i is below 1 − :data:`ATOM_SLACK` set to weight 0 (log-odds −inf).
+
+        ∂nll/∂θ_atom = Σc · w (1 − D): D < 1 pulls the weight to 0, but once it is ~1e-9 the gradient is below any
+        stop and the optimiser leaves it at a point that depends on its path and on the last bits of the arithmetic
+        (1e-8 on one machine, 1e-13 on another; the never/always-solved shares print it). Its optimum is 0 (the
+        box's bound, 1e-13, in the optimiser's terms); the likelihood moves by less than Σc × 1e-6 × (1 − D)."""
+        mix, _, _, _ = self._terms(theta)
+        c = self.c if self.c.shape[0] == theta.shape[0] else np.broadcast_to(self.c[:1], (theta.shape[0], self.k.size))
+        weight = np.exp(self.log_weights(theta))
+        out = theta.copy()
+        for atom, on in enumerate((self.k == 0, self.k == self.n)):
+            if not on.any():
+                out[weight[:, atom] < ATOM_SLACK, atom] = -np.inf  # no pair to hold it: D = 0
+                continue
+            factor = np.sum(c[:, on] * np.exp(-mix[:, on]), axis=1) / c.sum(axis=1)
+            out[(factor < 1.0 - ATOM_SLACK) & (weight[:, atom] < ATOM_SLACK), atom] = -np.inf
+        return out
 
     @property
     def _cache(self) -> NDArray[np.float64]:
