@@ -131,3 +131,37 @@ def test_a_parquet_scan_imports_only_what_it_uses():
                          timeout=120)
     assert out.stderr.strip().splitlines()[-1] == "0 []", out.stderr
     assert '"observed_silent"' in out.stdout
+
+
+def test_the_collector_is_tuned_for_start_up_only():
+    """The ``sigmaudit`` process (``cli.run``) collects rarely during start-up, then runs the command with
+    start-up's objects frozen and Python's own thresholds; ``main()`` called in-process changes nothing."""
+    code = """
+import gc, sys
+import sigmaudit.audits.calc as audit
+usual, seen = gc.get_threshold(), []
+real = audit.calc
+def spy(*args, **kwargs):
+    seen.append((gc.get_threshold() == usual, gc.get_freeze_count()))
+    return real(*args, **kwargs)
+audit.calc = spy
+if sys.argv[1] == "main":
+    from sigmaudit.cli.app import main
+    main(["calc", "-p", "0.05", "-G", "8"])
+    print(*seen, gc.get_threshold() == usual, gc.get_freeze_count(), file=sys.stderr)
+else:
+    import atexit
+    atexit.register(lambda: print(*seen, gc.get_threshold() == usual, gc.get_freeze_count() > 0, file=sys.stderr))
+    sys.argv = ["sigmaudit", "calc", "-p", "0.05", "-G", "8"]
+    from sigmaudit.cli import run
+    run()
+"""
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "OPENBLAS_NUM_THREADS": "1"}
+    out = {how: subprocess.run([sys.executable, "-P", "-c", code, how], capture_output=True, text=True, cwd=ROOT,
+                               env=env, timeout=120) for how in ("run", "main")}
+    ran = out["run"].stderr.strip().splitlines()[-1]  # (usual thresholds?, objects frozen) as calc ran; at exit
+    seen, usual_at_exit, frozen_at_exit = ran.rsplit(" ", 2)
+    assert seen.startswith("(True, ") and int(seen[7:-1]) > 20_000, ran
+    assert (usual_at_exit, frozen_at_exit) == ("True", "True"), ran
+    assert out["main"].stderr.strip().splitlines()[-1] == "(True, 0) True 0"
+    assert out["run"].stdout == out["main"].stdout and "0.6634" in out["run"].stdout

@@ -16,8 +16,9 @@ __all__ = ["app", "main", "run"]
 
 def run() -> None:
     """Console-script entry point."""
-    from . import signals
+    from . import signals, startup
 
+    startup.begin()
     signals.install()
     # numpy's OpenBLAS: one thread unless the user chose (before numpy loads). The fits solve and multiply
     # matrices of a few hundred rows, where OpenBLAS's threads cost more than they give, and on a busy machine
@@ -30,6 +31,7 @@ def run() -> None:
     except signals.Stop as stop:  # before main() took over (during the imports)
         code = signals.report(stop)
     signals.finished()
+    startup.finish()
     sys.exit(code)
 
 

@@ -90,7 +90,10 @@ class Command(TyperCommand):
         import typer
 
         from ..writers import run_outputs
+        from . import startup
         from .output import planned_outputs
+
+        startup.over()  # the command's own work runs with the collector as Python sets it
 
         with run_outputs(planned_outputs(self.name or "", ctx.params)) as commit:
             try:
