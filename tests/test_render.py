@@ -106,3 +106,26 @@ def test_calc_extreme_p_fits_80_columns(capsys, monkeypatch):
     code, out, err = run(capsys, "calc", "-p", "1e-300", "-G", "1000000")
     assert code == 0, err
     assert "1.2500e+293" in out and max(map(len, out.splitlines())) <= 80
+
+
+def test_a_panel_drawn_expanded_is_the_panel_rich_measures(monkeypatch):
+    """A panel whose text fills the screen is drawn expanded (render/terminal.py ``_fills``: Rich then skips
+    measuring its tables): the same text as the measured panel, at every width, with and without colour, on
+    views whose panels fill the screen, and on narrow ones that do not."""
+    from sigmaudit.audits.scan import audit
+    from sigmaudit.loaders import load_counts
+    from sigmaudit.render import terminal
+    from sigmaudit.views.model import Section, Table, View
+
+    narrow = View("t", (Section("s", ("short line",), (Table("x", ("a", "bb"), ((1, 0.5), (2, 0.25)), note="n"),)),))
+    views = [build_view(audit(load_counts("sample_logs/rollouts.parquet"))), build_view(calc([0.05, 0.5], [8])),
+             narrow]
+    cases = [(view, width, color) for view in views for width in (24, 40, 61, 80, 100, 160, None)
+             for color in (False, True)]
+    fills, said = terminal._fills, []
+    monkeypatch.setattr(terminal, "_fills", lambda parts, width: said.append(fills(parts, width)) or said[-1])
+    expanded = [terminal.render_terminal(v, color=c, width=w) for v, w, c in cases]
+    monkeypatch.setattr(terminal, "_fills", lambda parts, width: False)
+    measured = [terminal.render_terminal(v, color=c, width=w) for v, w, c in cases]
+    assert expanded == measured
+    assert 0 < sum(said) < len(said)  # panels drawn both ways
