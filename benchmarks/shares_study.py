@@ -1,7 +1,7 @@
 """How close scan's gradient-mass shares come to the truth: a Monte Carlo study (issue 24, item 2).
 
-    python benchmarks/shares_study.py            # 100 corpora per setting (48 settings, ~10 min on one core)
-    python benchmarks/shares_study.py --quick    # 20 per setting (~2 min)
+    python benchmarks/shares_study.py            # 100 corpora per setting, 48 settings: 30 min CPU
+    python benchmarks/shares_study.py --quick    # 10 per setting: 3 min CPU
     python benchmarks/shares_study.py --bins     # also the per-bin mean errors of each setting
 
 Each simulated corpus draws N prompts' true pass rates p from a distribution, then k right of n samples per
@@ -220,7 +220,7 @@ def row(label: str, rule: str, s: dict[str, float], families: list[int]) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=100, help="corpora per setting (default 100)")
-    ap.add_argument("--quick", action="store_true", help="20 corpora per setting")
+    ap.add_argument("--quick", action="store_true", help="10 corpora per setting")
     ap.add_argument("--seed", type=int, default=SEED)
     ap.add_argument("--dist", nargs="*", default=list(DISTRIBUTIONS), choices=list(DISTRIBUTIONS))
     ap.add_argument("--n", nargs="*", type=int, default=list(SIZES), help="samples per prompt")
@@ -228,8 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rules", nargs="*", default=["grpo"], choices=RULE_NAMES)
     ap.add_argument("--bins", action="store_true", help="also print each setting's mean error per bin")
     args = ap.parse_args(argv)
-    reps = 20 if args.quick else args.reps
+    reps = 10 if args.quick else args.reps
     start = time.process_time()
+    seen: list[tuple[str, int, str, dict[str, float]]] = []
     print(f"{reps} corpora per setting, seed {args.seed}; mean |estimate - truth| of the 10 bin shares (mae), "
           f"of the worst bin (worst), of the extreme band (ext); worst-bin |estimate - plug-in|: mean, max")
     for dist in args.dist:
@@ -239,13 +240,32 @@ def main(argv: list[str] | None = None) -> int:
                 tally = run_setting(dist, n, N, reps, args.seed)
                 for rule in args.rules:
                     i = RULE_NAMES.index(rule)
-                    print(row(f"{dist} n={n} N={N}", rule, tally.summary(i), tally.families))
+                    seen.append((f"{dist} n={n} N={N}", n, rule, tally.summary(i)))
+                    print(row(seen[-1][0], rule, seen[-1][3], tally.families))
                     if args.bins:
                         for e, v in tally.per_bin(i).items():
                             print(f"{'':<22} {e:<11} | " + " ".join(f"{x:.4f}" for x in v))
                 sys.stdout.flush()
+    verdict(seen)
     print(f"\n{time.process_time() - start:.0f} s CPU")
     return 0
+
+
+def verdict(seen: list[tuple[str, int, str, dict[str, float]]]) -> None:
+    """Per rule: in how many settings the posterior's mean error is at most plug-in's (n >= 50, and n < 50)."""
+    print()
+    for rule in dict.fromkeys(r for _, _, r, _ in seen):
+        for big in (True, False):
+            rows = [(label, s) for label, n, r, s in seen if r == rule and (n >= 50) == big]
+            if not rows:
+                continue
+            for metric in ("mae", "worst", "ext"):
+                worse = [label for label, s in rows if s[f"posterior.{metric}"] > s[f"plugin.{metric}"]]
+                tail = f"; not in {', '.join(worse)}" if worse else ""
+                print(f"{rule} n {'>=' if big else '<'} 50, {metric}: posterior <= plug-in in "
+                      f"{len(rows) - len(worse)} of {len(rows)} settings{tail}")
+            print(f"{rule} n {'>=' if big else '<'} 50: worst-bin |posterior - plug-in| at most "
+                  f"{max(s['posterior-plugin.max'] for _, s in rows):.4f}")
 
 
 if __name__ == "__main__":
