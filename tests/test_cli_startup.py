@@ -119,18 +119,24 @@ def test_plain_numbers_read_as_pydantic_reads_them(text, whole):
     assert int(whole) == TypeAdapter(int).validate_python(whole)
 
 
-def test_a_parquet_scan_imports_only_what_it_uses():
-    """``sigmaudit scan`` of a parquet log: not Pydantic (Typer's option conversion), nor the libraries
-    of other commands, formats and engines."""
-    heavy = ("pydantic", "matplotlib", "duckdb", "scipy", "pyarrow", "pandas", "fsspec", "pyspark")
+HEAVY = ("pydantic", "matplotlib", "duckdb", "scipy", "pyarrow", "pandas", "fsspec", "pyspark")
+
+
+@pytest.mark.parametrize(("argv", "unused", "says"), [
+    (["scan", SAMPLE, "-f", "json"], HEAVY, '"observed_silent"'),
+    (["calc", "-p", "0.05", "-G", "8"], (*HEAVY, "polars"), "0.6634"),
+])
+def test_a_command_imports_only_what_it_uses(argv, unused, says):
+    """``sigmaudit scan`` of a parquet log: not Pydantic (Typer's option conversion), nor the libraries of other
+    commands, formats and engines; ``calc`` (closed forms, no log) not Polars either."""
     code = ("import sys\nfrom sigmaudit.cli.app import main\n"
-            f"code = main(['scan', {SAMPLE!r}, '-f', 'json'])\n"
-            f"print(code, sorted({{m.split('.')[0] for m in sys.modules}} & set({heavy!r})), file=sys.stderr)")
+            f"code = main({argv!r})\n"
+            f"print(code, sorted({{m.split('.')[0] for m in sys.modules}} & set({unused!r})), file=sys.stderr)")
     out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, cwd=ROOT,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "OPENBLAS_NUM_THREADS": "1"},
                          timeout=120)
     assert out.stderr.strip().splitlines()[-1] == "0 []", out.stderr
-    assert '"observed_silent"' in out.stdout
+    assert says in out.stdout
 
 
 def test_the_collector_is_tuned_for_start_up_only():

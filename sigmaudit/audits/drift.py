@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-import polars as pl
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # Polars loads with the logs: calc and simulate (which read none) import this module through views
+    import polars as pl
+
     from ..loaders import LoadedCounts
     from ..loaders.options import Window
 
@@ -64,6 +65,8 @@ def silent_gap(per_group: pl.DataFrame) -> tuple[float, float, float, int]:
     groups came in (engines, threads, files): cells sorted by (prompt, size), d_i = Σ over a prompt's cells of
     (silent − groups × prediction), and exactly rounded totals, since z and the prediction are printed.
     """
+    import polars as pl
+
     from ..core.estimators import silent_unbiased
 
     silent = (pl.col("k") == 0) | (pl.col("k") == pl.col("n"))
