@@ -3,6 +3,7 @@
     python benchmarks/bench_startup.py --repeats 9                          # this checkout
     mkdir -p /tmp/before && git archive <rev> | tar -x -C /tmp/before
     python benchmarks/bench_startup.py --repeats 9 --before /tmp/before     # alternated with an older checkout
+    python benchmarks/bench_startup.py --repeats 7 -- calc -p 0.05 -G 8     # another command
 
 Prints (1) the whole process's user + sys CPU (``wait4``) of the command, runs alternated between checkouts,
 median and least; (2) for this checkout, one process's stages in CPU seconds (``time.process_time``): the
