@@ -20,6 +20,11 @@ a fit has weight 0 at the optimum: its weight is set to its lower bound instead 
 (A converged weight of 0.03 can show a factor 1 − 2e-7: the stop bounds the gradient Σc · w (1 − D), not 1 − D.)"""
 
 
+def _at(table: NDArray[np.float64], index: NDArray[np.int64]) -> NDArray[np.float64]:
+    """``table[:, index]``: each row's entries at the pairs' counts (``np.take`` gathers ~4x faster than indexing)."""
+    return np.take(table, index, axis=1)
+
+
 @dataclass(frozen=True)
 class AtomsBetaProblem:
     """Distinct pairs (``n``, ``k``) with multiplicities ``c`` and the number of Betas beside the atoms at
@@ -80,9 +85,9 @@ class AtomsBetaRows(AtomsBetaProblem):
         for j in range(self.components):
             a, b = shapes[:, j, 0], shapes[:, j, 1]
             lg, dg, q = self._rising(np.concatenate([a, b, a + b]), curvature=True)
-            T[2 + j] = lw[:, 2 + j, None] + lg[:R, k] + lg[R:2 * R, f] - lg[2 * R:, n]
-            dab = dg[2 * R:, n]
-            d_shape.append((a[:, None] * (dg[:R, k] - dab), b[:, None] * (dg[R:2 * R, f] - dab)))
+            T[2 + j] = lw[:, 2 + j, None] + _at(lg[:R], k) + _at(lg[R:2 * R], f) - _at(lg[2 * R:], n)
+            dab = _at(dg[2 * R:], n)
+            d_shape.append((a[:, None] * (_at(dg[:R], k) - dab), b[:, None] * (_at(dg[R:2 * R], f) - dab)))
             curv.append(q)
         # log Σ_j e^T and the responsibilities from one exp: every pair has a finite Beta term, so the
         # maximum over components is finite and the atoms' −inf terms become exact zeros
@@ -173,12 +178,12 @@ class AtomsBetaRows(AtomsBetaProblem):
             v = np.stack([np.sum(ca, axis=1), np.sum(cb, axis=1)], axis=1)
             H[:, : n_w - 1, cols] += u[:, 2 + j, :, None] * v[:, None, :]
             H[:, cols, : n_w - 1] += v[:, :, None] * u[:, 2 + j, None, :]
-            q_ab = np.sum(crj * q[2 * R:, self.n], axis=1)
+            q_ab = np.sum(crj * _at(q[2 * R:], self.n), axis=1)
             s_ab = np.sum(ca * db, axis=1)
             H[:, cols.start, cols.start] += np.sum(ca * da, axis=1) + v[:, 0] + a * a * (
-                q_ab - np.sum(crj * q[:R, self.k], axis=1))
+                q_ab - np.sum(crj * _at(q[:R], self.k), axis=1))
             H[:, cols.start + 1, cols.start + 1] += np.sum(cb * db, axis=1) + v[:, 1] + b * b * (
-                q_ab - np.sum(crj * q[R:2 * R, f], axis=1))
+                q_ab - np.sum(crj * _at(q[R:2 * R], f), axis=1))
             H[:, cols.start, cols.start + 1] += s_ab + a * b * q_ab
             H[:, cols.start + 1, cols.start] += s_ab + a * b * q_ab
         H -= np.matmul(m * c[:, None, :], np.ascontiguousarray(np.swapaxes(m, 1, 2)))  # BLAS on contiguous operands
