@@ -125,7 +125,7 @@ class AtomsBetaRows(AtomsBetaProblem):
         (1e-8 on one machine, 1e-13 on another; the never/always-solved shares print it). Its optimum is 0 (the
         box's bound, 1e-13, in the optimiser's terms); the likelihood moves by less than Σc × 1e-6 × (1 − D)."""
         mix, _, _, _ = self._terms(theta)
-        c = self.c if self.c.shape[0] == theta.shape[0] else np.broadcast_to(self.c[:1], (theta.shape[0], self.k.size))
+        c = self.c
         weight = np.exp(self.log_weights(theta))
         out = theta.copy()
         for atom, on in enumerate((self.k == 0, self.k == self.n)):
