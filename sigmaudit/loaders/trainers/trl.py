@@ -72,6 +72,28 @@ def _table(path: Path) -> pl.DataFrame:
     return df.drop([c for c in ("image", "images") if c in df.columns])
 
 
+def _as_text(df: pl.DataFrame, column: str) -> pl.Expr:
+    """One prompt column as text: a string as it is, a conversation (TRL >= 1.10 logs ``prompts``
+    as given: a list of ``{"role", "content"}`` messages, ``content`` text or a list of content
+    blocks) or any other nested value as its JSON text, so equal conversations have equal keys."""
+    dtype = df.schema[column]
+    if isinstance(dtype, pl.List | pl.Array | pl.Struct):
+        return pl.struct(pl.col(column).alias("m")).struct.json_encode().str.slice(5).str.head(-1).alias(column)
+    return pl.col(column).cast(pl.Utf8)
+
+
+def prompt_key(df: pl.DataFrame, prompt: Sequence[str]) -> pl.Series:
+    """The prompt key of every row: the text of one column (:func:`_as_text`), or the texts of several
+    joined by `` | ``."""
+    try:
+        return df.select(pl.concat_str([_as_text(df, c) for c in prompt], separator=" | ").alias("prompt")
+                         ).to_series()
+    except POLARS_ERRORS as exc:
+        raise SchemaError(f"prompt column {prompt[0]!r} holds {df.schema[prompt[0]]} values that cannot be read as "
+                          f"a prompt key", location=f"--prompt-col {','.join(prompt)}",
+                          remedy="pass --prompt-col with a text or id column") from exc
+
+
 @dataclass(frozen=True)
 class _Batch:
     """What the repeat check needs of one completions file."""
@@ -91,7 +113,7 @@ def _batch(path: Path, mtime_ns: int, size: int) -> _Batch | None:
         return None  # the read reports it
     body = df.drop("step") if "step" in df.columns else df
     digest = hashlib.sha256(body.hash_rows(seed=0).to_numpy().tobytes()).hexdigest()
-    groups = run_groups(df["prompt"].cast(pl.Utf8), "") if "prompt" in df.columns else None
+    groups = run_groups(prompt_key(df, ("prompt",)), "") if "prompt" in df.columns else None
     n = groups.n_unique() if groups is not None else 0
     return _Batch(digest, n, df.height)
 
@@ -191,9 +213,7 @@ class TRL(TrainerReader):
         where = str(path)
         reward = _reward(dict(df.schema), opts, where)
         prompt = split_cols(opts.prompt_col) or ("prompt",)
-        key = (df[prompt[0]].cast(pl.Utf8) if len(prompt) == 1 else
-               df.select(pl.concat_str([pl.col(c).cast(pl.Utf8) for c in prompt], separator=" | "))
-               .to_series())
+        key = prompt_key(df, prompt)
         try:
             step = df["step"].cast(pl.Int64)
         except POLARS_ERRORS as exc:
@@ -208,8 +228,10 @@ class TRL(TrainerReader):
                 df.head(half).drop("step").equals(df.tail(half).drop("step")):
             notes = (f"TRL: {path.name}'s second {half:,} rows repeat its first {half:,} (a file written "
                      f"twice?): kept, as TRL writes each row of a batch once per file",)
+        chat = [c for c in prompt if isinstance(df.schema[c], pl.List | pl.Array | pl.Struct)]
+        said = ", ".join(f"{c} (the JSON text of its messages)" if c in chat else c for c in prompt)
         return Normalised(frame, NAME, f"detected TRL completions layout: group = a run of "
-                          f"consecutive rows with one prompt, prompt = {', '.join(prompt)}, step from "
+                          f"consecutive rows with one prompt, prompt = {said}, step from "
                           f"step, reward from {reward}", reward, extra_notes=notes)
 
 
