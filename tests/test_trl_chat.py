@@ -1,4 +1,4 @@
-"""TRL conversational prompts: TRL >= 1.10 (read at 1.16.0, ``trl/trainer/grpo_trainer.py``
+"""TRL conversational prompts: TRL 1.16.0 (read from its wheel, ``trl/trainer/grpo_trainer.py``
 ``GRPOTrainer.log``) logs ``self._logs["prompt"]`` as the prompts were given -- for a conversational
 dataset a list of ``{"role", "content"}`` messages -- and writes the table with
 ``pd.DataFrame(table).to_parquet(...)``. The files here are written that way; scan, trend and watch

@@ -73,7 +73,7 @@ def _table(path: Path) -> pl.DataFrame:
 
 
 def _as_text(df: pl.DataFrame, column: str) -> pl.Expr:
-    """One prompt column as text: a string as it is, a conversation (TRL >= 1.10 logs ``prompts``
+    """One prompt column as text: a string as it is, a conversation (TRL 1.16.0 logs ``prompts``
     as given: a list of ``{"role", "content"}`` messages, ``content`` text or a list of content
     blocks) or any other nested value as its JSON text, so equal conversations have equal keys."""
     dtype = df.schema[column]
