@@ -31,6 +31,10 @@ from .drift import Drift, context_json
 from .filtered import PreFilter
 
 if TYPE_CHECKING:
+    import numpy as np
+    import polars as pl
+    from numpy.typing import NDArray
+
     from ..core.corpus import Corpus, CorpusEstimates
     from ..loaders import LoadedCounts
 
@@ -361,44 +365,61 @@ def resolve_basis(loaded: LoadedCounts, G: int, basis: str | None) -> str:
 
 
 def _held(shares: Sequence[float], k: int) -> float:
-    """The largest share the series holds for ``k`` consecutive entries: max over windows of their min."""
+    """The largest share the series holds for ``k`` consecutive entries: max over windows of their min;
+    0 when the series has fewer than ``k`` entries (no run of ``k`` steps exists, so none crosses a limit)."""
     import numpy as np
 
     x = np.asarray(shares, dtype=np.float64)
     if x.size < k:
-        return float("nan")
+        return 0.0
     return float(np.lib.stride_tricks.sliding_window_view(x, k).min(axis=1).max())
+
+
+def _step_shares(groups: pl.DataFrame, masks: Mapping[str, NDArray[np.bool_]]) -> dict[str, list[float]]:
+    """Each mask's share of the logged groups, step by step (in step order; groups without a step left out)."""
+    import polars as pl
+
+    frame = groups.select("step").with_columns(**{name: pl.Series(m) for name, m in masks.items()})
+    frame = frame.filter(pl.col("step").is_not_null()).group_by("step").agg(pl.all().mean()).sort("step")
+    return {name: frame[name].to_list() for name in masks}
 
 
 def _observed_checks(result: CheckResult, loaded: LoadedCounts, consecutive: int | None,
                      silent_by: str | None = None) -> CheckResult:
     """``result`` with its silent/all-wrong/all-correct checks compared on what the logged groups did
     (``--groups-generated`` keeps its pre-filter silent fraction); ``consecutive`` K tests the largest
-    per-step share held K steps running instead of the window's share. With shaped rewards (the load kept
-    each group's reward range) silent_rate is the zero-spread share unless ``silent_by`` is ``correctness``."""
-    from .scan import observed_by_step, zero_spread_mask
+    per-step share held K steps running instead of the window's share (the same silent rule step by step).
+    With shaped rewards (the load kept each group's reward range) silent_rate is the zero-spread share unless
+    ``silent_by`` is ``correctness``."""
+    from .scan import zero_spread_mask
 
     groups = loaded.per_group
     assert groups is not None
     n, k = groups["n"].to_numpy(), groups["k"].to_numpy()
     flat = zero_spread_mask(groups) if silent_by != "correctness" else None
-    silent = ((k == 0) | (k == n)) if flat is None else flat
-    values = {"silent_rate": float(silent.mean()), "all_wrong_rate": float((k == 0).mean()),
-              "all_correct_rate": float(((k == n) & (k > 0)).mean())}
-    steps = observed_by_step(groups) if consecutive is not None else ()
-    fields = {"silent_rate": "fraction", "all_wrong_rate": "all_wrong", "all_correct_rate": "all_correct"}
+    masks = {"silent_rate": ((k == 0) | (k == n)) if flat is None else flat, "all_wrong_rate": k == 0,
+             "all_correct_rate": (k == n) & (k > 0)}
+    values = {name: float(m.mean()) for name, m in masks.items()}
+    steps = _step_shares(groups, masks) if consecutive is not None else {}
+    short = consecutive is not None and len(steps["silent_rate"]) < consecutive
     checks = []
     for c in result.checks:
         if c.name not in values or (result.pre_filter is not None and c.name == "silent_rate"):
             checks.append(c)
             continue
-        tested = None if consecutive is None else _held([getattr(s, fields[c.name]) for s in steps], consecutive)
+        tested = None if consecutive is None else _held(steps[c.name], consecutive)
         compared = values[c.name] if tested is None else tested
         checks.append(replace(c, value=values[c.name], value_ci=None, tested=tested, estimator="observed",
                               passed=passes(compared, c.kind, c.limit)))
     est = result.estimator if result.pre_filter is not None else "observed (the logged groups)"
+    warns = result.warnings
+    if short:
+        m = len(steps["silent_rate"])
+        warns += (f"only {m:,} logged step{'s' if m != 1 else ''} in the window, fewer than --consecutive "
+                  f"{consecutive}: no silent limit can be crossed {consecutive} steps running, so those checks "
+                  "pass (held share 0)",)
     return replace(result, checks=tuple(checks), passed=all(c.passed for c in checks), estimator=est,
-                   basis="observed", consecutive=consecutive,
+                   basis="observed", consecutive=consecutive, warnings=warns,
                    silent_by=None if zero_spread_mask(groups) is None else silent_by or "zero-spread")
 
 
@@ -440,7 +461,8 @@ def check_logs(loaded: LoadedCounts, G: int, thresholds: Sequence[Threshold], *,
                           location="--by", remedy="drop --by, or pass --allow-filtered")
     groups = tuple(ByGroup(value, check_logs(part, G, thresholds, post_filter=post_filter,
                                              allow_filtered=allow_filtered, basis=basis if basis == "model" else
-                                             None, **opts))
+                                             None, consecutive=consecutive if used == "observed" else None,
+                                             silent_by=silent_by, **opts))
                    for value, part in loaded.parts)
     return replace(result, passed=result.passed and all(g.result.passed for g in groups),
                    by=ByResult(loaded.by, groups))

@@ -63,7 +63,14 @@ class PreFilter:
 
 
 def pre_filter(loaded: LoadedCounts, groups_generated: int) -> PreFilter:
-    """The pre-filter silent fraction (module docstring); ConfigError if N < L."""
+    """The pre-filter silent fraction (module docstring); ConfigError if N < L, or when the load was cut to a
+    step window (N counts the groups sampled over the whole log: mixing it with a window's logged groups would
+    read most of the run's filtered groups as the window's; issue 36 item 18)."""
+    window = loaded.window
+    if window is not None and window.asked is not None:
+        raise ConfigError(f"counts the groups sampled over the whole log, not over the window "
+                          f"({window.asked})", location="--groups-generated",
+                          remedy=f"drop {window.asked.split()[0]}, or gate the whole log (N is not known per step)")
     frame = loaded.per_group
     if frame is None or frame.height == 0:
         raise ConfigError("--groups-generated needs a log with group membership (steps or group ids)",

@@ -14,6 +14,7 @@ import polars as pl
 
 from ..errors import ConfigError
 from .options import LoadedCounts, Window
+from .runs import PSEUDO_COLUMNS
 
 __all__ = ["cut", "parse_steps", "whole"]
 
@@ -86,6 +87,8 @@ def cut(loaded: LoadedCounts, steps: str | tuple[int | None, int | None] | None 
     if last_steps is not None:
         if last_steps < 1:
             raise ConfigError(f"must be at least 1, got {last_steps}", location="--last-steps", remedy="e.g. 10")
+        if loaded.by in PSEUDO_COLUMNS and loaded.parts:
+            return _last_per_run(loaded, last_steps)
         lo, hi = int(logged[max(0, logged.len() - last_steps)]), int(logged[-1])
         asked = f"--last-steps {last_steps}"
     else:
@@ -130,6 +133,20 @@ def _cut(loaded: LoadedCounts, lo: int | None, hi: int | None, asked: str, span:
         loaded, per_prompt=per_prompt, per_group=groups, n_rows=int(groups["n"].sum()), missing_rewards=0,
         n_single_sample_prompts=int((per_prompt["n"] == 1).sum()), notes=tuple(notes), window=window,
         cache={}, parts=tuple(p for p in parts if p[1] is not None))  # type: ignore[misc]
+
+
+def _last_per_run(loaded: LoadedCounts, last_steps: int) -> LoadedCounts:
+    """``--by run|file --last-steps N``: each run (or file) keeps its own last N logged steps, since runs do not
+    share a step axis (a run that ended early keeps its last steps instead of vanishing); the pooled load is
+    the union of those windows (issue 36 item 16)."""
+    parts = tuple((v, cut(p, last_steps=last_steps)) for v, p in loaded.parts)
+    groups = pl.concat([p.per_group for _, p in parts], how="vertical_relaxed")  # type: ignore[misc]
+    asked = f"--last-steps {last_steps} (each {loaded.by}'s own)"
+    pooled = _cut(dataclasses.replace(loaded, per_group=groups, parts=()), None, None, asked, (0, 0))
+    note = (f"window: each {loaded.by}'s last {last_steps:,} logged step{'s' if last_steps != 1 else ''} "
+            f"({pooled.window.describe()}): {groups.height:,} of "  # type: ignore[union-attr]
+            f"{loaded.per_group.height:,} logged groups, {pooled.per_prompt.height:,} prompts")  # type: ignore[union-attr]
+    return dataclasses.replace(pooled, parts=parts, notes=(*pooled.notes[:-1], note))
 
 
 def _cut_part(part: LoadedCounts, lo: int | None, hi: int | None, asked: str) -> LoadedCounts | None:

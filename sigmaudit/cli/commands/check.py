@@ -70,7 +70,8 @@ MaxNeverSolvedOpt = Annotated[float | None, typer.Option(
 GroupsGeneratedOpt = Annotated[int | None, typer.Option(
     "--groups-generated", min=1, show_default=False, metavar="INT",
     help="Groups sampled before the zero-variance filter (the log is then read as post-filter): --max-silent "
-         "is checked against the pre-filter silent fraction (N - logged + silent logged) / N.")]
+         "is checked against the pre-filter silent fraction (N - logged + silent logged) / N. N counts the whole "
+         "log, so a step window (--steps, --last-steps) is refused with it.")]
 AllowFilteredOpt = Annotated[bool, typer.Option(
     "--allow-filtered", help="Check silent, all-wrong, all-correct, never-solved and extreme-share thresholds on a "
                              "post-filter log anyway (they read understated rates).")]
