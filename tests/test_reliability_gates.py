@@ -99,3 +99,107 @@ def test_groups_generated_refused_with_a_window(capsys, tmp_path):
     assert "--groups-generated" in err and "window (--last-steps 1)" in err
     code, d, _ = _json(capsys, "check", path, "--groups-generated", "80", "--max-silent", "0.9")
     assert code == 0 and d["checks"][0]["value"] == pytest.approx((80 - 20) / 80)
+
+
+# ---------------------------------------------------------------- item 21: the Python API validates as the CLI
+
+@pytest.fixture(scope="module")
+def small_log(tmp_path_factory):
+    """3 steps × 12 prompts × 4 answers: prompt i solved (i mod 5) of 4 times (k = 4 for i mod 5 = 4)."""
+    rows = [{"step": s, "prompt_id": f"p{i}", "reward": int(j < min(i % 5, 4))}
+            for s in (1, 2, 3) for i in range(12) for j in range(4)]
+    return _write(tmp_path_factory.mktemp("api") / "log.parquet", rows)
+
+
+def _refused(call, location):
+    from sigmaudit.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        call()
+    assert info.value.location == location
+    return info.value
+
+
+def test_api_refuses_what_the_cli_refuses(small_log):
+    """Item 21: check(max_silent=5) passed any log; silent_by="bogus", bootstrap=-1, max_lost=-1 and
+    Forecaster(threshold=nan) were accepted. Each is a ConfigError naming the parameter now, as the CLI's
+    flag callbacks refuse them (exit 2)."""
+    import sigmaudit
+
+    _refused(lambda: sigmaudit.check(small_log, max_silent=5, bootstrap=0), "max_silent")
+    _refused(lambda: sigmaudit.check(small_log, max_silent=0.5, silent_by="bogus", bootstrap=0), "silent_by")
+    _refused(lambda: sigmaudit.check(small_log, max_silent=0.5, bootstrap=-1), "bootstrap")
+    _refused(lambda: sigmaudit.backtest_logs(small_log, max_lost=-1), "max_lost")
+    _refused(lambda: sigmaudit.Forecaster(threshold=float("nan")), "threshold")
+    for args in (["--max-silent", "5"], ["--max-silent", "0.5", "--silent-by", "bogus"],
+                 ["--max-silent", "0.5", "--bootstrap", "-1"]):
+        assert sigmaudit.cli.app.main(["check", small_log, *args, "-q"]) == 2
+
+
+def test_api_escapes_are_sigmaudit_errors(small_log):
+    """Item 21: the inputs that escaped as bare ValueError / KeyError / TypeError / OverflowError (measured on
+    the code before: check(G=2.5) KeyError 'silent_rate at G = 2.5 was not estimated'; check(level=2)
+    ValueError 'Quantiles must be in the range [0, 1]'; check(consecutive=0) ValueError 'zero-size array';
+    check(estimator="bogus") ValueError; scan(G=8) TypeError; Forecaster().update(2**70, ...) OverflowError;
+    update_counts(n=["x"]) ValueError; check(123) TypeError; check(options="x") AttributeError)."""
+    import sigmaudit
+
+    f = sigmaudit.Forecaster()
+    _refused(lambda: sigmaudit.check(small_log, max_silent=0.5, G=2.5, bootstrap=0), "G")
+    _refused(lambda: sigmaudit.check(small_log, max_silent=0.5, level=2, bootstrap=20), "level")
+    _refused(lambda: sigmaudit.check(small_log, max_silent=0.5, consecutive=0, bootstrap=0), "consecutive")
+    _refused(lambda: sigmaudit.check(small_log, max_silent=0.5, estimator="bogus", bootstrap=0), "estimator")
+    _refused(lambda: sigmaudit.scan(small_log, G=8), "G")
+    _refused(lambda: f.update(2**70, ["a", "a"], [0, 1]), "step")
+    _refused(lambda: f.update_counts(1, ["a"], ["x"], [1]), "n")
+    _refused(lambda: f.update_counts(1, ["a"], [1.5], [1]), "n")  # was truncated to 1, silently
+    _refused(lambda: sigmaudit.check(123, max_silent=0.5, bootstrap=0), "paths")
+    _refused(lambda: sigmaudit.check(small_log, max_silent=0.5, bootstrap=0, options="x"), "options")
+    _refused(lambda: sigmaudit.forecast_logs(small_log, G=0), "G")
+
+
+_ODD = [None, 0, 1, -1, 2, 5, 20, 2**70, -2**70, 0.5, 1.5, -0.5, float("nan"), float("inf"), "0.5", "x", True,
+        [], [0], [8], (4, 8)]
+
+
+def test_api_fuzz_raises_only_sigmaudit_errors(small_log):
+    """Item 21: hypothesis draws each argument of check, scan, backtest_logs, forecast_logs and the Forecaster
+    from valid and odd values; every call returns or raises a SigmauditError subclass, nothing else."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    import sigmaudit
+    from sigmaudit.errors import SigmauditError
+
+    odd = st.sampled_from(_ODD)
+    calls = st.one_of(
+        st.fixed_dictionaries({"max_silent": st.one_of(st.floats(0, 1), odd)},
+                              optional={"G": odd, "bootstrap": odd, "level": odd, "confidence": odd,
+                                        "consecutive": odd, "last_steps": odd, "steps": odd, "silent_by": odd,
+                                        "basis": odd, "estimator": odd, "groups_generated": odd,
+                                        "min_fidelity": odd}).map(lambda kw: ("check", kw)),
+        st.fixed_dictionaries({}, optional={"G": odd, "g_main": odd, "eps": odd, "estimator": odd,
+                                            "last_steps": odd}).map(lambda kw: ("scan", kw)),
+        st.fixed_dictionaries({}, optional={"G": odd, "max_lost": odd}).map(lambda kw: ("backtest_logs", kw)),
+        st.fixed_dictionaries({}, optional={"G": odd, "max_p_silent": odd, "target_saving": odd})
+        .map(lambda kw: ("forecast_logs", kw)),
+        st.tuples(odd, odd, odd, odd, odd).map(lambda a: ("Forecaster", a)))
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(calls)
+    def run_one(call):
+        name, kw = call
+        try:
+            if name == "Forecaster":
+                G, threshold, step, n, size = kw
+                f = sigmaudit.Forecaster(G=G, threshold=threshold)
+                f.update_counts(step, ["a", "b"], [4, 4] if n is None else [n, 4], [0, 2])
+                f.update_counts(7, ["a", "b"], [4, 4], [1, 2])
+                f.p_silent(size)
+            else:
+                kw = dict(kw, bootstrap=kw.get("bootstrap", 0)) if name == "check" else kw
+                getattr(sigmaudit, name)(small_log, **kw)
+        except SigmauditError:
+            pass
+
+    run_one()

@@ -25,6 +25,7 @@ from numpy.typing import ArrayLike
 
 from ..errors import ConfigError
 from ..loaders.options import Window
+from . import arguments
 
 if TYPE_CHECKING:
     import polars as pl
@@ -36,6 +37,32 @@ DEFAULT_SIZES: tuple[int, ...] = (4, 8, 16, 32, 64)
 """Group sizes :meth:`Forecaster.suggested_n` chooses from."""
 SUGGEST_MAX_P_SILENT = 0.5
 """Default P(silent) a suggested group size must reach: the group is more likely informative than not."""
+
+
+def _ids(prompt_ids: Any) -> list[str]:
+    """The prompt ids as text, one per sample (or group); ConfigError for a non-sequence (a bare 5 or "abc")."""
+    if isinstance(prompt_ids, str | bytes) or not hasattr(prompt_ids, "__iter__"):
+        raise ConfigError(f"prompt_ids must be a sequence of prompt ids, got {prompt_ids!r}", location="prompt_ids")
+    return [str(p) for p in prompt_ids]
+
+
+def _array(values: ArrayLike, dtype: Any, name: str) -> np.ndarray:
+    """``values`` as a flat array of ``dtype``; ConfigError when they are not numbers."""
+    try:
+        raw = np.asarray(values)
+        if raw.dtype.kind not in "biuf":
+            raise TypeError
+        return raw.astype(dtype).ravel()
+    except (TypeError, ValueError, OverflowError):
+        raise ConfigError(f"{name} must be numbers, got {values!r}"[:200], location=name) from None
+
+
+def _whole_array(values: ArrayLike, name: str) -> np.ndarray:
+    """``values`` as int64, each a whole number (1.5 is refused, not truncated) below 2**62 in magnitude."""
+    x = _array(values, np.float64, name)
+    if not (np.isfinite(x) & (x == np.round(x)) & (np.abs(x) <= 2.0**62)).all():
+        raise ConfigError(f"{name} must be whole numbers, got {values!r}"[:200], location=name)
+    return np.asarray(values).astype(np.int64).ravel() if np.asarray(values).dtype.kind in "iu" else x.astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -64,13 +91,9 @@ class Forecaster:
     """
 
     def __init__(self, G: int | None = None, *, max_p_silent: float = 0.9, threshold: float | None = None) -> None:
-        if G is not None and (isinstance(G, bool) or int(G) != G or G < 1):
-            raise ConfigError(f"G must be a whole number >= 1, got {G!r}", location="G")
-        if not 0.0 <= max_p_silent <= 1.0:
-            raise ConfigError(f"must lie in [0, 1], got {max_p_silent!r}", location="max_p_silent")
-        self.G = None if G is None else int(G)
-        self.max_p_silent = float(max_p_silent)
-        self.threshold = threshold
+        self.G = None if G is None else arguments.group_size(G)
+        self.max_p_silent = arguments.rate(max_p_silent, "max_p_silent")
+        self.threshold = None if threshold is None else arguments.real(threshold, "threshold")
         self._batches: list[_Batch] = []
         self._frame: pl.DataFrame | None = None
         self._replay: Replay | None = None
@@ -82,12 +105,14 @@ class Forecaster:
         """One training step's scored samples: one prompt id and one reward per sample. The samples
         of one prompt at one step form one group (call :meth:`update_counts` when a prompt is drawn
         in several groups at a step)."""
-        r = np.asarray(rewards, dtype=np.float64).ravel()
-        ids = [str(p) for p in prompt_ids]
+        r = _array(rewards, np.float64, "rewards")
+        ids = _ids(prompt_ids)
         if len(ids) != r.size:
             raise ConfigError(f"{len(ids)} prompt ids but {r.size} rewards", location="rewards")
         if np.isnan(r).any():
             raise ConfigError("a reward is NaN: leave unscored samples out", location="rewards")
+        if np.isinf(r).any():
+            raise ConfigError("a reward is infinite", location="rewards")
         if self.threshold is None:
             if not np.isin(r, (0.0, 1.0)).all():
                 raise ConfigError("rewards must be 0/1 (or booleans) unless a threshold is given",
@@ -102,16 +127,16 @@ class Forecaster:
 
     def update_counts(self, step: int, prompt_ids: Sequence[Hashable], n: ArrayLike, k: ArrayLike) -> None:
         """One training step's groups: per group its prompt id, size n and right answers k."""
-        nn = np.asarray(n, dtype=np.int64).ravel()
-        kk = np.asarray(k, dtype=np.int64).ravel()
-        ids = [str(p) for p in prompt_ids]
+        step = arguments.step(step)
+        nn, kk = _whole_array(n, "n"), _whole_array(k, "k")
+        ids = _ids(prompt_ids)
         if not len(ids) == nn.size == kk.size:
             raise ConfigError(f"{len(ids)} prompt ids, {nn.size} n and {kk.size} k: one each per group",
                               location="update_counts")
         if (nn < 1).any() or (kk < 0).any() or (kk > nn).any():
             raise ConfigError("each group needs n >= 1 and 0 <= k <= n", location="update_counts")
-        if isinstance(step, bool) or int(step) != step:
-            raise ConfigError(f"step must be a whole number, got {step!r}", location="step")
+        if (nn > arguments.MAX_GROUP_SIZE).any():
+            raise ConfigError("a group's n is above 2**62", location="n")
         self._batches.append(_Batch(np.full(nn.size, int(step), dtype=np.int64), ids, nn, kk))
         self._frame, self._replay, self._results = None, None, {}
 
@@ -148,7 +173,10 @@ class Forecaster:
 
         if not self._batches:
             raise ConfigError("nothing fed yet", location="observed", remedy="call update() first")
-        s = self.steps[-1] if step is None else int(step)
+        s = self.steps[-1] if step is None else arguments.step(step)
+        if s not in self.steps:
+            raise ConfigError(f"no group was fed at step {s}", location="step",
+                              remedy=f"steps fed: {self.steps[0]}..{self.steps[-1]}")
         n = np.concatenate([b.n[b.step == s] for b in self._batches])
         k = np.concatenate([b.k[b.step == s] for b in self._batches])
         return shares(n, k)
@@ -157,7 +185,7 @@ class Forecaster:
 
     def _size(self, G: int | None) -> int:
         if G is not None:
-            return int(G)
+            return arguments.group_size(G)
         if self.G is not None:
             return self.G
         sizes, counts = np.unique(self.per_group["n"].to_numpy(), return_counts=True)
@@ -206,9 +234,9 @@ class Forecaster:
         """Per prompt, the smallest group size in ``sizes`` whose forecast P(silent) is at most
         ``max_p_silent`` (default 0.5); None when no size gets there (a skip candidate). P(silent) at
         a size other than the one logged is the model-based forecast, not recalibrated (a prediction)."""
-        limit = float(max_p_silent)
+        limit = arguments.rate(max_p_silent, "max_p_silent")
         out: dict[str, int | None] = {}
-        for size in sorted({int(s) for s in sizes}, reverse=True):
+        for size in sorted(set(arguments.group_sizes(sizes, "sizes")), reverse=True):
             for prompt, p in self.p_silent(size).items():
                 if p <= limit:
                     out[prompt] = size

@@ -36,10 +36,11 @@ def open_unit_interval(value: float | None) -> float | None:
     return value
 
 
-MAX_GROUP_SIZE = 2**62
-"""Largest ``-G`` any command takes (one rule for every command, the core's: larger values wrap around
-in 64-bit integers). Before it was declared once, ``plan -G 1e20`` overflowed, ``check -G 1e20`` passed
-and only ``simulate`` had a bound (65,536: its own cost, which it still checks)."""
+from ..audits.arguments import MAX_GROUP_SIZE, MIN_REPLICATES  # noqa: E402  (one rule for the CLI and the API)
+
+# MAX_GROUP_SIZE: the largest ``-G`` any command takes (the core's rule: larger values wrap around in 64-bit
+# integers). Before it was declared once, ``plan -G 1e20`` overflowed, ``check -G 1e20`` passed and only
+# ``simulate`` had a bound (65,536: its own cost, which it still checks).
 
 
 def group_size_bound(value: int | list[int] | None) -> int | list[int] | None:
@@ -169,9 +170,6 @@ def check_level(value: float | None) -> float | None:
         raise typer.BadParameter(f"must lie strictly between 0 and 1 (e.g. 0.9), got {value:g}")
     return value
 
-
-MIN_REPLICATES = 20
-"""Fewest bootstrap replicates behind an interval: a percentile interval from fewer is noise."""
 
 
 def check_replicates(value: int) -> int:
