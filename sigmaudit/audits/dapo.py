@@ -1,0 +1,148 @@
+"""What DAPO as verl runs it would cost on this log: ``plan/check/watch --train-batch B --gen-batch M
+--max-gen-batches K`` (verl's ``data.train_batch_size``, ``data.gen_batch_size`` and
+``algorithm.filter_groups.max_num_gen_batches``; K ≤ 0: no limit).
+
+The loop is :mod:`sigmaudit.core.dapo` (verl-recipe commit
+:data:`~sigmaudit.core.dapo.VERL_RECIPE_COMMIT`); the difficulty it runs at is read two ways:
+
+- ``current``: the silent chance at G = n of the counts plan reads (plan's drift rule,
+  :func:`sigmaudit.audits.plan.current_difficulty`: the last tenth of the steps when pass rates moved),
+  by the plan's estimator rule (``auto``: unbiased at the logged n);
+- ``next_step``: the mean over prompts of the next-step forecast P(silent) at G = n
+  (:func:`sigmaudit.audits.forecast.forecast`), on a log with steps.
+
+n is the log's most common group size (verl's ``rollout.n``), else :data:`DEFAULT_N`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from ..core.corpus import Corpus
+    from ..core.dapo import DapoCost
+    from ..loaders import LoadedCounts
+
+DEFAULT_RUN_STEPS = 100
+"""S of "P(a run of S steps raises)" when ``--run-steps`` is not given."""
+DEFAULT_N = 8
+"""Rollouts per prompt when the log has no groups to read n from."""
+DEFAULT_WARN_P_RAISES = 0.05
+"""``watch`` warns when the next step's P(raises) passes this (``--warn-p-raises``): one step in twenty."""
+
+
+@dataclass(frozen=True)
+class DapoSettings:
+    """verl's three settings, and the run length S."""
+
+    train_batch: int
+    """B: ``data.train_batch_size`` (prompts a step trains on)."""
+    gen_batch: int
+    """M: ``data.gen_batch_size`` (prompts per generation chunk)."""
+    max_gen_batches: int = 0
+    """K: ``algorithm.filter_groups.max_num_gen_batches`` (≤ 0: no limit)."""
+    run_steps: int = DEFAULT_RUN_STEPS
+    """S for P(a run of S steps raises)."""
+
+    def __post_init__(self) -> None:
+        for name, flag, v in (("train_batch", "--train-batch", self.train_batch),
+                              ("gen_batch", "--gen-batch", self.gen_batch), ("run_steps", "--run-steps",
+                                                                             self.run_steps)):
+            if isinstance(v, bool) or int(v) != v or v < 1:
+                raise ConfigError(f"{name} must be a whole number >= 1, got {v!r}", location=flag)
+
+
+@dataclass(frozen=True)
+class DapoAt:
+    """DAPO's cost at one reading of the difficulty."""
+
+    basis: str
+    """``current difficulty`` or ``next-step forecast``."""
+    silent: float
+    """Mean chance that a drawn prompt's group of n is silent."""
+    prompts: int
+    """Prompts the silent chance averages over."""
+    cost: DapoCost
+    """The loop's figures at ``silent`` (:func:`sigmaudit.core.dapo.dapo_cost`)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        c = self.cost
+        return {"basis": self.basis, "silent": self.silent, "prompts": self.prompts,
+                "gen_batches_per_step": c.gen_batches_per_step, "generated_per_trained": c.generated_per_trained,
+                "ideal_groups_per_kept": c.ideal_groups_per_kept,
+                "discarded_informative_rollouts": c.discarded_informative_rollouts,
+                "p_step_raises": c.p_step_raises, "p_run_raises": c.p_run_raises}
+
+
+@dataclass(frozen=True)
+class DapoResult:
+    """DAPO's loop on this log, at the current difficulty and (with steps) at the next-step forecast."""
+
+    settings: DapoSettings
+    """B, M, K, S."""
+    n: int
+    """Rollouts per prompt."""
+    n_source: str
+    """``logged`` (the log's most common group size) or ``default`` (:data:`DEFAULT_N`)."""
+    current: DapoAt
+    """At the current difficulty."""
+    next_step: DapoAt | None
+    """At the next-step forecast (None without steps)."""
+    commit: str
+    """The verl-recipe commit whose loop is modelled."""
+
+    @property
+    def headline(self) -> DapoAt:
+        """The next-step figures when there are any, else the current ones."""
+        return self.next_step or self.current
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON under ``dapo`` (docs/json.md): the settings, the current figures at the top level, ``next_step``."""
+        s = self.settings
+        return {"train_batch": s.train_batch, "gen_batch": s.gen_batch, "max_gen_batches": s.max_gen_batches,
+                "run_steps": s.run_steps, "n": self.n, "n_source": self.n_source, "verl_recipe_commit": self.commit,
+                **self.current.to_dict(),
+                "next_step": None if self.next_step is None else self.next_step.to_dict()}
+
+
+def dapo_at(silent: float, prompts: int, basis: str, settings: DapoSettings, n: int) -> DapoAt:
+    """DAPO's figures at one silent chance."""
+    from ..core.dapo import dapo_cost
+
+    cost = dapo_cost(min(max(silent, 0.0), 1.0), train_batch=settings.train_batch, gen_batch=settings.gen_batch,
+                     n=n, max_gen_batches=settings.max_gen_batches, run_steps=settings.run_steps)
+    return DapoAt(basis, float(silent), int(prompts), cost)
+
+
+def next_step_silent(loaded: LoadedCounts, n: int) -> tuple[float, int] | None:
+    """Mean next-step forecast P(silent) at G = n over the prompts seen, and their number (None without steps)."""
+    from .forecast import forecast
+
+    groups = loaded.per_group
+    if groups is None or "step" not in groups.columns or groups["step"].drop_nulls().n_unique() < 2:
+        return None
+    fc = forecast(groups, n)
+    return (fc.expected_silent / fc.prompts, fc.prompts) if fc.prompts else None
+
+
+def dapo_of(loaded: LoadedCounts, basis: Corpus, settings: DapoSettings, *, estimator: str = "auto",
+            forecast_from: LoadedCounts | None = None) -> DapoResult:
+    """DAPO on ``loaded``: the current difficulty from ``basis`` (the corpus plan reads), the next step from
+    the forecast on ``forecast_from`` (default ``loaded``; the whole window asked)."""
+    from ..core.dapo import VERL_RECIPE_COMMIT
+    from . import logged_group_size
+
+    logged = logged_group_size(loaded)
+    n = DEFAULT_N if logged is None else logged
+    est = basis.estimates(["silent_rate"], [n], estimator)  # type: ignore[list-item]
+    silent = est.value("silent_rate", n)
+    if silent is None:
+        raise ConfigError(f"the silent rate at G = {n} is undefined for this log's estimator {estimator!r}",
+                          location="--estimator", remedy="use --estimator auto")
+    current = dapo_at(silent, basis.n_prompts, "current difficulty", settings, n)
+    nxt = next_step_silent(forecast_from or loaded, n)
+    ahead = None if nxt is None else dapo_at(nxt[0], nxt[1], "next-step forecast", settings, n)
+    return DapoResult(settings, n, "default" if logged is None else "logged", current, ahead, VERL_RECIPE_COMMIT)

@@ -1,0 +1,63 @@
+"""The view of a :class:`~sigmaudit.audits.dapo.DapoResult`: DAPO's loop as verl runs it, at the current
+difficulty and at the next-step forecast (a section of ``plan`` and ``check``, a line of ``watch``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..fmt import AMOUNT, RATE
+from ..fmt import pct as pct_
+from .model import Section, Table
+
+if TYPE_CHECKING:
+    from ..audits.dapo import DapoAt, DapoResult
+
+_MEASURES = (
+    ("silent chance of a drawn prompt's group", "silent", RATE),
+    ("generation chunks per step", "gen_batches_per_step", AMOUNT),
+    ("rollouts generated / trained", "generated_per_trained", AMOUNT),
+    ("ideal refill 1 / (1 − silent)", "ideal_groups_per_kept", AMOUNT),
+    ("informative rollouts dropped by truncation / step", "discarded_informative_rollouts", AMOUNT),
+    ("P(a step raises)", "p_step_raises", RATE),
+    ("P(a run of S steps raises)", "p_run_raises", RATE),
+)
+
+
+def limit_words(k: int) -> str:
+    """``6 chunks`` or ``no limit`` (K ≤ 0)."""
+    return f"{k:,} chunks" if k > 0 else "no limit (K ≤ 0)"
+
+
+def dapo_section(result: DapoResult) -> Section:
+    """A table of DAPO's figures, one column per reading of the difficulty, and the settings in words."""
+    s = result.settings
+    cols = [result.current] + ([result.next_step] if result.next_step is not None else [])
+    rows = tuple((label.replace("S steps", f"{s.run_steps:,} steps"), *(at.to_dict()[key] for at in cols))
+                 for label, key, _ in _MEASURES)
+    n_words = "logged" if result.n_source == "logged" else "default: no groups logged"
+    table = Table("DAPO as verl runs it", ("", *(f"{at.basis} ({at.prompts:,} prompts)" for at in cols)), rows,
+                  row_digits=tuple(d for _, _, d in _MEASURES), digits=AMOUNT,
+                  note="chunks: whole data.gen_batch_size chunks until data.train_batch_size prompts with non-zero "
+                       "reward std are kept; the surplus of the last chunk is truncated; a step that kept too few "
+                       "after max_num_gen_batches chunks raises 'Generated too many'. Each drawn prompt is silent "
+                       "with the mean chance shown (a dataset much larger than a step reads, mixed like this log)")
+    lines = (
+        f"data.train_batch_size B = {s.train_batch:,}, data.gen_batch_size M = {s.gen_batch:,}, rollout.n = "
+        f"{result.n:,} ({n_words}), max_num_gen_batches K = {limit_words(s.max_gen_batches)}; verl-recipe "
+        f"{result.commit[:12]} dapo/dapo_ray_trainer.py",
+        summary(result.headline, result),
+    )
+    return Section("DAPO as verl runs it", lines=lines, tables=(table,))
+
+
+def summary(at: DapoAt, result: DapoResult) -> str:
+    """One sentence: what a step costs at this reading, and its chance of raising."""
+    c, s = at.cost, result.settings
+    if c.gen_batches_per_step is None:
+        return (f"at the {at.basis} (silent {at.silent:.4f}) no step trains: every chunk is expected to keep "
+                f"nothing, or almost never B = {s.train_batch:,} within the limit")
+    raises = (f"; P(a step raises) {pct_(c.p_step_raises)}, P(a run of {s.run_steps:,} steps raises) "
+              f"{pct_(c.p_run_raises)}" if s.max_gen_batches > 0 else "; no chunk limit, so no step raises")
+    return (f"at the {at.basis} a step generates {c.gen_batches_per_step:.2f} chunks on average, "
+            f"{c.generated_per_trained:.2f}× the rollouts it trains (the ideal refill says "
+            f"{'—' if c.ideal_groups_per_kept is None else f'{c.ideal_groups_per_kept:.2f}'}×){raises}")
