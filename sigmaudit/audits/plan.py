@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from ..core.corpus import Corpus
     from ..loaders import LoadedCounts
     from .allocate import AllocationResult  # the plan carries an allocation; allocate never imports plan
+    from .dapo import DapoResult, DapoSettings
     from .objective import ObjectiveChoice
 
 DEFAULT_G_GRID: tuple[int, ...] = (2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
@@ -225,6 +226,8 @@ class PlanResult:
     difficulty: str | None = None
     """Which steps' pass rates the sweep, the recommendation and its price read, and why (None without
     steps): on a drifting log, the last tenth of the steps (:func:`current_difficulty`)."""
+    dapo: DapoResult | None = None
+    """With ``--train-batch``/``--gen-batch``: DAPO's loop as verl runs it (:mod:`.dapo`)."""
 
     @property
     def target_failed(self) -> bool:
@@ -262,6 +265,7 @@ class PlanResult:
             "by": None if self.by is None else self.by.to_dict(),
             **context_json(self.window, self.drift),
             "difficulty": self.difficulty,
+            "dapo": None if self.dapo is None else self.dapo.to_dict(),
         }
 
 SWEEP_QUANTITIES = ("silent_rate", "all_wrong_rate", "all_correct_rate", "fidelity")
@@ -462,6 +466,7 @@ def plan_logs(
     estimator: str = ESTIMATOR,
     replicates: int = 0,
     level: float = 0.9,
+    dapo: DapoSettings | None = None,
 ) -> PlanResult:
     """:func:`plan` on loaded logs, with a per-prompt allocation when ``budget`` or ``eps`` is given
     (:func:`sigmaudit.audits.allocate.allocate`; its rows are ``result.allocation.per_prompt``),
@@ -493,6 +498,10 @@ def plan_logs(
                   reference_G=logged_group_size(loaded), allocation=alloc,
                   filtered=resolve(loaded, post_filter, functools.partial(statistical_filter, loaded)), by=by,
                   estimator=estimator, replicates=replicates, level=level)
+    if dapo is not None:
+        from .dapo import dapo_of
+
+        result = replace(result, dapo=dapo_of(loaded, corpus, dapo, estimator=estimator))
     return replace(result, window=basis.window, drift=drift, difficulty=difficulty)
 
 

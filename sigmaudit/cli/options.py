@@ -284,3 +284,45 @@ LastStepsOpt = Annotated[
     typer.Option("--last-steps", min=1, metavar="N", rich_help_panel=_WINDOW, show_default=False,
                  help="Use only the groups of the last N logged steps (the run's current difficulty)."),
 ]
+
+
+# --------------------------------------------------------------------------- DAPO as verl runs it (plan, check, watch)
+
+_DAPO = "DAPO as verl runs it (verl's names)"
+TrainBatchOpt = Annotated[
+    int | None,
+    typer.Option("--train-batch", min=1, metavar="B", rich_help_panel=_DAPO, show_default=False,
+                 help="data.train_batch_size: prompts a DAPO step trains on. Adds DAPO's loop as verl runs it: "
+                      "chunks per step, rollouts generated per trained, informative rollouts truncated, P(a step "
+                      "raises); JSON key 'dapo'."),
+]
+GenBatchOpt = Annotated[
+    int | None,
+    typer.Option("--gen-batch", min=1, metavar="M", rich_help_panel=_DAPO, show_default=False,
+                 help="data.gen_batch_size: prompts per generation chunk [default: --train-batch, as verl]."),
+]
+MaxGenBatchesOpt = Annotated[
+    int,
+    typer.Option("--max-gen-batches", metavar="K", rich_help_panel=_DAPO,
+                 help="algorithm.filter_groups.max_num_gen_batches: a step that kept fewer than B prompts after K "
+                      "chunks raises 'Generated too many'; K ≤ 0: no limit (verl's default 0)."),
+]
+RunStepsOpt = Annotated[
+    int,
+    typer.Option("--run-steps", min=1, metavar="S", rich_help_panel=_DAPO,
+                 help="S in 'P(a run of S steps raises)', every step at the difficulty read."),
+]
+
+
+def dapo_settings(train_batch: int | None, gen_batch: int | None, max_gen_batches: int, run_steps: int) -> Any:
+    """:class:`~sigmaudit.audits.dapo.DapoSettings` from the DAPO flags (None without ``--train-batch``;
+    ConfigError when another DAPO flag is given without it)."""
+    from ..audits.dapo import DEFAULT_RUN_STEPS, DapoSettings
+    from ..errors import ConfigError
+
+    if train_batch is None:
+        if gen_batch is not None or max_gen_batches != 0 or run_steps != DEFAULT_RUN_STEPS:
+            raise ConfigError("the DAPO flags need --train-batch", location="--gen-batch/--max-gen-batches/"
+                              "--run-steps", remedy="add --train-batch B (verl's data.train_batch_size)")
+        return None
+    return DapoSettings(train_batch, train_batch if gen_batch is None else gen_batch, max_gen_batches, run_steps)

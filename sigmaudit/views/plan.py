@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..audits.by import ByGroup, ByResult
 from ..fmt import AMOUNT, RATE
 from ..fmt import pct as pct_
+from .dapo import dapo_section
 from .labels import filtered_line
 from .model import Section, Table, View
 
@@ -125,6 +126,8 @@ def plan_view(result: PlanResult) -> View:
         sections.append(price_section(result.price, result.prompts, result.objective))
     if result.allocation is not None:
         sections.append(allocation_section(result.allocation))
+    if result.dapo is not None:
+        sections.append(dapo_section(result.dapo))
     if result.by is not None:
         column = result.by.column
         rows = tuple((g.value, g.result.prompts, g.result.recommended_G, g.result.unreachable_share)

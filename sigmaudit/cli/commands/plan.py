@@ -18,10 +18,15 @@ from ..options import (
     BootstrapOpt,
     EstimatorOpt,
     FormatOpt,
+    GenBatchOpt,
     LevelOpt,
+    MaxGenBatchesOpt,
     ObjectiveOpt,
     OutputOpt,
     PostFilterOpt,
+    RunStepsOpt,
+    TrainBatchOpt,
+    dapo_settings,
     emit_result,
     eps_option,
     group_size_option,
@@ -80,6 +85,10 @@ def plan(
     estimator: EstimatorOpt = "auto",
     replicates: BootstrapOpt = 200,
     level: LevelOpt = 0.9,
+    train_batch: TrainBatchOpt = None,
+    gen_batch: GenBatchOpt = None,
+    max_gen_batches: MaxGenBatchesOpt = 0,
+    run_steps: RunStepsOpt = 100,
     fmt: FormatOpt = None,
     output: OutputOpt = None,
 ) -> None:
@@ -92,6 +101,8 @@ def plan(
     G 'sigmaudit check' passes; at most the largest swept G) and the range the intervals allow; exit 1 if none.
     Every recommendation is priced against the logged G (else G = 8): rollouts and informative groups per step,
     silent share, rollouts per signal prompt. --budget/--eps: also a G_i per prompt (--alloc-out writes them).
+    --train-batch/--gen-batch/--max-gen-batches: DAPO's loop as verl runs it, at the current difficulty and the
+    next-step forecast (chunks per step, generated ÷ trained, P(a step raises)).
 
     \b
     Examples:
@@ -104,7 +115,8 @@ def plan(
     result = plan_logs(loaded, group_sizes or None, batch_prompts=batch_prompts,
                        targets=Targets(max_silent, min_fidelity), objective=objective or "signal",
                        budget=budget, eps=eps, min_g=min_g, max_g=max_g,
-                       post_filter=post_filter, estimator=estimator, replicates=replicates, level=level)
+                       post_filter=post_filter, estimator=estimator, replicates=replicates, level=level,
+                       dapo=dapo_settings(train_batch, gen_batch, max_gen_batches, run_steps))
     _finish(result, alloc_out, fmt, output)
 
 

@@ -1,0 +1,63 @@
+"""``plan --train-batch B --gen-batch M --max-gen-batches K``: DAPO's loop as verl runs it, in words and JSON.
+
+Every figure is checked against an independent computation: the log's silent share at G = n counted by hand
+from its groups and P(a step raises) = P(Binomial(K·M, 1 − s) < B) from scipy (docs/theory.md)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+from cli_runner import run
+from scipy.stats import binom
+
+SAMPLE = "sample_logs/rollouts.parquet"
+
+
+def silent_by_hand(path: str) -> float:
+    """Mean over prompts of the unbiased silent chance at G = 8 from pooled counts (no drift on this log)."""
+    from math import comb
+
+    df = pl.read_parquet(path).group_by("prompt_id").agg(pl.len().alias("n"), pl.col("reward").sum().cast(pl.Int64).alias("k"))
+    return float(np.mean([(comb(k, 8) + comb(n - k, 8)) / comb(n, 8) for n, k in zip(df["n"], df["k"], strict=True)]))
+
+
+def test_plan_dapo_json_against_hand_counts(capsys) -> None:
+    code, out, err = run(capsys, "plan", SAMPLE, "-G", "8", "--train-batch", "512", "--gen-batch", "1536",
+                         "--max-gen-batches", "6", "--run-steps", "50", "--bootstrap", "0", "-f", "json", "-q")
+    assert code == 0, err
+    d = json.loads(out)["dapo"]
+    s = silent_by_hand(SAMPLE)
+    assert d["silent"] == pytest.approx(s, rel=1e-9)
+    assert d["p_step_raises"] == pytest.approx(binom.cdf(511, 6 * 1536, 1 - s), abs=1e-15)
+    # 1536 · (1 − s) ≈ 616 kept > 512: one chunk almost always suffices, so 3 rollouts generated per trained
+    assert d["gen_batches_per_step"] == pytest.approx(1 + binom.cdf(511, 1536, 1 - s), rel=1e-9)
+    assert d["generated_per_trained"] == pytest.approx(3 * d["gen_batches_per_step"], rel=1e-12)
+    assert d["ideal_groups_per_kept"] == pytest.approx(1 / (1 - s), rel=1e-9)
+    # Wald: E[kept in the step] = E[J]·M·(1 − s); the surplus over 512 is dropped, 8 rollouts a group
+    assert d["discarded_informative_rollouts"] == pytest.approx(8 * (d["gen_batches_per_step"] * 1536 * (1 - s) - 512),
+                                                                rel=1e-6)
+    assert (d["train_batch"], d["gen_batch"], d["max_gen_batches"], d["run_steps"], d["n"]) == (512, 1536, 6, 50, 8)
+    nxt = d["next_step"]
+    assert nxt["basis"] == "next-step forecast" and 0 < nxt["silent"] < 1
+    assert nxt["p_step_raises"] == pytest.approx(binom.cdf(511, 6 * 1536, 1 - nxt["silent"]), abs=1e-15)
+
+
+def test_plan_dapo_text_and_defaults(capsys) -> None:
+    code, out, _ = run(capsys, "plan", SAMPLE, "-G", "8", "--train-batch", "512", "--bootstrap", "0", "-q", "-f", "markdown")
+    assert code == 0
+    assert "DAPO as verl runs it" in out and "data.gen_batch_size M = 512" in out  # verl: gen defaults to train
+    assert "no chunk limit" in out
+
+
+def test_plan_without_dapo_flags_has_no_dapo(capsys) -> None:
+    code, out, _ = run(capsys, "plan", SAMPLE, "-G", "8", "--bootstrap", "0", "-f", "json", "-q")
+    assert code == 0 and json.loads(out)["dapo"] is None
+
+
+@pytest.mark.parametrize("args", [["--gen-batch", "10"], ["--max-gen-batches", "3"]])
+def test_dapo_flags_need_train_batch(capsys, args) -> None:
+    code, out, err = run(capsys, "plan", SAMPLE, "-G", "8", *args, "-q")
+    assert code == 2 and out == "" and "--train-batch" in err and "Traceback" not in err
