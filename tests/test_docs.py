@@ -157,7 +157,8 @@ def _keys(obj: object) -> set[str]:
 CONTRACT_RUNS = {
     "calc": ["calc", "-p", "0.3", "-G", "8"],
     "scan": ["scan", SAMPLE, "-q"],
-    "plan": ["plan", SAMPLE, "-q", "-G", "8", "--budget", "4000", "--max-silent", "0.5"],
+    "plan": ["plan", SAMPLE, "-q", "-G", "8", "--budget", "4000", "--max-silent", "0.5", "--train-batch", "512",
+             "--gen-batch", "1536", "--max-gen-batches", "6"],
     "check": ["check", SAMPLE, "-q", "-G", "8", "--max-silent", "0.9", "--max-all-wrong", "0.9",
               "--max-all-correct", "0.9", "--max-extreme-share", "0.9", "--min-fidelity", "0.1",
               "--max-never-solved", "0.9"],
