@@ -20,7 +20,8 @@ def silent_by_hand(path: str) -> float:
     """Mean over prompts of the unbiased silent chance at G = 8 from pooled counts (no drift on this log)."""
     from math import comb
 
-    df = pl.read_parquet(path).group_by("prompt_id").agg(pl.len().alias("n"), pl.col("reward").sum().cast(pl.Int64).alias("k"))
+    df = pl.read_parquet(path).group_by("prompt_id").agg(pl.len().alias("n"),
+                                                         pl.col("reward").sum().cast(pl.Int64).alias("k"))
     return float(np.mean([(comb(k, 8) + comb(n - k, 8)) / comb(n, 8) for n, k in zip(df["n"], df["k"], strict=True)]))
 
 
@@ -48,7 +49,8 @@ def test_plan_dapo_json_against_hand_counts(capsys) -> None:
 def test_plan_dapo_text_and_defaults(capsys) -> None:
     code, out, _ = run(capsys, "plan", SAMPLE, "-G", "8", "--train-batch", "512", "--bootstrap", "0", "-q", "-f", "markdown")
     assert code == 0
-    assert "DAPO as verl runs it" in out and "data.gen_batch_size M = 512" in out  # verl: gen defaults to train
+    assert "DAPO as verl runs it" in out
+    assert "data.gen_batch_size M = 512" in out  # verl: gen defaults to train
     assert "no chunk limit" in out
 
 
