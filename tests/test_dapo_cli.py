@@ -47,7 +47,8 @@ def test_plan_dapo_json_against_hand_counts(capsys) -> None:
 
 
 def test_plan_dapo_text_and_defaults(capsys) -> None:
-    code, out, _ = run(capsys, "plan", SAMPLE, "-G", "8", "--train-batch", "512", "--bootstrap", "0", "-q", "-f", "markdown")
+    code, out, _ = run(capsys, "plan", SAMPLE, "-G", "8", "--train-batch", "512", "--bootstrap", "0", "-q",
+                       "-f", "markdown")
     assert code == 0
     assert "DAPO as verl runs it" in out
     assert "data.gen_batch_size M = 512" in out  # verl: gen defaults to train
