@@ -31,6 +31,12 @@ class InputError(SigmauditError):
     """A file is missing, unreadable, empty or corrupt."""
 
 
+class NoDataError(InputError):
+    """A file that holds no data: empty, no columns, a header only, not JSON lines from its first
+    line, or a JSON document holding no records. Found in a folder or by a glob beside other inputs, it
+    is skipped with a note (it is not a log); named, it is refused."""
+
+
 class SchemaError(SigmauditError):
     """A file was read but its columns or values do not fit any layout."""
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from cli_runner import run
 
 STEPS, PROMPTS, G = 3, 5, 4

@@ -19,6 +19,7 @@ run B. ``prompt_col`` (comma-separated for several columns) replaces this guess.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import polars as pl
@@ -49,8 +50,39 @@ COUNTS_GROUP_NAMES = ("group_id",)
 FLAGS = "--prompt-col and --reward-col (long), --n-col/--k-col or --rate-col (counts)"
 
 
+def nested_fields(schema: dict[str, pl.DataType], names: list[str | None]) -> dict[str, tuple[pl.DataType, pl.Expr]]:
+    """The fields of struct columns that ``names`` (the options' columns) spell as ``a.b`` (or ``a.b.c``) and
+    that are not columns themselves: each name with its type and the expression reading it. A record's
+    nested field (``{"metrics": {"correct": 1}}``, read as a struct) is named as the writer nests it."""
+    out: dict[str, tuple[pl.DataType, pl.Expr]] = {}
+    for name in names:
+        if not name or name in schema or "." not in name:
+            continue
+        head, *rest = name.split(".")
+        dtype, expr = schema.get(head), pl.col(head)
+        for part in rest:
+            if not isinstance(dtype, pl.Struct):
+                dtype = None
+                break
+            fields = {f.name: f.dtype for f in dtype.fields}
+            dtype, expr = fields.get(part), expr.struct.field(part)
+        if dtype is not None and not isinstance(dtype, pl.Struct):
+            out[name] = (dtype, expr)
+    return out
+
+
 def detect(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> ColumnMap:
-    """The plan for one file with this schema."""
+    """The plan for one file with this schema (a struct's field named ``a.b`` by an option read as a column)."""
+    named = [*split_cols(opts.prompt_col), opts.step_col, opts.group_col, opts.reward_col, opts.n_col,
+             opts.k_col, opts.rate_col]
+    nested = nested_fields(schema, named)
+    if nested:
+        plan = _detect({**schema, **{k: t for k, (t, _) in nested.items()}}, opts, where)
+        return dataclasses.replace(plan, derived=(*plan.derived, *((k, e) for k, (_, e) in nested.items())))
+    return _detect(schema, opts, where)
+
+
+def _detect(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> ColumnMap:
     cols = list(schema)
     require_columns(cols, [*split_cols(opts.prompt_col), opts.step_col, opts.group_col,
                            opts.n_col, opts.k_col, opts.rate_col], where)

@@ -11,9 +11,10 @@ from ..errors import InputError
 from .remote import is_remote, list_objects, normalized, parse_url
 
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl",
-           ".ndjson": "jsonl", ".eval": "eval"}
+           ".ndjson": "jsonl", ".json": "json", ".eval": "eval"}
 COMPRESSIONS = {".gz": "gz", ".zst": "zst"}
-SUPPORTED = "parquet, csv, jsonl/ndjson (csv and jsonl also as .gz or .zst), inspect_ai .eval"
+SUPPORTED = ("parquet, csv, jsonl/ndjson, json (an array of records; csv, jsonl and json also as .gz or .zst), "
+             "inspect_ai .eval")
 
 
 def zstd_errors() -> tuple[type[BaseException], ...]:

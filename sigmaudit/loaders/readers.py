@@ -23,7 +23,8 @@ from typing import Any
 
 import polars as pl
 
-from ..errors import InputError, SchemaError
+from ..errors import InputError, NoDataError, SchemaError
+from .jsonfile import as_lines, decode_error
 from .paths import file_kind, zstd_errors
 from .remote import comment_lines, parse_url, storage_options, store_error
 from .tempdirs import FREE_RESERVE, temp_failure
@@ -40,12 +41,6 @@ MAX_EXPANSION = 250
 1 MB gzip bomb holding 1 GB of zeros is refused); the temporary folder must also keep
 :data:`FREE_RESERVE` bytes free."""
 _CHUNK = 1 << 20
-
-
-class NoDataError(InputError):
-    """A file that holds no data: empty, no columns, a header only, or not JSON lines from its first
-    line. Found in a folder or by a glob beside other inputs, it is skipped with a note (it is not a
-    log); named, it is refused."""
 
 
 def _copy_bounded(src, dst, path: Path, limit: int, folder: Path) -> None:  # noqa: ANN001
@@ -225,11 +220,13 @@ def scan(path: Path | str, tmpdir: Path, like: Source | None = None) -> Source:
     fmt, compression = kind
     if path.stat().st_size == 0:
         raise NoDataError("empty file", location=str(path))
-    if fmt in ("csv", "jsonl"):  # by content: gzip bytes in a file named .csv are inflated bounded too
+    if fmt in ("csv", "jsonl", "json"):  # by content: gzip bytes in a file named .csv are inflated bounded too
         compression = compressed_as(path) or compression
         if compression == "zip":
             raise InputError(f"a zip archive, not {fmt} text", location=str(path), remedy="unzip it first")
     local = _decompress(path, compression, tmpdir) if compression else path
+    if fmt == "json":  # records written out as JSON lines, read as a jsonl file is
+        local, fmt = as_lines(local, str(path), tmpdir), "jsonl"
     if fmt == "jsonl" and _starts_with_bom(local):
         local = _decompress(local, "bom", tmpdir)
     if any(c in str(local) for c in GLOB_CHARS):  # polars would expand the name as a glob pattern
@@ -346,6 +343,9 @@ def read_error(path: Path | str, local: Path | str, fmt: str, exc: BaseException
         own = temp_failure(exc, local.parent, str(path))
         if own is not None:
             return own
+    if fmt == "jsonl" and _json_array(local):
+        return InputError("a JSON array, not JSON lines (one object a line)", location=str(path),
+                          remedy="name it .json (an array of records reads as one), or write one record a line")
     if fmt == "jsonl":
         line = bad_json_line(local)
         if line is not None:
@@ -374,7 +374,7 @@ def json_object(line: str) -> tuple[dict | None, str | None]:
     try:
         value = json.loads(line)
     except json.JSONDecodeError as exc:
-        return None, exc.msg
+        return None, decode_error(exc)
     except RecursionError:
         return None, "nested too deeply"
     if not isinstance(value, dict):
@@ -391,6 +391,13 @@ def cut_off(line: str, fh: Any) -> bool:
     return not line.endswith("\n") and not fh.read(1)
 
 
+def _json_array(path: Path) -> bool:
+    """The file's first non-blank character opens a JSON array (a .json document named .jsonl)."""
+    with open(path, "rb") as fh:
+        head = fh.read(4096).lstrip(UTF8_BOM + b" \t\r\n")
+    return head.startswith(b"[")
+
+
 def bad_json_line(path: Path) -> tuple[int, str, bool] | None:
     """(line number, reason, cut off) of the first line that is not a JSON object, or None;
     ``cut off``: it is the file's last line and has no line end (:func:`cut_off`)."""
@@ -398,7 +405,7 @@ def bad_json_line(path: Path) -> tuple[int, str, bool] | None:
         for number, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
-            _, why = json_object(line)
+            _, why = json_object(line.rstrip("\r\n"))  # a string left open is unterminated, not a bad newline
             if why is not None:
                 return number, why, cut_off(line, fh)
     return None
@@ -413,7 +420,7 @@ def scan_remote(url: str, tmpdir: Path) -> Source:
     kind = file_kind(parse_url(url).pure)
     assert kind is not None, url
     fmt = kind[0]
-    if fmt not in ("parquet", "csv", "jsonl"):
+    if fmt not in ("parquet", "csv", "jsonl", "json"):
         raise InputError(f"{fmt} files are read from local disk only", location=url,
                          remedy="download it first")
     if fmt != "parquet" or parse_url(url).store == "http":
@@ -439,7 +446,7 @@ def remote_schema(url: str, tmpdir: Path) -> dict[str, pl.DataType]:
     """The columns of a remote file as :func:`scan_remote` reads them, without copying a csv or jsonl
     object whole: its first :data:`PROBE_LINES` lines (decompressed by content, bounded) are scanned here."""
     kind = file_kind(parse_url(url).pure)
-    if kind is None or kind[0] == "parquet":
+    if kind is None or kind[0] in ("parquet", "json"):  # a JSON document is read whole
         return scan_remote(url, tmpdir).schema
     folder = tmpdir / f"probe-{len(list(tmpdir.iterdir()))}"
     folder.mkdir()
