@@ -73,6 +73,7 @@ def open_file(path: Path, tmp: Path, opts: LoadOptions, series_ok: bool,
             return Opened(path, with_text_columns(src, plan.key_columns), plan, None)
     if peek:
         return module
+    trainers.refuse_ignored(module, opts, path)
     norm = module.read(path, opts)
     src, plan = norm.source(path)
     return Opened(path, src, plan, norm)

@@ -30,7 +30,7 @@ from . import (
     trl,
     verl,
 )
-from ._common import Normalised, Repeats, TrainerReader
+from ._common import Normalised, Repeats, TrainerReader, refuse_ignored
 
 FRAMEWORKS: tuple[TrainerReader, ...] = tuple(m.READER for m in (
     lm_eval, verl, trl, open_instruct, prime_rl, nemo_rl, areal, roll, skyrl, inspect_ai))
@@ -39,7 +39,7 @@ FRAMEWORKS: tuple[TrainerReader, ...] = tuple(m.READER for m in (
 BY_LAYOUT = {r.name: r for r in FRAMEWORKS}
 
 __all__ = ["BY_LAYOUT", "FRAMEWORKS", "Normalised", "Repeats", "TrainerReader", "check", "drop_repeats",
-           "needs_reader", "reader", "recognize", "run_root", "skip_reasons"]
+           "needs_reader", "reader", "recognize", "refuse_ignored", "run_root", "skip_reasons"]
 
 
 def recognize(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> ColumnMap | None:

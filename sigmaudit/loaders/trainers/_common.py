@@ -24,7 +24,7 @@ from typing import IO
 
 import polars as pl
 
-from ...errors import InputError
+from ...errors import ConfigError, InputError
 from ..columns import ColumnMap
 from ..options import Filtered, LoadOptions
 from ..paths import COMPRESSIONS, zstd_errors
@@ -93,6 +93,9 @@ class TrainerReader:
 
     name: str = ""
     """The layout name (one of ``LAYOUTS``)."""
+    key_options: frozenset[str] = frozenset()
+    """The key options its :meth:`read` honours (``prompt_col``, ``group_col``); any other given is refused
+    (:func:`refuse_ignored`), never silently dropped."""
 
     def recognize(self, schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> ColumnMap | None:
         """The column map for a dump read as rows, or None (not this framework's)."""
@@ -262,3 +265,17 @@ def run_groups(keys: pl.Series, tag: str) -> pl.Series:
     frame = frame.with_columns(pl.int_range(pl.len()).over("run").alias("pos"))
     return frame.select(pl.format(f"{tag}:{{}}.{{}}", pl.col("run"), pl.col("pos") // g)
                         .alias("group"))["group"]
+
+
+KEY_FLAGS = {"prompt_col": "--prompt-col", "group_col": "--group-col"}
+
+
+def refuse_ignored(reader: TrainerReader, opts: LoadOptions, path: Path) -> None:
+    """A ``--prompt-col`` or ``--group-col`` the framework reader ``reader`` does not read is refused in one
+    line (the reader keys its dump from the writer's structure, named in its detection note)."""
+    for field, flag in KEY_FLAGS.items():
+        if getattr(opts, field) and field not in reader.key_options:
+            raise ConfigError(f"{flag} is not read for {reader.name} dumps: their prompts and groups come from "
+                              f"the writer's structure (see docs/trainers.md)", location=str(path),
+                              remedy=f"drop {flag}, or write the rows as a long table (prompt, reward, group) and "
+                                     f"pass {flag} there")

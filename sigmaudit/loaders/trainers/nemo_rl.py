@@ -8,8 +8,16 @@ through ``make_microbatch_iterator(1)``, so every field is a one-element list, p
 No step field (the file name has it), no prompt id, no group id. Rows come from
 ``repeat_interleave(num_generations_per_prompt)``: a group is G consecutive lines of one prompt.
 
-- prompt = every message but the last (the response) of ``content``, joined; group = a run of
-  consecutive lines with that prompt (split into blocks of the gcd of the run lengths).
+- prompt = the trajectory's first turn: the tokens of ``token_ids`` before the first token
+  ``token_loss_mask`` marks as generated (``add_grpo_token_loss_masks_and_generation_logprobs`` marks
+  the assistant messages; ``nemo_rl/experience/rollouts.py`` ``run_multi_turn_rollout`` appends an
+  environment message after every generation, so in a multi-turn dump the last message is an
+  observation, often ``""``, and "every message but the last" would hold the whole rollout). Shown as
+  the messages of ``content`` those rows share. Without the two fields: every message but the last.
+  ``--prompt-col KEY`` (keys of the line, comma-separated) replaces it.
+- group = a run of consecutive lines with that prompt (split into blocks of the gcd of the run
+  lengths); ``--group-col KEY`` reads it from a key of the line instead.
+- reward = ``rewards``: one per trajectory (``total_reward``, summed over its turns by the rollout).
 - with ``grpo.use_dynamic_sampling`` the trained (non-zero-std) rows' rewards are in
   ``filtered_rewards`` and ``rewards`` holds the unfiltered batch (misaligned with the rows):
   ``filtered_rewards`` is read and the dump is marked post-filter (source ``structure``).
@@ -25,6 +33,7 @@ from pathlib import Path
 import polars as pl
 
 from ...errors import SchemaError
+from ..columns import split_cols
 from ..options import Filtered, LoadOptions
 from ._common import Normalised, TrainerReader, plain_name, read_json_lines, run_groups
 
@@ -61,6 +70,60 @@ def _prompt(content) -> str | None:  # noqa: ANN001
     return None if content is None else str(content)
 
 
+def _first_turn(row: dict) -> tuple | None:
+    """The tokens before the first generated one (``token_loss_mask`` 1), or None without both fields."""
+    ids, mask = _one(row.get("token_ids")), _one(row.get("token_loss_mask"))
+    if not isinstance(ids, list) or not isinstance(mask, list) or len(ids) != len(mask):
+        return None
+    first = next((i for i, m in enumerate(mask) if m), len(mask))
+    return tuple(ids[:first])
+
+
+def _turns(row: dict) -> int:
+    """Generated stretches (assistant turns) in ``token_loss_mask``."""
+    mask = _one(row.get("token_loss_mask"))
+    if not isinstance(mask, list):
+        return 1
+    return sum(1 for i, m in enumerate(mask) if m and (i == 0 or not mask[i - 1]))
+
+
+def _shared(contents: list[list[str]]) -> list[str]:
+    """The messages every one of ``contents`` starts with."""
+    out: list[str] = []
+    for messages in zip(*contents, strict=False):
+        if any(m != messages[0] for m in messages):
+            break
+        out.append(messages[0])
+    return out
+
+
+def _prompts(rows: list[dict]) -> tuple[list[str | None], str]:
+    """Each line's prompt key and how it was found (see the module docstring)."""
+    turns = [_first_turn(r) for r in rows]
+    if not rows or any(t is None for t in turns):
+        return [_prompt(r.get("content")) for r in rows], "content minus the response"
+    by_turn: dict[tuple, list[list[str]]] = {}
+    for t, r in zip(turns, rows, strict=True):
+        content = _one(r.get("content"))
+        by_turn.setdefault(t, []).append([str(c) for c in content] if isinstance(content, list) else [str(content)])
+    # the first turn's messages: as many as the lines of one first turn share where their responses differ
+    told = [len(_shared(c)) for c in by_turn.values() if len(c) > 1 and any(x != c[0] for x in c)]
+    m = min(told) if told else min(len(c[0]) - 1 for c in by_turn.values())
+    names = {t: "\n".join(c[0][:m]) for t, c in by_turn.items()}
+    if m < 1 or len(set(names.values())) < len(by_turn):  # two first turns shown alike: keyed by their tokens
+        names = {t: " ".join(map(str, t)) for t in by_turn}
+    return [names[t] for t in turns], "the first turn (tokens before the first generated token)"
+
+
+def _keyed(rows: list[dict], keys: tuple[str, ...], what: str, path: Path) -> list[str]:
+    """The values of ``keys`` (keys of the line, one-element lists unwrapped) joined by `` | ``."""
+    missing = next((k for k in keys if rows and k not in rows[0]), None)
+    if missing is not None:
+        raise SchemaError(f"NeMo-RL line has no {missing!r} for {what}; keys: {', '.join(rows[0])}",
+                          location=f"{path}:1", remedy=f"pass {what} with one of the keys listed")
+    return [" | ".join(str(_one(r.get(k))) for k in keys) for r in rows]
+
+
 def read(path: Path, opts: LoadOptions) -> Normalised:
     """One ``*_data_step{N}.jsonl`` as a long frame."""
     m = FILE.fullmatch(plain_name(path))
@@ -72,14 +135,18 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
     if rows and key not in rows[0]:
         raise SchemaError(f"NeMo-RL line has no {key!r}; keys: {', '.join(rows[0])}",
                           location=f"{path}:1", remedy="pass --reward-col KEY")
-    prompts = pl.Series("prompt", [_prompt(r.get("content")) for r in rows], pl.Utf8)
+    given = split_cols(opts.prompt_col)
+    keys, how = (_keyed(rows, given, "--prompt-col", path), ", ".join(given)) if given else _prompts(rows)
+    prompts = pl.Series("prompt", keys, pl.Utf8)
     rewards = [_one(r.get(key)) for r in rows]
     for number, v in enumerate(rewards, start=1):
         if v is not None and not isinstance(v, bool | int | float):
             raise SchemaError(f"NeMo-RL {key!r} is {str(v)[:40]!r}, not one number (the writer's microbatches of "
                               f"one give a one-element list)", location=f"{path}:{number}",
                               remedy="pass --reward-col with a per-sample reward key")
-    frame = pl.DataFrame({"step": [step] * len(rows), "group": run_groups(prompts, str(path)),
+    groups = (pl.Series("group", [f"{path}:{g}" for g in _keyed(rows, (opts.group_col,), "--group-col", path)])
+              if opts.group_col else run_groups(prompts, str(path)))
+    frame = pl.DataFrame({"step": [step] * len(rows), "group": groups,
                           "prompt": prompts,
                           "reward": pl.Series([None if v is None else float(v) for v in rewards],
                                               dtype=pl.Float64)})
@@ -87,15 +154,18 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
     if key == "filtered_rewards":
         filtered = Filtered("structure", "NeMo-RL dynamic sampling (filtered_rewards): only "
                                          "non-zero-std groups were trained and dumped")
-    return Normalised(frame, NAME, f"detected NeMo-RL {m.group(1)} data: group = a run of "
-                      f"consecutive lines with one prompt, prompt = content minus the response, "
-                      f"step from the file name, reward from {key}", key, filtered=filtered)
+    group = f"group = {opts.group_col}" if opts.group_col else "group = a run of consecutive lines with one prompt"
+    most = max((_turns(r) for r in rows), default=1)
+    turns = f"; multi-turn: up to {most} generated turns per line, one line per trajectory" if most > 1 else ""
+    return Normalised(frame, NAME, f"detected NeMo-RL {m.group(1)} data: {group}, prompt = {how}, "
+                      f"step from the file name, reward from {key}{turns}", key, filtered=filtered)
 
 
 class NeMoRL(TrainerReader):
     """NeMo-RL ``*_data_step{N}.jsonl`` (see the module docstring)."""
 
     name = NAME
+    key_options = frozenset({"prompt_col", "group_col"})
     claims_path = staticmethod(claims_path)
     skip = staticmethod(skip)
     read = staticmethod(read)

@@ -181,6 +181,7 @@ class TRL(TrainerReader):
     """TRL completions tables (see the module docstring)."""
 
     name = NAME
+    key_options = frozenset({"prompt_col", "group_col"})
 
     def claims(self, path: Path, schema: dict[str, pl.DataType]) -> bool:
         """TRL completions tables, by their columns."""
@@ -219,7 +220,11 @@ class TRL(TrainerReader):
         except POLARS_ERRORS as exc:
             raise SchemaError("step column 'step' is not an integer step",
                               location=f"{path}: column step") from exc
-        groups = run_groups(key, str(path))
+        if opts.group_col and opts.group_col not in df.columns:
+            raise SchemaError(f"column {opts.group_col!r} not found; columns: {', '.join(df.columns)}",
+                              location=where, remedy="pick one of the listed columns for --group-col")
+        groups = (df.select(pl.concat_str(pl.lit(f"{path}:"), pl.col(opts.group_col).cast(pl.Utf8))).to_series()
+                  if opts.group_col else run_groups(key, str(path)))
         frame = pl.DataFrame({"step": step, "group": groups, "prompt": key,
                               "reward": df[reward].cast(pl.Float64)})
         half = df.height // 2
@@ -230,8 +235,8 @@ class TRL(TrainerReader):
                      f"twice?): kept, as TRL writes each row of a batch once per file",)
         chat = [c for c in prompt if isinstance(df.schema[c], pl.List | pl.Array | pl.Struct)]
         said = ", ".join(f"{c} (the JSON text of its messages)" if c in chat else c for c in prompt)
-        return Normalised(frame, NAME, f"detected TRL completions layout: group = a run of "
-                          f"consecutive rows with one prompt, prompt = {said}, step from "
+        grouping = f"group = {opts.group_col}" if opts.group_col else "group = a run of consecutive rows with one prompt"
+        return Normalised(frame, NAME, f"detected TRL completions layout: {grouping}, prompt = {said}, step from "
                           f"step, reward from {reward}", reward, extra_notes=notes)
 
 

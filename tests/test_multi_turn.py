@@ -1,0 +1,99 @@
+"""Multi-turn and agent rollouts, each file written as its writer writes it.
+
+NeMo-RL (NVIDIA-NeMo/RL 7ea279abfbeb698b092856d0dab61e7cf39bc909): ``grpo_train`` logs ``content``
+(``batched_message_log_to_flat_message``'s message strings, no roles), ``rewards``, ``token_ids``,
+``token_loss_mask`` (1 on the assistant's tokens) ... through ``Logger.log_batched_dict_as_jsonl``
+(``make_microbatch_iterator(1)``: one-element lists, tensors padded to the batch's longest, plus ``idx``);
+``run_multi_turn_rollout`` appends an environment message after every generation, often ``""`` at the
+end. The prompt of a trajectory is its first turn; one line is one trajectory, its reward the total."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from cli_runner import run
+from sigmaudit.loaders import LoadOptions, load_counts
+
+PROMPTS, G, STEPS = 4, 5, 2
+PAD = 0
+
+
+def _tokens(text: str) -> list[int]:
+    return [1 + (ord(c) % 97) for c in text]
+
+
+def _nemo_multi_turn(folder: Path, seed: int = 11) -> dict[int, list[list[float]]]:
+    """``train_data_step{N}.jsonl`` of a multi-turn run; the groups' rewards per step."""
+    rng = random.Random(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    truth: dict[int, list[list[float]]] = {}
+    for step in range(1, STEPS + 1):
+        batch = []
+        truth[step] = []
+        for q in range(PROMPTS):
+            prompt = ["You are a careful agent.", f"Task {q}: find the key in room {q}."]
+            rewards = []
+            for _ in range(G):
+                messages = [(m, 0) for m in prompt]
+                for turn in range(rng.randint(1, 3)):
+                    messages.append((f"open door {rng.randint(0, 3)}", 1))
+                    messages.append(("" if turn == 2 else f"you see {rng.randint(0, 9)}", 0))
+                reward = float(rng.random() < q / (PROMPTS - 1))
+                rewards.append(reward)
+                ids, mask = [], []
+                for text, generated in messages:
+                    tok = _tokens(text)
+                    ids += tok
+                    mask += [generated] * len(tok)
+                batch.append(([m for m, _ in messages], ids, mask, reward))
+            truth[step].append(rewards)
+        width = max(len(b[1]) for b in batch)
+        with open(folder / f"train_data_step{step}.jsonl", "w") as f:
+            for i, (content, ids, mask, reward) in enumerate(batch):
+                pad = width - len(ids)
+                sample = {"content": [content], "rewards": [reward], "input_lengths": [len(ids)],
+                          "token_ids": [ids + [PAD] * pad], "token_loss_mask": [mask + [0] * pad],
+                          "sample_loss_mask": [1.0], "advantages": [[0.0] * width],
+                          "generation_logprobs": [[0.0] * width], "prev_logprobs": [[0.0] * width]}
+                f.write(json.dumps({**sample, "idx": i}, default=str) + "\n")
+    return truth
+
+
+def test_nemo_rl_multi_turn_prompt_is_the_first_turn(tmp_path):
+    truth = _nemo_multi_turn(tmp_path)
+    loaded = load_counts([tmp_path])
+    pp = {p: (n, k) for p, n, k in loaded.per_prompt.select("prompt", "n", "k").iter_rows()}
+    want = {f"You are a careful agent.\nTask {q}: find the key in room {q}.":
+            (G * STEPS, int(sum(sum(truth[s][q]) for s in truth))) for q in range(PROMPTS)}
+    assert pp == want
+    silent = loaded.per_group.with_columns(((pl.col("k") == 0) | (pl.col("k") == pl.col("n"))).alias("s"))
+    got = dict(silent.group_by("step").agg(pl.col("s").mean()).select("step", "s").iter_rows())
+    assert got == pytest.approx({s: sum(len(set(g)) == 1 for g in gs) / PROMPTS for s, gs in truth.items()})
+    assert any("multi-turn" in n and "first turn" in n for n in loaded.notes)
+
+
+def test_nemo_rl_check_gates_the_true_silent_share(capsys, tmp_path):
+    truth = _nemo_multi_turn(tmp_path)
+    share = sum(len(set(g)) == 1 for gs in truth.values() for g in gs) / (PROMPTS * STEPS)
+    code, out, err = run(capsys, "check", str(tmp_path), "--max-silent", "0.99", "-G", str(G), "-f", "json", "-q")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["basis"] == "observed" and d["checks"][0]["value"] == pytest.approx(share)
+
+
+def test_nemo_rl_prompt_and_group_options_are_read(tmp_path):
+    _nemo_multi_turn(tmp_path)
+    one = load_counts([tmp_path], LoadOptions(prompt_col="idx"))
+    # idx numbers the lines of each file: line i of step 1 and of step 2 are one prompt
+    assert sorted(one.per_prompt["n"].to_list()) == [STEPS] * (PROMPTS * G)
+
+
+def test_a_key_option_a_reader_does_not_read_is_refused_in_one_line(capsys):
+    root = Path(__file__).resolve().parents[1] / "sample_logs" / "areal"
+    code, _, err = run(capsys, "scan", str(root), "--group-col", "x")
+    assert code == 2 and err.count("\n") == 1 and "--group-col is not read for areal dumps" in err
