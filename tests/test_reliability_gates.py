@@ -203,3 +203,22 @@ def test_api_fuzz_raises_only_sigmaudit_errors(small_log):
             pass
 
     run_one()
+
+
+# ---------------------------------------------------------------- item 25: a last step of 2**63 - 1
+
+@pytest.mark.parametrize("command", [["forecast", "-G", "4"], ["watch", "--once"]])
+@pytest.mark.parametrize("last", [2**63 - 1, -(2**63)])
+def test_forecast_and_watch_refuse_steps_past_int64(capsys, tmp_path, command, last):
+    """Item 25: a last step of 2**63 - 1 stopped forecast and watch with 'internal error: InvalidOperationError'
+    (the next step overflows int64). A one-line refusal naming the step now (exit 2, nothing on stdout)."""
+    steps = (last - 2, last - 1, last) if last > 0 else (last, last + 1, 0)
+    rows = [{"step": s, "prompt_id": f"p{i}", "reward": int(j < i % 5)} for s in steps for i in range(12)
+            for j in range(4)]
+    path = tmp_path / "log.parquet"
+    pl.DataFrame(rows, schema={"step": pl.Int64, "prompt_id": pl.Utf8, "reward": pl.Int64}).write_parquet(path)
+    code, out, err = run(capsys, command[0], str(path), *command[1:], "-q")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"a logged step is {max(steps) if last > 0 else last}" in err and "internal error" not in err
+    code, out, _ = run(capsys, "scan", str(path), "-q", "-f", "json")
+    assert code == 0 and json.loads(out)["window"]["last_step"] == max(steps)

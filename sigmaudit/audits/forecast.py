@@ -85,7 +85,22 @@ def _visits(per_group: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     df = df.filter(pl.col("step").is_not_null() & (pl.col("n") > 0))
     if df.height == 0:
         raise SchemaError(NO_STEPS, remedy=STEPS_REMEDY)
+    _check_step_range(df["step"])
     return df, dropped
+
+
+def _check_step_range(steps: pl.Series) -> None:
+    """SchemaError for a step beyond ±:data:`~sigmaudit.audits.arguments.MAX_STEP`: the forecast is for the
+    step after the last and decays histories by step gaps, both 64-bit integers (a last step of 2**63 - 1
+    overflowed into an internal error; issue 36 item 25)."""
+    from .arguments import MAX_STEP
+
+    lo, hi = steps.min(), steps.max()
+    bad = hi if hi > MAX_STEP else lo if lo < -MAX_STEP else None  # type: ignore[operator]
+    if bad is not None:
+        raise SchemaError(f"a logged step is {bad}: forecasts count steps within ±2**62 (the next step and the "
+                          "gaps between steps must fit in 64-bit integers)", location="step",
+                          remedy="renumber the steps (e.g. count from 0); scan and check read such a log as it is")
 
 
 def _outcome(n: NDArray[np.int64], k: NDArray[np.int64], G: int | None) -> NDArray[np.float64]:
