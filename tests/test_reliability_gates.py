@@ -222,3 +222,47 @@ def test_forecast_and_watch_refuse_steps_past_int64(capsys, tmp_path, command, l
     assert f"a logged step is {max(steps) if last > 0 else last}" in err and "internal error" not in err
     code, out, _ = run(capsys, "scan", str(path), "-q", "-f", "json")
     assert code == 0 and json.loads(out)["window"]["last_step"] == max(steps)
+
+
+# ---------------------------------------------------------------- item 26: SIGINT during start-up
+
+_SELF_SIGINT = """
+import os, signal, sys
+sys.argv = ["sigmaudit", "calc", "-G", "8", "-p", "0.5"]
+{patch}
+from sigmaudit.cli import run
+run()
+"""
+
+
+@pytest.mark.parametrize(("where", "patch", "code", "line"), [
+    # the signal lands in install(), after the handlers and before the watchdog started: Stop escaped as a
+    # traceback with exit 1 (measured on the code before, SIGINT 0.26-0.30 s after start)
+    ("install", "import socket\nreal = socket.socketpair\n"
+                "def pair(*a):\n    os.kill(os.getpid(), signal.SIGINT)\n    return real(*a)\n"
+                "socket.socketpair = pair", 2, True),
+    # the signal lands while the CLI's modules are imported
+    ("imports", "import builtins\nreal = builtins.__import__\n"
+                "def imp(name, *a, **k):\n    if name == 'app' or name.endswith('cli.app'):\n"
+                "        builtins.__import__ = real\n        os.kill(os.getpid(), signal.SIGINT)\n"
+                "    return real(name, *a, **k)\nbuiltins.__import__ = imp", 2, True),
+    # the signal lands after the outcome was reported (the exit): the outcome stands, no traceback
+    ("exit", "import sigmaudit.cli.startup as s\nreal = s.finish\n"
+             "def fin():\n    os.kill(os.getpid(), signal.SIGINT)\n    real()\ns.finish = fin", 0, False),
+])
+def test_sigint_during_start_up_is_one_line(tmp_path, where, patch, code, line):
+    """Item 26: a SIGINT at any moment once sigmaudit's first module runs is one line on stderr and exit 2
+    (or, once the outcome is reported, that outcome's exit code); never a traceback."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    script = tmp_path / "run.py"
+    script.write_text(_SELF_SIGINT.format(patch=patch))
+    env = dict(os.environ, PYTHONPATH=str(root))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    assert "Traceback" not in done.stderr, (where, done.stderr[-500:])
+    assert done.returncode == code, (where, done.returncode, done.stderr[-300:])
+    assert (done.stderr == "sigmaudit: error: interrupted (SIGINT)\n") == line, (where, done.stderr)

@@ -16,23 +16,37 @@ __all__ = ["app", "main", "run"]
 
 def run() -> None:
     """Console-script entry point."""
-    from . import signals, startup
+    try:
+        from . import signals
+    except KeyboardInterrupt:  # the default handler, before ours: still one line
+        sys.stderr.write("sigmaudit: error: interrupted (SIGINT)\n")
+        sys.exit(2)
+    code = 2
+    try:
+        signals.install()
+        code = _run()
+    except (signals.Stop, KeyboardInterrupt) as stop:  # before main() took over (start-up, the imports)
+        code = signals.report(stop)
+    signals.decided(code)
+    signals.finished()
+    from . import startup
+
+    startup.finish()
+    sys.exit(code)
+
+
+def _run() -> int:
+    """Start-up past the signal handlers, then the CLI."""
+    from . import startup
 
     startup.begin()
-    signals.install()
     # numpy's OpenBLAS: one thread unless the user chose (before numpy loads). The fits solve and multiply
     # matrices of a few hundred rows, where OpenBLAS's threads cost more than they give, and on a busy machine
     # far more: check --by run on a 34-run leaderboard took 17-20 s user with the default threads, 8.6-10 s with one
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    try:
-        from .app import main
+    from .app import main
 
-        code = main()
-    except signals.Stop as stop:  # before main() took over (during the imports)
-        code = signals.report(stop)
-    signals.finished()
-    startup.finish()
-    sys.exit(code)
+    return main()
 
 
 def __getattr__(name: str) -> Any:

@@ -11,16 +11,20 @@ a watchdog thread that wakes on it gives the main thread :data:`GRACE` seconds t
 is still going, the watchdog removes the live temporary folders itself, writes the same line and
 ends the process with exit 2.
 
-Light on purpose: nothing here imports Polars or Typer.
+Light on purpose: nothing here imports Polars or Typer, and :func:`install` sets the handlers before it
+imports anything more (``socket`` for the wake-up): a signal during the rest of start-up is a :class:`Stop`
+that :func:`sigmaudit.cli.run` reports. Before this module is imported only the interpreter's own start-up
+(``site``) and two small package ``__init__`` modules run; a Ctrl-C in that window is Python's (issue 36
+item 26: a SIGINT 0.26-0.30 s after start raised ``Stop`` out of :func:`install` as a traceback, exit 1).
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import socket
 import sys
 import threading
+from typing import Any
 
 GRACE = 3.0
 """Seconds the main thread has to unwind after a signal before the watchdog ends the process."""
@@ -62,7 +66,9 @@ def install() -> None:
     """Handlers and the watchdog, for the life of this process (the console script only)."""
     if threading.current_thread() is not threading.main_thread():
         return
-    handle()
+    handle()  # first: from here on a signal is a Stop, which run() reports in one line
+    import socket
+
     try:
         reader, writer = socket.socketpair()
         writer.setblocking(False)
@@ -77,7 +83,23 @@ def finished() -> None:
     _finished.set()
 
 
-def _watch(reader: socket.socket, writer: socket.socket) -> None:
+def decided(code: int) -> None:
+    """The outcome is reported: a later SIGINT/SIGTERM (during the exit) ends the process at once with that
+    exit code instead of raising a traceback over it."""
+    def leave(signum: int, frame: object) -> None:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+
+    if threading.current_thread() is threading.main_thread():
+        for signum in MESSAGES:
+            signal.signal(signum, leave)
+
+
+def _watch(reader: Any, writer: Any) -> None:
     while True:
         data = reader.recv(64)
         if not data:
@@ -106,10 +128,11 @@ def last_resort(signum: int) -> None:
         os._exit(2)
 
 
-def report(stop: Stop) -> int:
+def report(stop: Stop | KeyboardInterrupt) -> int:
     """One line on stderr for a signal that arrived before the CLI proper was running; exit 2."""
+    message = stop.message if isinstance(stop, Stop) else MESSAGES[signal.SIGINT]
     try:
-        sys.stderr.write(f"sigmaudit: error: {stop.message}\n")
+        sys.stderr.write(f"sigmaudit: error: {message}\n")
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
