@@ -256,7 +256,9 @@ def main(argv: list[str] | None = None) -> int:
 
     global _debug
     _debug = False  # --debug holds for one run (tests call main() many times in one process)
-    from . import signals
+    from . import settings, signals
+
+    settings.reset()
 
     previous = signals.handle()
     try:

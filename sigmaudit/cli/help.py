@@ -78,6 +78,15 @@ class Command(TyperCommand):
 
     context_class = HelpContext
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        from . import settings
+
+        self._own = {p.name for p in self.params}
+        taken = {o for p in self.params for o in (*p.opts, *p.secondary_opts)}
+        self.params.extend(p for p in settings.params()
+                           if p.name not in self._own and not taken & {*p.opts, *p.secondary_opts})
+
     def get_help_option(self, ctx: Any) -> Any:
         """Typer's ``--help`` option, converting its value without Pydantic (:mod:`.coerce`)."""
         from .coerce import give
@@ -94,6 +103,9 @@ class Command(TyperCommand):
         from .output import planned_outputs
 
         startup.over()  # the command's own work runs with the collector as Python sets it
+        from . import settings
+
+        settings.take(ctx.params, self._own)
 
         with run_outputs(planned_outputs(self.name or "", ctx.params)) as commit:
             try:

@@ -21,6 +21,7 @@ import typer
 
 from ..errors import SigmauditError
 from .options import LastStepsOpt, StepsOpt
+from .settings import QuietOpt  # -q: declared once, with the other global flags
 
 if TYPE_CHECKING:
     from ..loaders import LoadedCounts, LoadOptions
@@ -128,10 +129,6 @@ SparkRemoteOpt = Annotated[
     typer.Option("--spark-remote", help="Spark Connect URL of a cluster (sc://host:15002) for --engine spark "
                                         "[default: $SPARK_REMOTE, else a local session].",
                  rich_help_panel=_ENGINE, show_default=False),
-]
-QuietOpt = Annotated[
-    bool,
-    typer.Option("--quiet", "-q", help="Do not print notes (what was detected, what was dropped) on stderr."),
 ]
 
 

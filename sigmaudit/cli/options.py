@@ -102,9 +102,13 @@ def eps_option(help: str = "Fidelity shortfall ε for the group-size law (φ ≥
 
 
 def format_option(help: str = "Output format: table (terminal), json, markdown, csv or html. Default: from -o's "
-                              "suffix, else table.") -> OptionInfo:
-    """``-f/--format``: one of :class:`~sigmaudit.render.Format` (the command says which it offers)."""
-    return typer.Option("--format", "-f", help=help, case_sensitive=False, show_default=False)
+                              "suffix, else table.", offered: tuple[Format | str, ...] = tuple(Format),
+                  **extra: Any) -> OptionInfo:
+    """``-f/--format``: one of :class:`~sigmaudit.render.Format` (``reduce``: a table format); ``offered``, the
+    formats the command writes, is what ``--help`` lists (tests/test_global_flags.py checks it)."""
+    names = "|".join(getattr(f, "value", f) for f in offered)
+    return typer.Option("--format", "-f", help=help, case_sensitive=False, show_default=False,
+                        metavar=f"<{names}>", **extra)
 
 
 def output_option(help: str = "Write the report to this file (atomically, after success); its suffix picks the "
@@ -140,18 +144,20 @@ def emit_result(result: object, fmt: Format | None, output: Path | None, *, defa
     from ..render import render
     from ..views import build_view
     from .output import emit, is_stdout, resolve_format, stdout_is_terminal
+    from .settings import use_color
 
     chosen = resolve_format(fmt, output, default, offered)
-    terminal = chosen is Format.table and is_stdout(output) and stdout_is_terminal()
-    import os
-
-    color = terminal and not os.environ.get("NO_COLOR")
+    to_stdout = chosen is Format.table and is_stdout(output)
+    terminal = to_stdout and stdout_is_terminal()
+    color = to_stdout and use_color(terminal)
     width = None  # not a terminal: COLUMNS when set, else as wide as the tables need (the renderer decides)
     if terminal:
         import shutil
 
         width = shutil.get_terminal_size((100, 24)).columns
-    emit(render(build_view(result), chosen, color=color, width=width), output)
+    from .settings import current
+
+    emit(render(build_view(result), chosen, color=color, width=width, full=current.full), output)
     return chosen
 
 
@@ -239,7 +245,7 @@ WatchEventsOpt = Annotated[
 ]
 WatchFormatOpt = Annotated[Format | None, format_option(
     "Output format: table (one line per completed step, then the summary) or json (one object per step, then "
-    '{"summary": ...}).')]
+    '{"summary": ...}).', offered=(Format.table, Format.json))]
 WatchOutputOpt = Annotated[Path | None, output_option(
     "Also write the summary here when the watch ends (atomically): JSON for .json, else text (.txt).")]
 WatchSkipOutOpt = Annotated[

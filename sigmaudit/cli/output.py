@@ -83,8 +83,13 @@ def planned_outputs(command: str, params: dict[str, Any]) -> list[tuple[Path, st
 
 
 def note(message: str) -> None:
-    """A one-line note on stderr (never mixed into the report); control characters escaped."""
+    """A one-line note on stderr (never mixed into the report); control characters escaped. Under ``-q``
+    (:mod:`.settings`) only warnings are written."""
     from ..fmt import printable
+    from .settings import current
+
+    if current.quiet and not message.lower().startswith(("warning", "error")):
+        return
 
     if "://" in message:  # a URL's credentials and signatures never reach the terminal or a CI log
         from ..loaders.remote import redact

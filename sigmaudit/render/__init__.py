@@ -29,8 +29,9 @@ class Format(StrEnum):
     html = "html"
 
 
-def render(view: View, fmt: Format, *, color: bool = False, width: int | None = None) -> str:
-    """Render ``view`` in ``fmt`` and return the text (ending with a newline)."""
+def render(view: View, fmt: Format, *, color: bool = False, width: int | None = None, full: bool = True) -> str:
+    """Render ``view`` in ``fmt`` and return the text (ending with a newline). ``full`` False: the terminal
+    shows the view's first screen (``View.brief``); every other format is always whole."""
     if fmt is Format.json:
         from .json import render_json
 
@@ -49,4 +50,4 @@ def render(view: View, fmt: Format, *, color: bool = False, width: int | None = 
         return render_html(view)
     from .terminal import render_terminal
 
-    return render_terminal(view, color=color, width=width)
+    return render_terminal(view, color=color, width=width, full=full)

@@ -5,7 +5,7 @@ The only module that imports Rich for rendering results. No number or header is 
 column is at least as wide as its widest cell and its longest header word (headers wrap at
 spaces), and a table wider than the screen is split column-wise into stacked parts that repeat
 the first (key) column. Without a terminal the width is ``COLUMNS`` when set, else wide enough for
-every table. PASS/FAIL cells are green/red on a colour terminal (``NO_COLOR`` turns colour off).
+every table. PASS/FAIL cells are green/red on a colour terminal (``--color``, ``NO_COLOR``, ``FORCE_COLOR``).
 """
 
 from __future__ import annotations
@@ -88,11 +88,6 @@ def _rich_tables(t: Table, room: int, color: bool) -> list[RenderableType]:
     return out
 
 
-def _table_width(t: Table) -> int:
-    cells = t.cells()
-    return sum(_natural(c, [r[i] for r in cells]) + _CELL for i, c in enumerate(t.columns)) + 1
-
-
 def _fills(parts: list[RenderableType], width: int) -> bool:
     """Whether a panel's text fills the ``width`` columns by itself (one of its lines as wide as the room
     inside the border and padding). Such a panel is as wide as the screen whatever its tables, and drawn
@@ -104,25 +99,35 @@ def _fills(parts: list[RenderableType], width: int) -> bool:
     return any(isinstance(p, Text) and any(cell_len(line) >= room for line in p.plain.splitlines()) for p in parts)
 
 
-def render_terminal(view: View, *, color: bool = False, width: int | None = None) -> str:
-    """Rich text of a view; ANSI colours only when ``color``. ``width`` None: ``COLUMNS`` when set,
-    else as wide as the widest table needs (a pipe or a file has no screen to fit)."""
+PIPE_WIDTH = 100
+"""Columns of terminal text written to a pipe or a file without ``COLUMNS``: what the docs show, and what a
+terminal of the usual width shows (tables wider than that continue below, as on a terminal)."""
+
+
+def render_terminal(view: View, *, color: bool = False, width: int | None = None, full: bool = True) -> str:
+    """Rich text of a view; ANSI colours only when ``color`` (the caller decides: the CLI's ``--color``,
+    ``NO_COLOR`` and ``FORCE_COLOR``, :mod:`sigmaudit.cli.settings`). ``width`` None: ``COLUMNS`` when set,
+    else :data:`PIPE_WIDTH` (a pipe or a file reads as a terminal of the usual width would). ``full`` False:
+    the view's first screen (``View.brief``) and a line naming what ``--full`` adds."""
     from rich.console import Console, Group
     from rich.panel import Panel
     from rich.text import Text
 
     if width is None:
         env = os.environ.get("COLUMNS", "")
-        width = int(env) if env.isdigit() and int(env) > 0 else max(
-            [100, *(_table_width(t) + _PANEL for s in view.sections for t in s.tables)])
-    color = color and not os.environ.get("NO_COLOR")
+        width = int(env) if env.isdigit() and int(env) > 0 else PIPE_WIDTH
     room = max(width - _PANEL, 20)
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=color, no_color=not color, width=width, highlight=False)
     console.print(Text(printable(view.title), style="bold"))
-    for s in view.sections:
+    sections = view.sections if full or view.brief is None else view.brief
+    for s in sections:
         parts: list[RenderableType] = [Text(printable(line)) for line in s.lines]
         for t in s.tables:
             parts += _rich_tables(t, room, color)
         console.print(Panel(Group(*parts), title=printable(s.title), title_align="left", expand=_fills(parts, width)))
+    if sections is not view.sections:
+        hidden = [s.title for s in view.sections if s.title not in {b.title for b in sections}]
+        if hidden:
+            console.print(Text(printable(f"--full adds: {'; '.join(hidden)}"), style="dim"))
     return buf.getvalue()

@@ -52,6 +52,10 @@ class Section:
     tables: tuple[Table, ...] = ()
 
 
+FIRST_SCREEN_LINES = 30
+"""Lines a command's default terminal output fits in at 100 columns (``--full`` prints every section)."""
+
+
 @dataclass(frozen=True)
 class View:
     """What a result looks like to a reader: a title and its sections."""
@@ -74,6 +78,10 @@ class View:
     csv_records: tuple[dict[str, Any], ...] | None = None
     """The rows ``--format csv`` writes, keyed exactly as in the JSON contract (nested objects
     flattened as ``outer_inner``); None: the ``csv_table`` instead."""
+    brief: tuple[Section, ...] | None = None
+    """The first screen: what a terminal shows without ``--full`` (the headline and what to do, at most
+    :data:`FIRST_SCREEN_LINES` lines at 100 columns); None: the whole view is the first screen. Other formats
+    always carry every section."""
 
     def tables(self) -> list[Table]:
         """Every table, in order."""

@@ -37,7 +37,7 @@ def report(
         "Default: sigmaudit-report.html (or .json with --format json) in the current folder.")
     ] = None,
     fmt: Annotated[Format | None, format_option(
-        "html (the page, default) or json (every number the page shows).")] = None,
+        "html (the page, default) or json (every number the page shows).", offered=REPORT_FORMATS)] = None,
     G: Annotated[list[int] | None, group_size_option(
         "Group size for the silent-group table and the G sweep (repeatable; default: scan 4…64, "
         "sweep 2…256).")] = None,
