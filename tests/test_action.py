@@ -109,3 +109,48 @@ def test_pre_commit_hook_runs_check(tmp_path):
     failed = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     assert failed.returncode == 1, failed.stderr
     assert failed.stderr.startswith("sigmaudit: check FAILED (1 of 1): silent_rate 0.6025 > limit 0.5000")
+
+
+def test_check_step_never_echoes_url_secrets(tmp_path):
+    """Issue 36 item 27: the step echoed its command line, so a paths URL's user:password@ and a presigned
+    URL's signature reached the CI log in clear text (sigmaudit itself prints them as ***)."""
+    urls = ["https://alice:hunter2@example.invalid/logs/run.jsonl",
+            "https://example.invalid/run.parquet?X-Amz-Signature=deadbeef42&X-Amz-Credential=AKIAXYZ",
+            "s3://AKIAKEY:s3cr3t@bucket/run.parquet"]
+    inputs = {"paths": " ".join(urls), "max-silent": "0.5",
+              "args": "--bootstrap 0 --engine spark --spark-remote sc://host:15002/;token=t0ps3cret"}
+    done = _run_step(_step("check"), inputs, tmp_path)
+    log = done.stdout + done.stderr
+    assert done.returncode == 2 and log.startswith("+ sigmaudit check ")
+    for secret in ("hunter2", "alice", "deadbeef42", "AKIAXYZ", "AKIAKEY", "s3cr3t", "t0ps3cret"):
+        assert secret not in log, (secret, log)
+    first = done.stdout.splitlines()[0]
+    assert "https://***@example.invalid/logs/run.jsonl" in first and "run.parquet?***" in first
+    assert "s3://***@bucket/run.parquet" in first and "sc://host:15002/;***" in first
+
+
+def test_check_step_splits_args_like_a_shell(tmp_path):
+    """Issue 36 item 28: `--prompt-col "task id"` kept its quotes as characters ('error: id": no such file or
+    directory'). args are split as a POSIX shell splits words (shlex: quotes and backslashes honoured, nothing
+    expanded or run): the check reads the column `task id`."""
+    import polars as pl
+
+    log = tmp_path / "log.parquet"
+    pl.DataFrame([{"task id": f"t{i}", "step": 1, "reward": int(j < 2)} for i in range(30) for j in range(4)]
+                 ).write_parquet(log)
+    marker = tmp_path / "ran"
+    inputs = {"paths": str(log), "max-silent": "0.5",
+              "args": f"--prompt-col \"task id\" --bootstrap 0 --quiet --junit '{tmp_path}/j $(touch ran).xml' -f json"}
+    done = _run_step(_step("check"), inputs, tmp_path)
+    assert done.returncode == 0, done.stderr
+    import json
+
+    report = json.loads(done.stdout.split("\n", 1)[1])
+    assert report["prompts"] == 30 and report["checks"][0]["value"] == 0.0  # every group 2 of 4: none silent
+    assert not marker.exists()  # a command substitution in args is text, never run
+    assert (tmp_path / "j $(touch ran).xml").is_file()  # the step runs in tmp_path
+    assert "--prompt-col 'task id'" in done.stdout.splitlines()[0]
+    bad = _run_step(_step("check"), {"paths": str(log), "max-silent": "0.5", "args": "--prompt-col \"unclosed"},
+                    tmp_path)
+    assert bad.returncode == 2 and "unbalanced quotes" in bad.stdout
+    assert (tmp_path / "github_output").read_text().endswith("exit-code=2\n")
