@@ -25,7 +25,7 @@ _SETTINGS: dict[str, object] = {
     ),
     "no_args_is_help": True,
     "rich_markup_mode": None,
-    "add_completion": False,
+    "add_completion": True,  # --install-completion, --show-completion (bash, zsh, fish, PowerShell)
     "pretty_exceptions_enable": False,
     "context_settings": {"help_option_names": ["-h", "--help"]},
 }
