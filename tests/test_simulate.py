@@ -71,7 +71,7 @@ def _binom_mean(f, G: int, p: float) -> float:
 
 @pytest.mark.parametrize("p", [0.04, 0.3, 0.5, 0.95])
 def test_expected_gain_against_exact_sums(p: float) -> None:
-    G, m = 8, 4
+    G = 8
     es = _binom_mean(lambda k: math.sqrt(k * (G - k)) / G, G, p)
     s = p**G + (1 - p) ** G
     assert expected_gain(p, G, "grpo") == pytest.approx(es, rel=1e-12)
@@ -79,7 +79,10 @@ def test_expected_gain_against_exact_sums(p: float) -> None:
     assert expected_gain(p, G, "rloo") == pytest.approx(_binom_mean(lambda k: k * (G - k) / (G * (G - 1)), G, p))
     assert expected_gain(p, G, "sign") == pytest.approx(_binom_mean(lambda k: float(sign_gain(k, G, p)), G, p))
     assert expected_gain(p, G, "sign") == pytest.approx(2 * p * (1 - p))
-    assert expected_gain(p, G, "dapo", m) == pytest.approx(es * sum(s**j for j in range(m)), rel=1e-12)
+    assert expected_gain(p, G, "dapo") == pytest.approx(es / (1 - s), rel=1e-12)  # a pool of one prompt
+    pool = np.array([p, 0.5])
+    kept = (1 - s) + (1 - 2 * 0.5**G)
+    assert expected_gain(pool, G, "dapo")[0] == pytest.approx(es * 2 / kept, rel=1e-12)
 
 
 def test_r_squared() -> None:
@@ -147,14 +150,15 @@ def test_qualitative_claims_at_small_size(small_run) -> None:
     assert d["r2_silent"] >= 0.99
     hq = d["hard_quartile_final"]
     assert hq["grpo"] > hq["drgrpo"] + 0.1  # GRPO lifts the hardest quarter clearly more
-    assert hq["dapo"] >= hq["grpo"]  # DAPO fastest ...
-    assert d["dapo_oversampling"] > 1.5 and d["dapo_oversampling"] <= 4  # a few times more samples (cap 4)
+    assert hq["drgrpo-matched"] > hq["drgrpo"] + 0.1  # ... most of it a step-size effect
     dapo = d["summary"]["dapo"]
-    assert d["dapo_oversampling"] == pytest.approx(dapo["groups_drawn"] / (1500 * 60))
+    assert d["dapo_oversampling"] > 1.5  # whole chunks: several groups generated per group trained
+    assert d["dapo_oversampling"] == pytest.approx(dapo["groups_drawn"] / (1500 * dapo["steps"]))
     assert dapo["draws_per_used_group"] == pytest.approx(dapo["groups_drawn"] / dapo["groups_used"])
-    assert d["samples"]["dapo"] > 1.5 * d["samples"]["grpo"]
+    assert d["samples"]["dapo"] <= d["samples"]["grpo"] == 1500 * 8 * 60  # equal rollouts generated
+    assert dapo["steps"] < 60 and dapo["rollouts_trained"] == 1500 * 8 * dapo["steps"]
     assert d["hard_quartile_initial"] < min(hq.values())
-    for rule in d["rules"]:  # the realised extreme share follows the closed form
+    for rule in d["summary"]:  # the realised extreme share follows the closed form
         s = d["summary"][rule]
         assert s["extreme_share_mean"] == pytest.approx(s["extreme_share_forecast_mean"], abs=0.02)
 
@@ -167,7 +171,7 @@ def test_every_format_renders(small_run) -> None:
     lines = csv_text.splitlines()
     assert lines[0] == "step,rule,silent_measured,silent_forecast,hard_quartile,mean_p,extreme_share," \
                        "extreme_share_forecast"
-    assert len(lines) == 1 + 60 * 3
+    assert len(lines) == 1 + sum(r.steps_run for r in small_run.runs)
 
 
 def test_initial_difficulty_is_numbers_and_the_view_words_it() -> None:
@@ -195,7 +199,7 @@ def test_initial_difficulty_is_numbers_and_the_view_words_it() -> None:
 
 
 def test_bad_arguments() -> None:
-    for kw in ({"prompts": 0}, {"G": 0}, {"steps": 0}, {"lr": 0.0}, {"dapo_max_tries": 0}, {"rules": "foo"}):
+    for kw in ({"prompts": 0}, {"G": 0}, {"steps": 0}, {"lr": 0.0}, {"rules": "foo"}):
         with pytest.raises(ValueError):
             simulate(**kw)  # type: ignore[arg-type]
 
@@ -208,3 +212,57 @@ def test_sparkline() -> None:
     assert sparkline(list(range(100)), width=10) == "▁▂▃▃▄▅▆▆▇█"  # levels round(7·i·11/99)
     assert len(sparkline(list(range(100)), width=1)) == 1
     assert sparkline([]) == ""
+
+
+def test_dapo_arm_chunks_against_verls_loop_law() -> None:
+    """The DAPO arm's step (dapo_step): each chunk is the whole pool in a fresh order, so a chunk's kept count is
+    Poisson-binomial over the prompts (1 − silent(p_i, G)); the mean chunks per step over draws matches
+    step_law on that pmf (sigmaudit.core.dapo) within the Monte Carlo's standard error, and the step trains
+    exactly P groups, each with 0 < k < G."""
+    from sigmaudit.audits.simulate import dapo_step, default_initial_p
+    from sigmaudit.core.dapo import poisson_binomial_pmf, step_law
+    from sigmaudit.core.silent import silent_rate
+
+    P, G = 120, 4
+    p = default_initial_p(P, 0)
+    rng = np.random.default_rng(5)
+    chunks = []
+    for _ in range(400):
+        out = dapo_step(rng, p, G, 10_000)
+        assert out is not None
+        first, idx, kk, J = out
+        assert idx.size == P and np.all((kk > 0) & (kk < G)) and first.size == P
+        chunks.append(J)
+    want = step_law(poisson_binomial_pmf(1 - np.asarray(silent_rate(p, G))), P).chunks
+    c = np.array(chunks, dtype=float)
+    assert abs(c.mean() - want) <= 4.5 * c.std(ddof=1) / math.sqrt(c.size) + 1e-9, (c.mean(), want)
+    assert dapo_step(rng, p, G, 1) is None or want < 1.5  # one chunk cannot fill P slots here
+
+
+def test_dapo_arm_spends_at_most_the_budget() -> None:
+    """Rollouts generated counted independently: GRPO's from the log it writes (one row per rollout); DAPO's
+    are whole chunks of every prompt, never past the budget, and one more step would not have fitted."""
+    from sigmaudit.audits.simulate import rollout_log
+
+    res = simulate(prompts=300, steps=20, seed=4, rules="grpo,dapo", record=True)
+    grpo, dapo = res.run("grpo"), res.run("dapo")
+    assert rollout_log(res, "grpo").height == grpo.samples == res.config.budget
+    assert dapo.samples <= res.config.budget and dapo.samples % (300 * 8) == 0
+    assert dapo.groups_used == 300 * dapo.steps_run
+    assert rollout_log(res, "dapo").height == 300 * 8 * dapo.steps_run  # its log: each step's first chunk
+    longer = simulate(prompts=300, steps=40, seed=4, rules="dapo").run("dapo")
+    assert longer.steps_run > dapo.steps_run
+    assert longer.silent_measured[:dapo.steps_run] == dapo.silent_measured
+
+
+def test_matched_lr_against_exact_sums() -> None:
+    """Dr. GRPO's matched lr: lr · Σ E[σ] / Σ E[σ²], each an exact binomial sum."""
+    from sigmaudit.audits.simulate import matched_lr
+
+    p0, G = np.array([0.05, 0.3, 0.5, 0.9]), 8
+    es = sum(_binom_mean(lambda k: math.sqrt(k * (G - k)) / G, G, p) for p in p0)
+    es2 = sum(_binom_mean(lambda k: k * (G - k) / G**2, G, p) for p in p0)
+    assert matched_lr(p0, G, 0.5) == pytest.approx(0.5 * es / es2, rel=1e-12)
+    res = simulate(prompts=200, steps=3, rules="grpo,drgrpo")
+    assert [r.name for r in res.runs] == ["grpo", "drgrpo", "drgrpo-matched"]
+    assert res.run("drgrpo-matched").lr > 0.5 and "matched" in res.run("drgrpo-matched").comparison

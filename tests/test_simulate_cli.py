@@ -21,11 +21,12 @@ def test_json_contract(capsys) -> None:
     assert set(d) == CONTRACT_KEYS
     assert d["rules"] == ["grpo", "drgrpo", "dapo"]
     assert d["config"] | {"init": None} == {"prompts": 300, "G": 8, "steps": 10, "lr": 0.5, "seed": 5,
-                                            "dapo_max_tries": 4, "init": None}
+                                            "budget_rollouts": 300 * 8 * 10, "init": None}
     assert d["config"]["init"]["source"] == "beta-mixture"
-    assert set(d["hard_quartile_final"]) == {"grpo", "drgrpo", "dapo"}
+    assert set(d["hard_quartile_final"]) == {"grpo", "drgrpo", "dapo", "drgrpo-matched"}
     assert d["dapo_oversampling"] >= 1.0
-    assert all(len(d["series"][r]["silent_measured"]) == 10 for r in d["rules"])
+    assert all(len(d["series"][r]["silent_measured"]) == d["summary"][r]["steps"] for r in d["summary"])
+    assert d["summary"]["grpo"]["steps"] == 10 and d["summary"]["dapo"]["steps"] < 10
 
 
 def test_table_and_csv(capsys, tmp_path: Path) -> None:
@@ -53,7 +54,7 @@ def test_init_from_corpus(capsys, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("args", [["--prompts", "0"], ["--rules", "foo"], ["-G", "0"], ["--lr", "0"],
-                                  ["--dapo-max-tries", "0"], ["--steps", "-1"]])
+                                  ["--steps", "-1"]])
 def test_bad_options_exit_2_with_one_line(capsys, args: list[str]) -> None:
     code, out, err = run(capsys, "simulate", *args)
     assert code == 2

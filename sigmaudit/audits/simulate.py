@@ -15,11 +15,23 @@ rule        advantage A_i                       gain (scalar update per unit lr)
 ==========  ==================================  ==========================================
 grpo        (r_i − r̄) / σ                       σ(k, G) = sqrt(k (G − k)) / G
 drgrpo      r_i − r̄                             σ²
-dapo        GRPO's, silent groups redrawn       σ of the first non-silent of at most
-            (at most ``dapo_max_tries`` draws)  ``dapo_max_tries`` draws; 0 if all silent
+dapo        GRPO's, on a filtered batch         σ of each kept group (verl's loop, below)
 rloo        r_i − mean of the other G − 1       σ² · G / (G − 1)
 sign        2 r_i − 1 (fixed reference)         see below
 ==========  ==================================  ==========================================
+
+The arms, compared fairly (docs/theory.md, "The controlled training run"):
+
+- every arm but DAPO draws one group per prompt per step: ``prompts × G`` rollouts a step, and
+  ``budget = prompts × G × steps`` over the run;
+- ``dapo`` runs verl's loop (:mod:`sigmaudit.core.dapo`) with ``train_batch_size = gen_batch_size =
+  prompts`` (verl's default gen = train): each chunk is an epoch, every prompt once in a fresh random
+  order; groups with 0 < k < G are kept until ``prompts`` are, the surplus of the last chunk is truncated,
+  and the step trains on the kept groups (a prompt kept in two chunks moves twice). It refills from the
+  pool, it does not redraw a silent prompt. It runs until its generated rollouts reach the budget: equal
+  rollouts generated, so fewer steps;
+- ``drgrpo-matched`` (with drgrpo) is Dr. GRPO at the lr whose expected first step equals GRPO's:
+  lr · Σ_i E[σ](p_i, G) / Σ_i E[σ²](p_i, G) over the initial pass rates.
 
 The sign rule is not mean-zero, so its update depends on p, not only on k:
 
@@ -78,15 +90,16 @@ def gain_table(G: int, rule: SimRule) -> NDArray[np.float64]:
     return np.asarray(update_gain(np.arange(G + 1), G, rule), dtype=np.float64)  # type: ignore[arg-type]
 
 
-def expected_gain(p: ArrayLike, G: int, rule: SimRule, dapo_max_tries: int = 4) -> NDArray[np.float64]:
-    """Expected per-prompt update E[gain] at difficulty p (the finite-G closed forms).
+def expected_gain(p: ArrayLike, G: int, rule: SimRule) -> NDArray[np.float64]:
+    """Expected per-prompt update E[gain] at difficulty p (the finite-G closed forms), ``p`` the whole pool.
 
-    grpo E[σ]; drgrpo p(1−p)(1−1/G); dapo E[σ]·(1 − s^m)/(1 − s) (σ = 0 on silent
-    draws, so each of the ≤ m draws adds E[σ] times the chance of reaching it);
+    grpo E[σ]; drgrpo p(1−p)(1−1/G); dapo E[σ]·P / Σ_j (1 − s_j) (verl's loop with train = gen = the
+    P prompts trains on P kept groups; by the symmetry of the random order each prompt's groups are used in
+    proportion to its chance of being kept, so its expected gain is E[σ] times one pool-wide factor);
     rloo p(1−p) (G ≥ 2, else 0); sign 2p(1−p).
     """
     from ..core.fidelity import expected_sigma
-    from ..core.silent import dapo_expected_draws
+    from ..core.silent import silent_rate
 
     pa = np.asarray(p, dtype=np.float64)
     v = pa * (1.0 - pa)
@@ -95,8 +108,9 @@ def expected_gain(p: ArrayLike, G: int, rule: SimRule, dapo_max_tries: int = 4) 
     if rule == "drgrpo":
         return v * (1.0 - 1.0 / G)
     if rule == "dapo":
-        draws = np.asarray(dapo_expected_draws(pa, G, dapo_max_tries), dtype=np.float64)
-        return np.asarray(expected_sigma(pa, G), dtype=np.float64) * draws
+        kept = float(np.sum(1.0 - np.asarray(silent_rate(pa, G))))
+        es = np.asarray(expected_sigma(pa, G), dtype=np.float64)
+        return es * (pa.size / kept) if kept > 0 else np.zeros_like(es)
     if rule == "rloo":
         return v if G > 1 else np.zeros_like(v)
     if rule == "sign":
@@ -198,10 +212,13 @@ class SimulateConfig:
     """Step size on θ."""
     seed: int
     """Seed of the one SeedSequence behind every random draw."""
-    dapo_max_tries: int
-    """DAPO draws at most this many groups per prompt and step (1 = no redraw)."""
     init: InitSpec
     """Initial difficulty."""
+
+    @property
+    def budget(self) -> int:
+        """Rollouts every arm may generate: prompts × G × steps (what one group per prompt per step costs)."""
+        return self.prompts * self.G * self.steps
 
 
 @dataclass(frozen=True)
@@ -215,7 +232,7 @@ class RuleRun:
     rule: SimRule
     """The rule."""
     silent_measured: tuple[float, ...]
-    """Share of prompts whose (first) group at this step was silent."""
+    """Share of prompts whose group at this step (DAPO: in the step's first chunk) was silent."""
     silent_forecast: tuple[float, ...]
     """Mean over prompts of silent(p, G) = p^G + (1 − p)^G at the step's p."""
     extreme_share: tuple[float | None, ...]
@@ -227,15 +244,21 @@ class RuleRun:
     mean_p: tuple[float, ...]
     """Mean p over all prompts, after the step."""
     groups_drawn: int
-    """Groups sampled over the run (DAPO counts its redraws)."""
+    """Groups generated over the run (DAPO: every chunk's)."""
     groups_used: int
-    """Groups that entered an update batch (DAPO: the kept, non-silent ones; others: all)."""
+    """Groups that entered an update batch (DAPO: the kept ones not truncated; others: all)."""
     groups_scheduled: int
-    """One group per prompt per step: prompts × steps (what a rule without redraws samples)."""
+    """One group per prompt per step run: prompts × steps run."""
     samples: int
-    """Answers sampled: ``groups_drawn`` × G."""
+    """Rollouts generated: ``groups_drawn`` × G."""
     r2_silent: float | None
     """R² of ``silent_forecast`` against ``silent_measured`` over steps (None if undefined)."""
+    label: str = ""
+    """The arm's name (the rule, or ``drgrpo-matched``); "" means the rule."""
+    lr: float = 0.0
+    """The step size this arm ran at."""
+    comparison: str = "equal steps and rollouts, same lr"
+    """What this arm is compared at (the view prints it per row)."""
     k_by_step: NDArray[np.int64] | None = field(default=None, repr=False, compare=False)
     """Right answers of each prompt's (last drawn) group, shape (steps, prompts); kept only when
     the run was asked to record its log (``record=True``)."""
@@ -243,10 +266,20 @@ class RuleRun:
     """True pass rate each group was drawn at, shape (steps, prompts) (with ``k_by_step``)."""
 
     @property
+    def name(self) -> str:
+        """The arm's label (the rule unless set)."""
+        return self.label or self.rule
+
+    @property
+    def steps_run(self) -> int:
+        """Steps this arm trained (DAPO: the steps its budget paid for)."""
+        return len(self.silent_measured)
+
+    @property
     def oversampling(self) -> float:
-        """groups_drawn / groups_scheduled: samples relative to one group per prompt per step
-        (1 for rules without redraws; at most the retry cap for DAPO)."""
-        return self.groups_drawn / self.groups_scheduled
+        """groups_drawn / groups_scheduled: groups generated per group a step trains on
+        (1 for every rule but DAPO)."""
+        return self.groups_drawn / self.groups_scheduled if self.groups_scheduled else float("nan")
 
     @property
     def draws_per_used_group(self) -> float | None:
@@ -268,8 +301,8 @@ class SimulateResult:
     """Prompts in the hardest quarter: the M // 4 (at least 1) lowest initial p."""
 
     def run(self, rule: str) -> RuleRun | None:
-        """The run of ``rule``, if simulated."""
-        return next((r for r in self.runs if r.rule == rule), None)
+        """The arm named ``rule`` (a rule, or ``drgrpo-matched``), if simulated."""
+        return next((r for r in self.runs if r.name == rule), None)
 
     @property
     def r2_silent(self) -> float | None:
@@ -279,18 +312,18 @@ class SimulateResult:
 
     @property
     def dapo_oversampling(self) -> float | None:
-        """DAPO's samples relative to one group per prompt per step (None without a DAPO arm)."""
+        """DAPO's rollouts generated per rollout trained (None without a DAPO arm or a step it ran)."""
         run = self.run("dapo")
-        return run.oversampling if run else None
+        return none_if_nan(run.oversampling) if run else None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON contract (see the module docstring of :mod:`sigmaudit.commands.simulate`)."""
         c = self.config
         return {
-            "rules": [r.rule for r in self.runs],
+            "rules": list(dict.fromkeys(r.rule for r in self.runs)),
             "config": {
                 "prompts": c.prompts, "G": c.G, "steps": c.steps, "lr": c.lr, "seed": c.seed,
-                "dapo_max_tries": c.dapo_max_tries,
+                "budget_rollouts": c.budget,
                 "init": {
                     "source": c.init.source, "description": c.init.description, "mean_p": c.init.mean_p,
                     "corpus_prompts": c.init.corpus_prompts, "corpus_excluded": c.init.corpus_excluded,
@@ -299,28 +332,30 @@ class SimulateResult:
             },
             "r2_silent": self.r2_silent,
             "hard_quartile_initial": self.hard_quartile_initial,
-            "hard_quartile_final": {r.rule: r.hard_quartile[-1] for r in self.runs},
+            "hard_quartile_final": {r.name: _last(r.hard_quartile, self.hard_quartile_initial) for r in self.runs},
             "dapo_oversampling": self.dapo_oversampling,
-            "samples": {r.rule: r.samples for r in self.runs},
+            "samples": {r.name: r.samples for r in self.runs},
             "summary": {
-                r.rule: {
+                r.name: {
+                    "rule": r.rule, "comparison": r.comparison, "lr": r.lr, "steps": r.steps_run,
+                    "rollouts_generated": r.samples, "rollouts_trained": r.groups_used * c.G,
                     "r2_silent": r.r2_silent,
-                    "silent_measured_mean": float(np.mean(r.silent_measured)),
-                    "silent_forecast_mean": float(np.mean(r.silent_forecast)),
+                    "silent_measured_mean": mean_or_none(r.silent_measured),
+                    "silent_forecast_mean": mean_or_none(r.silent_forecast),
                     "extreme_share_mean": mean_or_none(r.extreme_share),
                     "extreme_share_forecast_mean": mean_or_none(r.extreme_share_forecast),
-                    "hard_quartile_final": r.hard_quartile[-1],
-                    "mean_p_final": r.mean_p[-1],
+                    "hard_quartile_final": _last(r.hard_quartile, self.hard_quartile_initial),
+                    "mean_p_final": _last(r.mean_p, c.init.mean_p),
                     "groups_drawn": r.groups_drawn,
                     "groups_used": r.groups_used,
                     "samples": r.samples,
-                    "oversampling": r.oversampling,
+                    "oversampling": none_if_nan(r.oversampling),
                     "draws_per_used_group": r.draws_per_used_group,
                 }
                 for r in self.runs
             },
             "series": {
-                r.rule: {
+                r.name: {
                     "silent_measured": list(r.silent_measured),
                     "silent_forecast": list(r.silent_forecast),
                     "hard_quartile": list(r.hard_quartile),
@@ -331,6 +366,11 @@ class SimulateResult:
                 for r in self.runs
             },
         }
+
+
+def _last(series: tuple[float, ...], before: float) -> float:
+    """The series' last value, or ``before`` when the arm ran no step."""
+    return series[-1] if series else before
 
 
 @dataclass(frozen=True)
@@ -354,64 +394,122 @@ def _expit(theta: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.where(theta >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
+def dapo_step(rng: np.random.Generator, p: NDArray[np.float64], G: int, max_chunks: int
+              ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64], int] | None:
+    """One step of verl's DAPO loop with train = gen = the pool of P prompts (module docstring): chunks
+    are epochs (every prompt once, in a fresh random order); groups with 0 < k < G are kept until P are,
+    the surplus of the last chunk truncated. Returns (k of each prompt in the first chunk, the kept
+    groups' prompts, their k, chunks generated), or None when ``max_chunks`` chunks kept fewer than P."""
+    P = p.size
+    first = np.zeros(P, dtype=np.int64)
+    idx: list[NDArray[np.int64]] = []
+    ks: list[NDArray[np.int64]] = []
+    kept = 0
+    for chunk in range(1, max_chunks + 1):
+        order = rng.permutation(P)
+        k = rng.binomial(G, p[order])
+        if chunk == 1:
+            first[order] = k
+        keep = (k > 0) & (k < G)
+        take = min(int(keep.sum()), P - kept)
+        idx.append(order[keep][:take])
+        ks.append(k[keep][:take])
+        kept += take
+        if kept >= P:
+            return first, np.concatenate(idx), np.concatenate(ks), chunk
+    return None
+
+
+@dataclass
+class _Trace:
+    """One arm's per-step series while it runs."""
+
+    measured: list[float] = field(default_factory=list)
+    forecast: list[float] = field(default_factory=list)
+    ext: list[float | None] = field(default_factory=list)
+    ext_f: list[float | None] = field(default_factory=list)
+    hq: list[float] = field(default_factory=list)
+    mp: list[float] = field(default_factory=list)
+    drawn: int = 0
+    used: int = 0
+
+
+def _draw(rule: SimRule, rng: np.random.Generator, p: NDArray[np.float64], cfg: SimulateConfig,
+          trace: _Trace) -> tuple[NDArray[np.int64], NDArray[np.float64]] | None:
+    """One step's groups and gains (None: DAPO's budget ran out within the step)."""
+    G, P = cfg.G, p.size
+    table = None if rule == "sign" else gain_table(G, rule)
+    if rule == "dapo":
+        left = (cfg.budget // G - trace.drawn) // P  # whole chunks the budget still pays for
+        out = dapo_step(rng, p, G, left) if left > 0 else None
+        if out is None:
+            return None
+        first, idx, kk, chunks = out
+        gain = np.zeros(P)
+        np.add.at(gain, idx, table[kk])  # type: ignore[index]
+        trace.drawn += chunks * P
+        trace.used += idx.size
+        return first, gain
+    k = rng.binomial(G, p)
+    trace.drawn += P
+    trace.used += P
+    return k, sign_gain(k, G, p) if table is None else table[k]
+
+
 def _run_rule(
-    rule: SimRule, p0: NDArray[np.float64], hard: NDArray[np.int64], cfg: SimulateConfig, record: bool = False
+    rule: SimRule, p0: NDArray[np.float64], hard: NDArray[np.int64], cfg: SimulateConfig, record: bool = False,
+    *, lr: float | None = None, label: str = "", comparison: str = "equal steps and rollouts, same lr",
 ) -> RuleRun:
     from ..core.silent import silent_rate
     from ..core.weighting import EXTREME, band_share
 
-    G, m = cfg.G, cfg.dapo_max_tries
+    G = cfg.G
+    step_lr = cfg.lr if lr is None else lr
     rng = _rule_rng(cfg.seed, 1 + SIM_RULES.index(rule))
-    table = None if rule == "sign" else gain_table(G, rule)
     theta = np.log(p0 / (1.0 - p0))  # logit
-    measured, forecast, ext, ext_f, hq, mp = [], [], [], [], [], []
-    drawn = used = 0
+    tr = _Trace()
     ks = np.zeros((cfg.steps, p0.size), dtype=np.int64) if record else None
     ps = np.zeros((cfg.steps, p0.size)) if record else None
     for step in range(cfg.steps):
         p = _expit(theta)
-        k = rng.binomial(G, p)
-        silent = (k == 0) | (k == G)
-        measured.append(float(silent.mean()))
-        forecast.append(float(np.mean(silent_rate(p, G))))
-        drawn += p.size
-        if rule == "dapo":
-            redo = np.flatnonzero(silent)
-            for _try in range(m - 1):
-                if redo.size == 0:
-                    break
-                k[redo] = rng.binomial(G, p[redo])
-                drawn += redo.size
-                redo = redo[(k[redo] == 0) | (k[redo] == G)]
-            used += int(np.count_nonzero((k > 0) & (k < G)))
-        else:
-            used += p.size
+        drawn = _draw(rule, rng, p, cfg, tr)
+        if drawn is None:
+            break
+        k, gain = drawn
+        tr.measured.append(float(((k == 0) | (k == G)).mean()))
+        tr.forecast.append(float(np.mean(silent_rate(p, G))))
         if ks is not None and ps is not None:
             ks[step], ps[step] = k, p
-        gain = sign_gain(k, G, p) if table is None else table[k]
         total = float(gain.sum())
-        ext.append(float(gain[EXTREME.contains(p)].sum() / total) if total > 0 else None)
-        ext_f.append(none_if_nan(band_share(p, expected_gain(p, G, rule, m), EXTREME)))
-        theta = theta + cfg.lr * gain
+        tr.ext.append(float(gain[EXTREME.contains(p)].sum() / total) if total > 0 else None)
+        tr.ext_f.append(none_if_nan(band_share(p, expected_gain(p, G, rule), EXTREME)))
+        theta = theta + step_lr * gain
         p_after = _expit(theta)
-        hq.append(float(p_after[hard].mean()))
-        mp.append(float(p_after.mean()))
+        tr.hq.append(float(p_after[hard].mean()))
+        tr.mp.append(float(p_after.mean()))
+    n_run = len(tr.measured)
     return RuleRun(
-        rule=rule,
-        silent_measured=tuple(measured),
-        silent_forecast=tuple(forecast),
-        extreme_share=tuple(ext),
-        extreme_share_forecast=tuple(ext_f),
-        hard_quartile=tuple(hq),
-        mean_p=tuple(mp),
-        groups_drawn=drawn,
-        groups_used=used,
-        groups_scheduled=p.size * cfg.steps,
-        samples=drawn * G,
-        r2_silent=none_if_nan(r_squared(measured, forecast)),
-        k_by_step=ks,
-        p_by_step=ps,
-    )
+        rule=rule, silent_measured=tuple(tr.measured), silent_forecast=tuple(tr.forecast),
+        extreme_share=tuple(tr.ext), extreme_share_forecast=tuple(tr.ext_f), hard_quartile=tuple(tr.hq),
+        mean_p=tuple(tr.mp), groups_drawn=tr.drawn, groups_used=tr.used, groups_scheduled=p0.size * n_run,
+        samples=tr.drawn * G, r2_silent=none_if_nan(r_squared(tr.measured, tr.forecast)) if n_run else None,
+        k_by_step=None if ks is None else ks[:n_run], p_by_step=None if ps is None else ps[:n_run],
+        label=label, lr=step_lr, comparison=comparison)
+
+
+def matched_lr(p0: ArrayLike, G: int, lr: float) -> float:
+    """Dr. GRPO's lr whose expected first step equals GRPO's at ``lr``: lr · Σ_i E[σ](p_i, G) / Σ_i E[σ²](p_i, G)
+    (docs/theory.md, "The controlled training run")."""
+    grpo = float(np.sum(expected_gain(p0, G, "grpo")))
+    drgrpo = float(np.sum(expected_gain(p0, G, "drgrpo")))
+    return lr * grpo / drgrpo if drgrpo > 0 else lr
+
+
+COMPARISONS = {
+    "dapo": "equal rollouts generated (fewer steps), same lr",
+    "drgrpo-matched": "lr matched to GRPO's expected step, equal steps and rollouts",
+}
+"""What each arm that is not "equal steps and rollouts, same lr" is compared at."""
 
 
 def parse_rules(text: str | Sequence[str]) -> tuple[SimRule, ...]:
@@ -433,7 +531,6 @@ def simulate(
     steps: int = 150,
     lr: float = 0.5,
     seed: int = 0,
-    dapo_max_tries: int = 4,
     rules: Sequence[str] | str = DEFAULT_RULES,
     init_counts: tuple[ArrayLike, ArrayLike] | None = None,
     init_label: str = "corpus",
@@ -455,7 +552,7 @@ def simulate(
     5
     """
     rule_list = parse_rules(rules)
-    for name, value, low in (("G", G, 1), ("steps", steps, 1), ("dapo_max_tries", dapo_max_tries, 1)):
+    for name, value, low in (("G", G, 1), ("steps", steps, 1)):
         if int(value) != value or value < low:
             raise ValueError(f"{name} must be a whole number >= {low}, got {value!r}")
     if prompts is not None and (int(prompts) != prompts or prompts < 1):
@@ -469,9 +566,15 @@ def simulate(
     else:
         p0, usable, excluded, resampled = corpus_initial_p(*init_counts, prompts, seed)
         init = InitSpec("corpus", float(p0.mean()), usable, excluded, resampled, corpus_label=init_label)
-    cfg = SimulateConfig(int(p0.size), int(G), int(steps), float(lr), int(seed), int(dapo_max_tries), init)
+    cfg = SimulateConfig(int(p0.size), int(G), int(steps), float(lr), int(seed), init)
     hard = np.argsort(p0, kind="stable")[: max(1, p0.size // 4)]
-    runs = tuple(_run_rule(rule, p0, hard, cfg, record) for rule in rule_list)
+    runs = [_run_rule(rule, p0, hard, cfg, record, comparison=COMPARISONS.get(rule, "equal steps and rollouts, "
+                                                                                     "same lr"))
+            for rule in rule_list]
+    if "drgrpo" in rule_list:  # Dr. GRPO again, at the step size matched to GRPO's expected update
+        runs.append(_run_rule("drgrpo", p0, hard, cfg, lr=matched_lr(p0, cfg.G, cfg.lr), label="drgrpo-matched",
+                              comparison=COMPARISONS["drgrpo-matched"]))
+    runs = tuple(runs)
     return SimulateResult(cfg, runs, float(p0[hard].mean()), int(hard.size))
 
 

@@ -41,34 +41,39 @@ def simulate_view(result: SimulateResult) -> View:
     """Summary table per rule and sparklines of the silent fraction and the hard quarter's pass rate."""
     c = result.config
     head = (
-        f"{c.prompts:,} prompts, G = {c.G:,}, {c.steps:,} steps, lr = {c.lr:g}, seed = {c.seed:,}, "
-        f"DAPO max tries = {c.dapo_max_tries}",
+        f"{c.prompts:,} prompts, G = {c.G:,}, {c.steps:,} steps, lr = {c.lr:g}, seed = {c.seed:,}; budget "
+        f"{c.budget:,} rollouts per arm (one group per prompt per step)",
+        "dapo: verl's loop (train = gen = every prompt, chunks until every slot holds a group with 0 < k < G, "
+        "surplus truncated), run until its rollouts generated reach the budget",
         f"initial difficulty: {initial_difficulty(c)} (mean p = {format_value(c.init.mean_p, RATE)}); "
         f"hardest quarter: {result.hard_quartile_size:,} prompts, "
         f"mean p = {format_value(result.hard_quartile_initial, RATE)}",
     )
     rows = tuple(
-        (r.rule, r.r2_silent, r.silent_measured[-1], r.hard_quartile[-1], r.mean_p[-1],
-         mean_or_none(r.extreme_share), mean_or_none(r.extreme_share_forecast), r.samples, r.oversampling)
+        (r.name, r.comparison, r.lr, r.steps_run, r.samples, r.groups_used * c.G, r.r2_silent,
+         r.silent_measured[-1] if r.silent_measured else None,
+         r.hard_quartile[-1] if r.hard_quartile else result.hard_quartile_initial,
+         r.mean_p[-1] if r.mean_p else c.init.mean_p,
+         mean_or_none(r.extreme_share), mean_or_none(r.extreme_share_forecast))
         for r in result.runs
     )
     table = Table(
-        "per rule",
-        ("rule", "R²", "silent end", "hard ¼ end", "mean p end", "extreme", "expected", "samples",
-         "draws"),
+        "per arm",
+        ("arm", "compared at", "lr", "steps", "rollouts generated", "rollouts trained", "R²", "silent end",
+         "hard ¼ end", "mean p end", "extreme", "expected"),
         rows,
-        note="R²: forecast mean silent(p, G) vs measured silent fraction over steps. extreme: "
+        note="R²: forecast mean silent(p, G) vs measured silent fraction over steps (DAPO: its first chunk). extreme: "
              f"share of the update on {EXTREME.describe()}, mean over steps (realised vs expected gain). "
-             "draws: groups drawn per prompt per step (DAPO's oversampling; at most the retry cap).",
-        digits=(RATE,) * 8 + (AMOUNT,),
+             "drgrpo-matched: lr · Σ E[σ] / Σ E[σ²] over the initial pass rates (docs/theory.md).",
+        digits=(RATE, RATE, RATE) + (AMOUNT,) * 3 + (RATE,) * 6,
     )
     width = 36  # the two sparklines and their headers fit an 80-column panel
-    name_w = max(len(r.rule) for r in result.runs)
+    name_w = max(len(r.name) for r in result.runs)
     lines = [f"{'':{name_w}}  {'silent fraction (0–1)':{width}}  hard-quarter pass rate (0–1)"]
     for r in result.runs:
         s = sparkline(r.silent_measured, lo=0.0, hi=1.0, width=width)
         h = sparkline(r.hard_quartile, lo=0.0, hi=1.0, width=width)
-        lines.append(f"{r.rule:{name_w}}  {s:{width}}  {h}")
+        lines.append(f"{r.name:{name_w}}  {s:{width}}  {h}")
     lines.append(f"{'':{name_w}}  step 1 → {c.steps:,}, left to right")
     return View(
         "sigmaudit simulate",
@@ -82,7 +87,7 @@ def simulate_view(result: SimulateResult) -> View:
 def simulate_series_view(result: SimulateResult) -> View:
     """The per-step series of every rule as one long table (``--format csv``)."""
     rows = tuple(
-        (i + 1, r.rule, r.silent_measured[i], r.silent_forecast[i], r.hard_quartile[i], r.mean_p[i],
+        (i + 1, r.name, r.silent_measured[i], r.silent_forecast[i], r.hard_quartile[i], r.mean_p[i],
          r.extreme_share[i], r.extreme_share_forecast[i])
         for r in result.runs
         for i in range(len(r.silent_measured))

@@ -3,30 +3,33 @@
 JSON contract (``--format json``), besides ``schema_version``:
 
 - ``rules``: the simulated rules, in order.
-- ``config``: ``prompts``, ``G``, ``steps``, ``lr``, ``seed``, ``dapo_max_tries``, ``init``
+- ``config``: ``prompts``, ``G``, ``steps``, ``lr``, ``seed``, ``budget_rollouts`` (prompts × G × steps: what
+  every arm may generate), ``init``
   (``source`` beta-mixture|corpus, ``description``, ``mean_p``, ``corpus_prompts``,
   ``corpus_excluded``, ``resampled``).
 - ``r2_silent``: R² of the forecast mean silent(p, G) against the measured silent fraction over
   steps, GRPO arm (null without it).
-- ``hard_quartile_initial``; ``hard_quartile_final``: ``{rule: mean p of the initially hardest
-  quarter after the last step}``.
-- ``dapo_oversampling``: DAPO's samples relative to one group per prompt per step, i.e. groups
-  drawn / (prompts × steps), between 1 and ``dapo_max_tries`` (null without a DAPO arm).
-- ``samples``: ``{rule: answers sampled}``.
-- ``summary``: ``{rule: {r2_silent, silent_measured_mean, silent_forecast_mean, extreme_share_mean,
-  extreme_share_forecast_mean, hard_quartile_final, mean_p_final, groups_drawn, groups_used, samples,
-  oversampling, draws_per_used_group}}`` (``draws_per_used_group``: groups drawn per group that
-  produced an update).
-- ``series``: ``{rule: {silent_measured, silent_forecast, hard_quartile, mean_p, extreme_share,
-  extreme_share_forecast}}``, lists of length ``steps``; entry i is step i + 1 (silent and
-  extreme-share values at the p the step drew with; hard_quartile and mean_p after its update).
+- Arms (the keys below): every rule asked, and with drgrpo also ``drgrpo-matched`` (Dr. GRPO at the lr
+  matched to GRPO's expected first step). ``hard_quartile_initial``; ``hard_quartile_final``: ``{arm: mean p
+  of the initially hardest quarter after the arm's last step}``.
+- ``dapo_oversampling``: DAPO's rollouts generated per rollout trained (verl's loop: whole chunks; null
+  without a DAPO arm).
+- ``samples``: ``{arm: rollouts generated}``.
+- ``summary``: ``{arm: {rule, comparison, lr, steps, rollouts_generated, rollouts_trained, r2_silent,
+  silent_measured_mean, silent_forecast_mean, extreme_share_mean, extreme_share_forecast_mean,
+  hard_quartile_final, mean_p_final, groups_drawn, groups_used, samples, oversampling,
+  draws_per_used_group}}`` (``comparison``: what the arm is compared at; DAPO runs until its generated
+  rollouts reach the budget, so ``steps`` is the steps it paid for).
+- ``series``: ``{arm: {silent_measured, silent_forecast, hard_quartile, mean_p, extreme_share,
+  extreme_share_forecast}}``, lists of length ``steps`` (DAPO: the steps it ran); entry i is step i + 1
+  (silent and extreme-share values at the p the step drew with; hard_quartile and mean_p after its update).
 
 ``--format csv`` writes the per-step series as one long table (step, rule, ...).
 
 ``--log-out run.parquet`` (or .csv, .jsonl) also writes the first rule's run as a rollout log in
 the long layout: ``step`` (1..steps), ``prompt``, ``reward`` (0/1, one row per answer) and
-``true_p`` (the pass rate the group was drawn at; loaders ignore it). DAPO's log holds the group
-it kept. ``forecast`` and ``backtest`` read it like any log; tests check them against ``true_p``.
+``true_p`` (the pass rate the group was drawn at; loaders ignore it). DAPO's log holds each prompt's
+group of the step's first chunk (before the filter). ``forecast`` and ``backtest`` read it like any log; tests check them against ``true_p``.
 """
 
 from __future__ import annotations
@@ -80,8 +83,6 @@ def simulate(
     steps: Annotated[int, steps_option("Training steps.", min=1, max=1_000_000)] = 150,
     lr: Annotated[float, typer.Option("--lr", callback=_positive, help="Step size on the logit θ (> 0).")] = 0.5,
     seed: Annotated[int, typer.Option("--seed", help="Seed of every random draw.")] = 0,
-    dapo_max_tries: Annotated[int, typer.Option("--dapo-max-tries", min=1, max=1_000,
-                                                help="DAPO draws at most this many groups per prompt and step.")] = 4,
     rules: Annotated[str, typer.Option("--rules", callback=_rules, help="Comma-separated rules: grpo, drgrpo, dapo, "
                                                                         "rloo, sign.")] = "grpo,drgrpo,dapo",
     init_from: Annotated[list[Path] | None, typer.Option("--init-from", show_default=False,
@@ -97,10 +98,11 @@ def simulate(
 ) -> None:
     """Controlled training run on Bernoulli-logit prompts p = sigmoid(θ): GRPO vs Dr. GRPO vs DAPO.
 
-    Every step each prompt draws k ~ Binomial(G, p) and moves θ by lr · gain (σ, σ², DAPO's σ after redrawing silent
-    groups, RLOO σ²·G/(G−1), or the sign rule p + (k/G)(1 − 2p)). Reports the measured silent fraction against the
-    forecast mean silent(p, G), the gradient share on extreme prompts, the pass rate of the initially hardest
-    quarter, and samples used.
+    Every step each prompt draws k ~ Binomial(G, p) and moves θ by lr · gain (σ, σ², RLOO σ²·G/(G−1), or the sign
+    rule p + (k/G)(1 − 2p)). DAPO runs verl's loop (chunks of every prompt, kept groups 0 < k < G until the batch is
+    full, surplus truncated) until it has generated the rollouts the others did; with drgrpo, drgrpo-matched runs at
+    the lr matching GRPO's expected step. Reports per arm what it is compared at, rollouts generated and trained,
+    the silent fraction, the gradient share on extreme prompts and the hardest quarter's pass rate.
 
     \b
     Example:
@@ -119,8 +121,7 @@ def simulate(
     if init_from:
         pp = load_inputs(list(init_from), series_ok=False).per_prompt
         counts = (pp["n"].to_numpy(), pp["k"].to_numpy())
-    result = run_simulate(prompts=prompts, G=G, steps=steps, lr=lr, seed=seed, dapo_max_tries=dapo_max_tries,
-                          rules=rules, init_counts=counts, init_label=", ".join(map(str, init_from or [])),
+    result = run_simulate(prompts=prompts, G=G, steps=steps, lr=lr, seed=seed, rules=rules, init_counts=counts, init_label=", ".join(map(str, init_from or [])),
                           record=log_out is not None)
     if log_out is not None:
         log = rollout_log(result)
