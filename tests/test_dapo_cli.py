@@ -64,3 +64,22 @@ def test_plan_without_dapo_flags_has_no_dapo(capsys) -> None:
 def test_dapo_flags_need_train_batch(capsys, args) -> None:
     code, out, err = run(capsys, "plan", SAMPLE, "-G", "8", *args, "-q")
     assert code == 2 and out == "" and "--train-batch" in err and "Traceback" not in err
+
+
+def test_watch_warns_when_the_next_steps_p_raises_passes_the_threshold(capsys, tmp_path) -> None:
+    """watch --once on a saturating simulated run: the dapo event key is P(Binomial(K·M, 1 − s) < B) at the
+    event's own next-step forecast s (scipy), and the warning line appears exactly when it passes the threshold."""
+    log = tmp_path / "run.parquet"
+    assert run(capsys, "simulate", "--prompts", "300", "--steps", "40", "--lr", "1.5", "--rules", "grpo",
+               "--log-out", str(log))[0] == 0
+    events = tmp_path / "ev.jsonl"
+    code, out, err = run(capsys, "watch", str(log), "--once", "--interval", "0.05", "--train-batch", "300",
+                         "--gen-batch", "600", "--max-gen-batches", "3", "--warn-p-raises", "0.2",
+                         "--events", str(events), "-q")
+    assert code == 0, err
+    last = json.loads(events.read_text().splitlines()[-1])
+    s = last["forecast"]["silent"]
+    want = binom.cdf(299, 3 * 600, 1 - s)
+    assert last["dapo"]["p_step_raises"] == pytest.approx(want, rel=1e-9, abs=1e-300)
+    assert last["dapo"]["warning"] == (want > 0.2)
+    assert ("WARNING step" in out) == any(json.loads(x)["dapo"]["warning"] for x in events.read_text().splitlines())

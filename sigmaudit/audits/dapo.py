@@ -146,3 +146,15 @@ def dapo_of(loaded: LoadedCounts, basis: Corpus, settings: DapoSettings, *, esti
     nxt = next_step_silent(forecast_from or loaded, n)
     ahead = None if nxt is None else dapo_at(nxt[0], nxt[1], "next-step forecast", settings, n)
     return DapoResult(settings, n, "default" if logged is None else "logged", current, ahead, VERL_RECIPE_COMMIT)
+
+
+def watch_event(silent: float | None, prompts: int, settings: DapoSettings, n: int, warn_at: float) -> dict[str, Any]:
+    """``watch``'s ``dapo`` event key for one completed step, from the next step's forecast silent share
+    (None at the first step: no forecast yet): the loop's figures and whether P(step raises) > ``warn_at``."""
+    if silent is None:
+        return {"p_step_raises": None, "gen_batches_per_step": None, "generated_per_trained": None,
+                "warn_at": warn_at, "warning": False}
+    at = dapo_at(silent, prompts, "next-step forecast", settings, n)
+    return {"p_step_raises": at.cost.p_step_raises, "gen_batches_per_step": at.cost.gen_batches_per_step,
+            "generated_per_trained": at.cost.generated_per_trained, "warn_at": warn_at,
+            "warning": at.cost.p_step_raises > warn_at}

@@ -257,7 +257,7 @@ class RuleRun:
     """The arm's name (the rule, or ``drgrpo-matched``); "" means the rule."""
     lr: float = 0.0
     """The step size this arm ran at."""
-    comparison: str = "equal steps and rollouts, same lr"
+    comparison: str = "same steps, same lr"
     """What this arm is compared at (the view prints it per row)."""
     k_by_step: NDArray[np.int64] | None = field(default=None, repr=False, compare=False)
     """Right answers of each prompt's (last drawn) group, shape (steps, prompts); kept only when
@@ -458,7 +458,7 @@ def _draw(rule: SimRule, rng: np.random.Generator, p: NDArray[np.float64], cfg: 
 
 def _run_rule(
     rule: SimRule, p0: NDArray[np.float64], hard: NDArray[np.int64], cfg: SimulateConfig, record: bool = False,
-    *, lr: float | None = None, label: str = "", comparison: str = "equal steps and rollouts, same lr",
+    *, lr: float | None = None, label: str = "", comparison: str = "same steps, same lr",
 ) -> RuleRun:
     from ..core.silent import silent_rate
     from ..core.weighting import EXTREME, band_share
@@ -506,10 +506,10 @@ def matched_lr(p0: ArrayLike, G: int, lr: float) -> float:
 
 
 COMPARISONS = {
-    "dapo": "equal rollouts generated (fewer steps), same lr",
-    "drgrpo-matched": "lr matched to GRPO's expected step, equal steps and rollouts",
+    "dapo": "equal rollouts (fewer steps)",
+    "drgrpo-matched": "lr matched to GRPO's step",
 }
-"""What each arm that is not "equal steps and rollouts, same lr" is compared at."""
+"""What each arm that is not "same steps, same lr" is compared at (every arm generates at most the budget)."""
 
 
 def parse_rules(text: str | Sequence[str]) -> tuple[SimRule, ...]:
@@ -568,8 +568,7 @@ def simulate(
         init = InitSpec("corpus", float(p0.mean()), usable, excluded, resampled, corpus_label=init_label)
     cfg = SimulateConfig(int(p0.size), int(G), int(steps), float(lr), int(seed), init)
     hard = np.argsort(p0, kind="stable")[: max(1, p0.size // 4)]
-    runs = [_run_rule(rule, p0, hard, cfg, record, comparison=COMPARISONS.get(rule, "equal steps and rollouts, "
-                                                                                     "same lr"))
+    runs = [_run_rule(rule, p0, hard, cfg, record, comparison=COMPARISONS.get(rule, "same steps, same lr"))
             for rule in rule_list]
     if "drgrpo" in rule_list:  # Dr. GRPO again, at the step size matched to GRPO's expected update
         runs.append(_run_rule("drgrpo", p0, hard, cfg, lr=matched_lr(p0, cfg.G, cfg.lr), label="drgrpo-matched",

@@ -332,3 +332,9 @@ def dapo_settings(train_batch: int | None, gen_batch: int | None, max_gen_batche
                               "--run-steps", remedy="add --train-batch B (verl's data.train_batch_size)")
         return None
     return DapoSettings(train_batch, train_batch if gen_batch is None else gen_batch, max_gen_batches, run_steps)
+WarnPRaisesOpt = Annotated[
+    float,
+    typer.Option("--warn-p-raises", metavar="P", rich_help_panel=_DAPO, callback=unit_interval,
+                 help="watch: warn (a line, and the event key dapo.warning) when the next step's P(a step raises) "
+                      "passes P."),
+]

@@ -61,3 +61,12 @@ def summary(at: DapoAt, result: DapoResult) -> str:
     return (f"at the {at.basis} a step generates {c.gen_batches_per_step:.2f} chunks on average, "
             f"{c.generated_per_trained:.2f}× the rollouts it trains (the ideal refill says "
             f"{'—' if c.ideal_groups_per_kept is None else f'{c.ideal_groups_per_kept:.2f}'}×){raises}")
+
+
+def watch_warning(step: int, event: dict[str, object], settings: object) -> str:
+    """``watch``'s one warning line when the next step's P(raises) passes the threshold."""
+    s = settings
+    return (f"WARNING step {step}: DAPO as verl runs it would raise 'Generated too many' at the next step with "
+            f"probability {pct_(float(event['p_step_raises']))} (> {pct_(float(event['warn_at']))}, "  # type: ignore[arg-type]
+            f"--warn-p-raises): B = {s.train_batch:,}, M = {s.gen_batch:,}, K = "  # type: ignore[attr-defined]
+            f"{s.max_gen_batches:,} chunks (next-step forecast)")  # type: ignore[attr-defined]

@@ -71,10 +71,13 @@ def simulate_view(result: SimulateResult) -> View:
     name_w = max(len(r.name) for r in result.runs)
     lines = [f"{'':{name_w}}  {'silent fraction (0–1)':{width}}  hard-quarter pass rate (0–1)"]
     for r in result.runs:
-        s = sparkline(r.silent_measured, lo=0.0, hi=1.0, width=width)
-        h = sparkline(r.hard_quartile, lo=0.0, hi=1.0, width=width)
+        pad = [None] * (c.steps - r.steps_run)  # an arm that ran fewer steps (DAPO) on the same step axis
+        s = sparkline([*r.silent_measured, *pad], lo=0.0, hi=1.0, width=width)
+        h = sparkline([*r.hard_quartile, *pad], lo=0.0, hi=1.0, width=width)
         lines.append(f"{r.name:{name_w}}  {s:{width}}  {h}")
-    lines.append(f"{'':{name_w}}  step 1 → {c.steps:,}, left to right")
+    short = [f"{r.name} {r.steps_run:,}" for r in result.runs if r.steps_run < c.steps]
+    lines.append(f"{'':{name_w}}  step 1 → {c.steps:,}, left to right"
+                 + (f" (steps run: {', '.join(short)}; blank after)" if short else ""))
     return View(
         "sigmaudit simulate",
         (

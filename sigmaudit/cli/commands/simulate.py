@@ -29,7 +29,8 @@ JSON contract (``--format json``), besides ``schema_version``:
 ``--log-out run.parquet`` (or .csv, .jsonl) also writes the first rule's run as a rollout log in
 the long layout: ``step`` (1..steps), ``prompt``, ``reward`` (0/1, one row per answer) and
 ``true_p`` (the pass rate the group was drawn at; loaders ignore it). DAPO's log holds each prompt's
-group of the step's first chunk (before the filter). ``forecast`` and ``backtest`` read it like any log; tests check them against ``true_p``.
+group of the step's first chunk (before the filter). ``forecast`` and ``backtest`` read it like any log;
+tests check them against ``true_p``.
 """
 
 from __future__ import annotations
@@ -121,8 +122,8 @@ def simulate(
     if init_from:
         pp = load_inputs(list(init_from), series_ok=False).per_prompt
         counts = (pp["n"].to_numpy(), pp["k"].to_numpy())
-    result = run_simulate(prompts=prompts, G=G, steps=steps, lr=lr, seed=seed, rules=rules, init_counts=counts, init_label=", ".join(map(str, init_from or [])),
-                          record=log_out is not None)
+    result = run_simulate(prompts=prompts, G=G, steps=steps, lr=lr, seed=seed, rules=rules, init_counts=counts,
+                          init_label=", ".join(map(str, init_from or [])), record=log_out is not None)
     if log_out is not None:
         log = rollout_log(result)
         write_table(log, log_out, "--log-out")

@@ -9,7 +9,9 @@ and modification time did not change is not read again (:mod:`sigmaudit.loaders.
 ``window`` and ``cumulative`` (each ``{groups, silent, all_wrong, all_correct}``), ``window_steps``,
 ``prompts``, ``forecast`` (null at the first step, else ``{step, G, prompts, silent,
 expected_silent, half_life}``), ``skip_threshold``, ``skipped``, ``newly_skipped``,
-``no_longer_skipped``, ``over_limit``, ``streak``, ``failed``. ``--format json`` prints the same
+``no_longer_skipped``, ``over_limit``, ``streak``, ``failed``, and with ``--train-batch`` ``dapo``
+(``{p_step_raises, gen_batches_per_step, generated_per_trained, warn_at, warning}``: DAPO's loop as verl
+runs it at the next step's forecast, :func:`sigmaudit.audits.dapo.watch_event`). ``--format json`` prints the same
 objects on stdout, then ``{"summary": {...}}``. ``-o`` writes the summary (JSON for .json, else text).
 
 Exit codes: 0 (ended by --once, --until-idle, Ctrl-C or SIGTERM), 1 (the --max-silent guard
@@ -38,6 +40,10 @@ from ..inputs import (
     ThresholdOpt,
 )
 from ..options import (
+    GenBatchOpt,
+    MaxGenBatchesOpt,
+    TrainBatchOpt,
+    WarnPRaisesOpt,
     WatchEventsOpt,
     WatchFormatOpt,
     WatchForOpt,
@@ -49,6 +55,7 @@ from ..options import (
     WatchSkipOutOpt,
     WatchUntilIdleOpt,
     WatchWindowOpt,
+    dapo_settings,
     group_size_option,
 )
 
@@ -80,6 +87,7 @@ class _Signals:
         self.wake.set()
 
 
+# long: one parameter per option (a Typer command); the work is in _follow and _Live
 def watch(
     paths: PathsArg,
     G: Annotated[int | None, group_size_option(
@@ -102,6 +110,10 @@ def watch(
     group_col: GroupColOpt = None,
     threshold: ThresholdOpt = None,
     keep_duplicates: KeepDuplicatesOpt = False,
+    train_batch: TrainBatchOpt = None,
+    gen_batch: GenBatchOpt = None,
+    max_gen_batches: MaxGenBatchesOpt = 0,
+    warn_p_raises: WarnPRaisesOpt = 0.05,
 ) -> None:
     """Follow a run while it is written: one line per completed step.
 
@@ -111,7 +123,7 @@ def watch(
     A half-written last line or a file still growing is waited for. A step is completed when a later
     step appears (or, with --once / --until-idle, when the files stop changing). Object stores (s3://,
     gs://, ...) are polled by listing. Ctrl-C or SIGTERM ends the watch with a summary (exit 0);
-    --max-silent T --for K exits 1 when K consecutive steps exceed T.
+    --max-silent T --for K exits 1 when K consecutive steps exceed T. --train-batch: DAPO's P(next step raises).
 
     \b
     Example:
@@ -130,6 +142,7 @@ def watch(
                        threshold=threshold, keep_duplicates=keep_duplicates)
     state = Watch(G=G, window=window, max_p_silent=max_p_silent, max_silent=max_silent, for_steps=for_steps)
     live = _Live(chosen is Format.json, events, skip_out, quiet)
+    live.dapo, live.warn_at = dapo_settings(train_batch, gen_batch, max_gen_batches, 100), warn_p_raises
     with Follower(paths, opts) as follower, live:
         ended_by = _follow(follower, state, live, once=once, interval=interval, until_idle=until_idle)
     summary = state.summary(ended_by)
@@ -211,6 +224,8 @@ class _Live:
     def __init__(self, as_json: bool, events: Path | None, skip_out: Path | None, quiet: bool) -> None:
         self.as_json, self.events_path, self.skip_out, self.quiet = as_json, events, skip_out, quiet
         self._events: Any = None
+        self.dapo: Any = None  # DapoSettings with --train-batch (the next step's P(raises) warning)
+        self.warn_at = 0.05
 
     def __enter__(self) -> _Live:
         if self.events_path is not None:
@@ -240,7 +255,7 @@ class _Live:
 
     def step(self, report: StepReport, state: Watch) -> None:
         """Send one completed step everywhere it goes (skip list first: a reader of the line finds it current)."""
-        data = _jsonable(report.to_dict())
+        data = _jsonable(report.to_dict() | self._dapo(report))
         if self.skip_out is not None and state.skip_table is not None:
             from ...writers import write_table
 
@@ -254,7 +269,21 @@ class _Live:
             from ...views.watch import step_line
 
             sys.stdout.write(step_line(report) + "\n")
+            if data.get("dapo", {}).get("warning"):
+                from ...views.dapo import watch_warning
+
+                sys.stdout.write(watch_warning(report.step, data["dapo"], self.dapo) + "\n")
         sys.stdout.flush()
+
+    def _dapo(self, report: StepReport) -> dict[str, Any]:
+        """The ``dapo`` event key with --train-batch (:func:`sigmaudit.audits.dapo.watch_event`), else nothing."""
+        if self.dapo is None:
+            return {}
+        from ...audits.dapo import watch_event
+
+        f = report.forecast
+        return {"dapo": watch_event(None if f is None else f.silent, 0 if f is None else f.prompts, self.dapo,
+                                    report.G if f is None else f.G, self.warn_at)}
 
     def finish(self, summary: Any, output: Path | None, max_silent: float | None, for_steps: int) -> None:
         """The summary: on stdout after the lines (a JSON object with --format json), and to -o."""
