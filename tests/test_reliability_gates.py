@@ -266,3 +266,32 @@ def test_sigint_during_start_up_is_one_line(tmp_path, where, patch, code, line):
     assert "Traceback" not in done.stderr, (where, done.stderr[-500:])
     assert done.returncode == code, (where, done.returncode, done.stderr[-300:])
     assert (done.stderr == "sigmaudit: error: interrupted (SIGINT)\n") == line, (where, done.stderr)
+
+
+# ---------------------------------------------------------------- item 29: intervals inside the identified range
+
+@pytest.fixture
+def thirty_nine_never(tmp_path):
+    """200 prompts × 8 answers: 39 never solved (k = 0), 161 solved 3-5 times; at most 39/200 = 0.195 of the
+    prompts can have p = 0 (a prompt with p = 0 never has k > 0)."""
+    rng = np.random.default_rng(3)
+    ks = [0] * 39 + [int(rng.integers(3, 6)) for _ in range(161)]
+    rows = [{"step": 1, "prompt_id": f"p{i}", "reward": int(j < k)} for i, k in enumerate(ks) for j in range(8)]
+    return _write(tmp_path / "log.parquet", rows), sum(k == 0 for k in ks) / len(ks)
+
+
+def test_never_solved_interval_inside_the_range(capsys, thirty_nine_never):
+    """Item 29: scan --bootstrap printed the never-solved interval past the range printed above it (measured
+    here before the fix: range 0-0.195, interval 0.142-0.236); check --max-never-solved 0.2 --confidence 0.95
+    failed on a bound 0.236 where at most 0.195 is possible."""
+    path, most = thirty_nine_never
+    code, out, _ = run(capsys, "scan", path, "--bootstrap", "200", "-q", "-f", "json")
+    pr = json.loads(out)["pass_rate"]
+    assert pr["never_solved_range"] == [0.0, pytest.approx(most)] and most == 0.195
+    lo, hi = pr["never_solved_posterior_ci"]
+    assert 0.0 <= lo <= pr["never_solved_posterior"] <= hi <= most
+    code, out, _ = run(capsys, "check", path, "--max-never-solved", "0.2", "--confidence", "0.95", "-q", "-f", "json")
+    c = json.loads(out)["checks"][0]
+    assert code == 0 and c["tested"] <= most and c["value_ci"][1] <= most
+    code, _, _ = run(capsys, "check", path, "--max-never-solved", "0.19", "--confidence", "0.95", "-q")
+    assert code == 1  # a limit inside the range can still fail on the bound

@@ -217,7 +217,24 @@ class Corpus:
             reps = ev.values(r.draws, r.mixtures)
         elif replicates > 0:  # no model-based figure: the draws alone, no prior refitted (the same draws)
             reps = ev.values(draw_counts(self.weight, replicates, seed), None)
-        return CorpusEstimates(estimator, tuple(specs), point, reps)
+        return CorpusEstimates(estimator, tuple(specs), point, self._within_range(specs, reps))
+
+    def _within_range(self, specs: Sequence[Spec], reps: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Replicates of the never/always-solved shares clipped to the range the counts allow (theory.md,
+        "What the counts identify"): a prompt with p = 0 never has k > 0, so this corpus's share with p = 0 is
+        at most its share with k = 0 (p = 1: k = n). A replicate drawn with more k = 0 prompts than the corpus
+        has estimates a share this corpus cannot have; its interval and one-sided bound stop at the range's end
+        (issue 36 item 29: a 0.236 bound where at most 0.195 is possible)."""
+        if reps.size == 0:
+            return reps
+        n_total = float(self.weight.sum())
+        ends = {"never_solved_rate": float(self.weight[self.k == 0].sum()) / n_total,
+                "always_solved_rate": float(self.weight[self.k == self.n].sum()) / n_total}
+        out = reps.copy()
+        for i, spec in enumerate(specs):
+            if spec.name in ends:
+                out[:, i] = np.minimum(out[:, i], ends[spec.name])
+        return out
 
 
 @dataclass(frozen=True)
