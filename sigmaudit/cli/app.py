@@ -40,19 +40,13 @@ def _version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-DEBUG_ENV = "SIGMAUDIT_DEBUG"
-"""Set to 1 (or ``--debug`` before the command): an error prints its Python traceback before its one line."""
-_debug = False
+from .settings import DEBUG_ENV, debugging  # noqa: E402  (the run's flags live in settings)
 
 
 def _set_debug(value: bool) -> None:
-    global _debug
-    _debug = _debug or value
+    from . import settings
 
-
-def debugging() -> bool:
-    """``--debug`` was given, or ``SIGMAUDIT_DEBUG`` is set to anything but 0 or empty."""
-    return _debug or os.environ.get(DEBUG_ENV, "").strip() not in ("", "0")
+    settings.current.debug = settings.current.debug or value
 
 
 def _root(
@@ -62,8 +56,15 @@ def _root(
     debug: bool = typer.Option(
         False, "--debug", callback=_set_debug, is_eager=True,
         help=f"On an error, print its Python traceback on stderr before the one-line message (also {DEBUG_ENV}=1): "
-             "for a bug report.",
+             "for a bug report; also where each option's value came from (command line, environment, config file).",
     ),
+    config_file: str = typer.Option(
+        None, "--config", metavar="FILE", show_default=False,
+        help="Read option defaults from FILE (sigmaudit.toml, or a pyproject.toml's [tool.sigmaudit]) instead of "
+             "the first found from the current folder upwards (also SIGMAUDIT_CONFIG=FILE). Precedence: command "
+             "line > environment (SIGMAUDIT_<COMMAND>_<OPTION>) > config file > built-in.",
+    ),
+    no_config: bool = typer.Option(False, "--no-config", help="Read no config file."),
 ) -> None:
     """Audit RL-with-verifiable-rewards rollout logs (see --help of each command)."""
 
@@ -128,6 +129,7 @@ def _humanize(message: str) -> str:
     ``-G/--group-size: must be at least 1``."""
     import re
 
+    message = re.sub(r" \(env var: '[^']*'\)", "", message)  # click's hint; the error names a variable it read
     m = re.match(r"Invalid value for (.+?): (.*)$", message, flags=re.S)
     if not m:
         return message
@@ -254,11 +256,9 @@ def main(argv: list[str] | None = None) -> int:
     """
     import warnings
 
-    global _debug
-    _debug = False  # --debug holds for one run (tests call main() many times in one process)
     from . import settings, signals
 
-    settings.reset()
+    settings.reset()  # --debug and the global flags hold for one run (tests call main() many times in one process)
 
     previous = signals.handle()
     try:
@@ -271,21 +271,58 @@ def main(argv: list[str] | None = None) -> int:
         signals.restore(previous)
 
 
+def _command(argv: list[str] | None) -> tuple[object, list[str]]:
+    """The click command for ``argv`` (the root's ``--config`` / ``--no-config`` taken out and the config file
+    read into :data:`config.current`), and the words it parses."""
+    from . import coerce, config
+
+    words, named, none = config.split_argv(list(sys.argv[1:] if argv is None else argv))
+    config.current = config.load(named, none, lambda: dict(typer.main.get_command(_full_app()).commands))
+    command = typer.main.get_command(_app_for(words))
+    _tidy_metavars(command)
+    coerce.install(command)  # option values without Pydantic where that is provably the same
+    return command, words
+
+
+def _config_defaults() -> dict[str, dict[str, object]]:
+    """Each command's defaults from the config file read for this run (click's ``default_map``)."""
+    from .config import current
+
+    return current.defaults
+
+
+def _usage_error(exc: Exception) -> int:
+    """A usage error's one line: the flag first, where a refused value came from when not the command line
+    (the config file or the environment), and the help to see."""
+    from .config import origin_of
+
+    if type(exc).__name__ == "NoArgsIsHelpError":  # bare `sigmaudit`: the help, on stderr, exit 2
+        sys.stderr.write(exc.format_message().rstrip() + "\n")  # type: ignore[attr-defined]
+        return int(ExitCode.ERROR)
+    code = getattr(exc, "exit_code", 2)
+    msg = _humanize(exc.format_message())  # type: ignore[attr-defined]
+    ctx = getattr(exc, "ctx", None)
+    came = origin_of(ctx, getattr(exc, "param", None))
+    if came:
+        msg = f"{msg} (from {came})"
+    if ctx is not None:
+        msg = f"{msg} (see '{ctx.command_path} --help')"
+    return _fail(msg) if code else 0
+
+
 def _main(argv: list[str] | None) -> int:
     import signal
 
     from typer.exceptions import TyperException
 
     from ..writers import guarding_inputs
-    from . import coerce
     from .signals import MESSAGES, Stop
 
     try:
-        command = typer.main.get_command(_app_for(argv))
-        _tidy_metavars(command)
-        coerce.install(command)  # option values without Pydantic where that is provably the same
+        command, words = _command(argv)
         with guarding_inputs():
-            rv = command.main(args=argv, prog_name="sigmaudit", standalone_mode=False)
+            rv = command.main(args=words, prog_name="sigmaudit", standalone_mode=False,  # type: ignore[attr-defined]
+                              default_map=_config_defaults())
     except Stop as stop:
         return _fail(stop.message)
     except typer.Exit as exc:
@@ -298,15 +335,7 @@ def _main(argv: list[str] | None) -> int:
     except SigmauditError as exc:
         return _fail(_as_flags(exc))
     except TyperException as exc:
-        if type(exc).__name__ == "NoArgsIsHelpError":  # bare `sigmaudit`: the help, on stderr, exit 2
-            sys.stderr.write(exc.format_message().rstrip() + "\n")
-            return int(ExitCode.ERROR)
-        code = getattr(exc, "exit_code", 2)
-        msg = _humanize(exc.format_message())
-        ctx = getattr(exc, "ctx", None)
-        if ctx is not None:
-            msg = f"{msg} (see '{ctx.command_path} --help')"
-        return _fail(msg) if code else 0
+        return _usage_error(exc)
     except (OverflowError, MemoryError) as exc:
         return _fail(f"a value is too large to compute with ({type(exc).__name__}: {exc}); use smaller options")
     except RecursionError:

@@ -80,12 +80,18 @@ class Command(TyperCommand):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        import copy
+
         from . import settings
+        from .config import envvar
 
         self._own = {p.name for p in self.params}
         taken = {o for p in self.params for o in (*p.opts, *p.secondary_opts)}
-        self.params.extend(p for p in settings.params()
+        self.params.extend(copy.copy(p) for p in settings.params()
                            if p.name not in self._own and not taken & {*p.opts, *p.secondary_opts})
+        for param in self.params:  # SIGMAUDIT_CHECK_MAX_SILENT: named by the flag a user knows, not the parameter
+            if param.param_type_name == "option" and param.envvar is None:
+                param.envvar = envvar(self.name or "", param)
 
     def get_help_option(self, ctx: Any) -> Any:
         """Typer's ``--help`` option, converting its value without Pydantic (:mod:`.coerce`)."""
@@ -106,6 +112,15 @@ class Command(TyperCommand):
         from . import settings
 
         settings.take(ctx.params, self._own)
+        from .settings import debugging
+
+        if debugging():
+            import sys
+
+            from .config import sources
+
+            for line in sources(self.name or "", ctx):
+                sys.stderr.write(f"sigmaudit: debug: {line}\n")
 
         with run_outputs(planned_outputs(self.name or "", ctx.params)) as commit:
             try:

@@ -29,10 +29,21 @@ class Settings:
     color: Color = Color.auto
     full: bool = False
     quiet: bool = False
+    debug: bool = False
 
 
 current = Settings()
 """The settings of the run in progress (reset by :func:`reset` at the start of every ``main()``)."""
+
+
+DEBUG_ENV = "SIGMAUDIT_DEBUG"
+"""Set to 1 (or ``--debug`` before the command): an error prints its Python traceback before its one line, and a
+run prints where each option's value came from."""
+
+
+def debugging() -> bool:
+    """``--debug`` was given, or ``SIGMAUDIT_DEBUG`` is set to anything but 0 or empty."""
+    return current.debug or os.environ.get(DEBUG_ENV, "").strip() not in ("", "0")
 
 
 def reset() -> None:
