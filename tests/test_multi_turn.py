@@ -15,8 +15,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-
 from cli_runner import run
+
 from sigmaudit.loaders import LoadOptions, load_counts
 
 PROMPTS, G, STEPS = 4, 5, 2

@@ -66,9 +66,13 @@ def test_a_log_with_prompts_is_not_a_series(tmp_path):
     assert load_counts([f]).layout == "long"
 
 
-def test_scan_refuses_a_series_with_a_pointer_to_trend(capsys, tmp_path):
+def test_scan_shows_a_series_step_by_step_and_refuses_what_needs_prompts(capsys, tmp_path):
     f = tmp_path / "curve.csv"
     f.write_text("step,allcorrect_fraction\n1,0.1\n2,0.2\n")
-    assert main(["scan", str(f)]) == 2
+    assert main(["scan", str(f), "-f", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert [s["observed_all_correct"] for s in json.loads(out)["steps"]] == [0.1, 0.2]
+    assert "per-step series" in err and "need per-prompt data" in err
+    assert main(["scan", str(f), "--per-prompt", str(tmp_path / "p.csv"), "-q"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "per-step series" in err and "sigmaudit trend" in err
+    assert err.count("\n") == 1 and "per-step series holds only shares" in err

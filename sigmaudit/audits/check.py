@@ -134,7 +134,7 @@ class CheckResult:
     passed: bool
     """Every threshold holds (exit code 0; else 1)."""
     G: int
-    """Group size checked."""
+    """Group size checked (0 for a per-step series checked without -G: the file does not say)."""
     estimator: str
     """Estimator of the silent rates: ``unbiased``, ``bayes`` or ``plugin`` (see ``estimator_rule``)."""
     prompts: int
@@ -150,7 +150,8 @@ class CheckResult:
     confidence: float | None = None
     """With ``--confidence C``: each check tested its one-sided C bound instead of the point."""
     G_source: str = "given"
-    """Where G came from: ``given`` (-G) or ``log`` (the log's most common group size)."""
+    """Where G came from: ``given`` (-G), ``log`` (the log's most common group size) or ``series`` (a per-step
+    series, which does not say)."""
     warnings: tuple[str, ...] = field(default=())
     """Why the figures may deserve less trust (few prompts, extrapolation, wide intervals)."""
     filtered: Filtered | None = None
@@ -161,7 +162,8 @@ class CheckResult:
     """With ``--by COLUMN``: each value's own check; ``passed`` needs every one to pass."""
     basis: str = "model"
     """``observed``: the silent/all-wrong/all-correct checks compared what the logged groups did over the
-    window; ``model``: every value is an estimate from the per-prompt counts (``--basis``)."""
+    window; ``model``: every value is an estimate from the per-prompt counts (``--basis``); ``series``: the
+    mean of a per-step series' shares over the window (:func:`check_series`)."""
     silent_by: str | None = None
     """Shaped rewards, observed basis: ``zero-spread`` (silent_rate = share of groups whose raw rewards all
     agree: no gradient) or ``correctness`` (all on one side of ``--threshold``); None for 0/1 rewards."""
@@ -216,16 +218,17 @@ class CheckResult:
         """One line: ``check FAILED (1 of 2): silent_rate 0.599 > limit 0.5 at G = 8``, from the checks'
         sentences (a worded result: :func:`sigmaudit.check` returns one; :func:`sigmaudit.views.check.worded`)."""
         n = len(self.checks)
+        at = f"at G = {self.G}" if self.G else "on the per-step series"
         if self.passed:
-            return f"check passed ({n} of {n} {'holds' if n == 1 else 'hold'}) at G = {self.G}"
+            return f"check passed ({n} of {n} {'holds' if n == 1 else 'hold'}) {at}"
         if not self.failed and self.by is not None:  # the pooled checks hold; some --by values fail
             m = len(self.by.groups)
             return (f"check FAILED ({len(self.failed_groups)} of {m} {self.by.column} values; the pooled log "
-                    f"passes {n} of {n}) at G = {self.G}")
+                    f"passes {n} of {n}) {at}")
         if any(c.sentence is None for c in self.failed):
             raise ValueError("the checks are not worded yet: sigmaudit.views.check.worded(result).verdict()")
         first = "; ".join(str(c.sentence) for c in self.failed)
-        return f"check FAILED ({len(self.failed)} of {n}): {first} at G = {self.G}"
+        return f"check FAILED ({len(self.failed)} of {n}): {first} {at}"
 
 
 def estimate_metrics(corpus: Corpus, G: int, names: Sequence[str] | None = None, estimator: str = "auto",
@@ -421,6 +424,47 @@ def _observed_checks(result: CheckResult, loaded: LoadedCounts, consecutive: int
     return replace(result, checks=tuple(checks), passed=all(c.passed for c in checks), estimator=est,
                    basis="observed", consecutive=consecutive, warnings=warns,
                    silent_by=None if zero_spread_mask(groups) is None else silent_by or "zero-spread")
+
+
+SERIES_FIELDS = {"silent_rate": "observed_silent", "all_wrong_rate": "observed_all_wrong",
+                 "all_correct_rate": "observed_all_correct"}
+"""The checks a per-step series can answer, by the series field they compare."""
+
+
+def check_series(loaded: LoadedCounts, thresholds: Sequence[Threshold], *, G: int | None = None,
+                 consecutive: int | None = None) -> CheckResult:
+    """The silent/all-wrong/all-correct limits on a per-step series (``loaded.series``): the value is the mean
+    of the window's per-step shares (each step one batch); ``consecutive`` K tests the largest share held K
+    steps running. Other thresholds need per-prompt data and are refused."""
+    from ..loaders.series import PER_PROMPT
+    from .trend import trend_from_series
+
+    other = [t.name for t in thresholds if t.name not in SERIES_FIELDS]
+    if other:
+        raise ConfigError(f"a {other[0].replace('_', ' ')} limit cannot be checked on a per-step series of shares: "
+                          f"{PER_PROMPT}",
+                          location=loaded.files[0], remedy="check only --max-silent, --max-all-wrong or "
+                                                           "--max-all-correct on it, or give a rollout dump")
+    rows = trend_from_series(loaded.series).rows  # type: ignore[arg-type]
+    checks = []
+    for t in thresholds:
+        attr = SERIES_FIELDS[t.name]
+        shares = [getattr(r, attr) for r in rows if getattr(r, attr) is not None]
+        if not shares:
+            raise ConfigError(f"the series holds no {attr.removeprefix('observed_').replace('_', '-')} share per "
+                              f"step", location=loaded.files[0], remedy="drop that threshold")
+        value = math.fsum(shares) / len(shares)
+        tested = None if consecutive is None else _held(shares, consecutive)
+        kind = METRICS[t.name][0]
+        checks.append(Check(t.name, value, t.limit, kind, passes(value if tested is None else tested, kind, t.limit),
+                            estimator="observed", tested=tested))
+    warns: tuple[str, ...] = ()
+    if consecutive is not None and len(rows) < consecutive:
+        warns = (f"only {len(rows):,} logged steps, fewer than --consecutive {consecutive}: no limit can be "
+                 f"crossed {consecutive} steps running, so those checks pass (held share 0)",)
+    return CheckResult(all(c.passed for c in checks), G or 0, "observed (the logged per-step shares)", 0,
+                       tuple(checks), G_source="given" if G else "series", basis="series", consecutive=consecutive,
+                       warnings=warns + (f"a per-step series: {PER_PROMPT}",), window=loaded.window)
 
 
 def check_logs(loaded: LoadedCounts, G: int, thresholds: Sequence[Threshold], *, post_filter: bool = False,

@@ -220,6 +220,38 @@ class Watch:
             out.append(report)
         return out
 
+    def advance_series(self, series: pl.DataFrame | None) -> list[StepReport]:
+        """Report every step of a per-step series of shares (a trainer's metrics: each row is logged once its
+        step is done) not reported yet: the observed shares only (no groups, no forecast, no skip list)."""
+        from .trend import trend_from_series
+
+        if series is None or series.height == 0:
+            return []
+        rows = [r for r in trend_from_series(series).rows if r.observed_silent is not None]
+        last = self.reports[-1].step if self.reports else None
+        out = []
+        for i, r in enumerate(rows):
+            if self.failed:
+                break
+            if last is not None and r.step <= last:
+                continue
+            window = [x.observed_silent for x in rows[max(0, i + 1 - self.window): i + 1]]
+            upto = [x.observed_silent for x in rows[: i + 1]]
+            over = None if self.max_silent is None else r.observed_silent > self.max_silent  # type: ignore[operator]
+            streak = (self.reports[-1].streak if self.reports else 0) + 1 if over else 0
+            nan = float("nan")
+            report = StepReport(
+                step=r.step, G=0, observed=Shares(0, float(r.observed_silent),  # type: ignore[arg-type]
+                                                  nan if r.observed_all_wrong is None else r.observed_all_wrong,
+                                                  nan if r.observed_all_correct is None else r.observed_all_correct),
+                window=Shares(0, float(np.mean(window)), nan, nan), window_steps=len(window),
+                cumulative=Shares(0, float(np.mean(upto)), nan, nan), prompts=0, forecast=None,
+                skip_threshold=self.max_p_silent, skipped=0, newly_skipped=(), no_longer_skipped=(),
+                over_limit=over, streak=streak, failed=bool(over) and streak >= self.for_steps)
+            self.reports.append(report)
+            out.append(report)
+        return out
+
     def _count_late(self, frame: pl.DataFrame) -> None:
         """Groups that arrived for already-reported steps since they were reported."""
         import polars as pl

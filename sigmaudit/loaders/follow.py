@@ -48,6 +48,8 @@ class _FileState:
     layout: str = ""
     has_steps: bool = False
     notes: tuple[str, ...] = ()
+    series: pl.DataFrame | None = None
+    """A per-step series of shares (a trainer's metrics log): its rows, and no groups."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,8 @@ class Snapshot:
     """Loader notes not shown before (what was detected, what was skipped)."""
     files: int = 0
     """Files read."""
+    series: pl.DataFrame | None = None
+    """Layout ``series``: the per-step shares of the (one) series file followed."""
 
 
 @dataclass
@@ -204,6 +208,9 @@ class Follower:
             notes.extend(s.notes)
         new = tuple(dict.fromkeys(n for n in notes if n not in self._shown))
         self._shown.update(new)
+        if layout == "series":  # one file of shares: its rows are the steps
+            series = next(s.series for s in kept if s.series is not None)
+            return Snapshot(None, changed, pending, layout, True, new, len(kept), series=series)
         frames = [s.per_group for s in kept if s.per_group is not None and s.per_group.height]
         per_group = (pl.concat(frames, how="vertical_relaxed") if frames
                      else pl.DataFrame(schema={"step": pl.Int64, "prompt": pl.Utf8, "n": pl.Int64, "k": pl.Int64}))
@@ -233,11 +240,13 @@ def _state_of(loaded: LoadedCounts, stamp: tuple[int, int] | None, partial: bool
     follows groups over steps), notes naming the real file, not a half-written copy."""
     import polars as pl
 
+    notes = tuple(n.replace(str(target), str(f)) for n in loaded.notes if not n.startswith("read "))
+    if loaded.layout == "series":
+        return _FileState(stamp, pl.DataFrame(), partial, loaded.layout, True, notes, series=loaded.series)
     if loaded.per_group is None:
         raise SchemaError("has no group membership, so there are no groups to follow step by step",
                           location=str(f), remedy="name the group-id column with --group-col")
     per_group = loaded.per_group.select(pl.col("step").cast(pl.Int64), pl.col("prompt").cast(pl.Utf8),
                                         pl.col("n").cast(pl.Int64), pl.col("k").cast(pl.Int64))
-    notes = tuple(n.replace(str(target), str(f)) for n in loaded.notes if not n.startswith("read "))
     return _FileState(stamp, per_group, partial, loaded.layout, loaded.has_steps, notes)
 

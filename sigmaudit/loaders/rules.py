@@ -28,7 +28,7 @@ from ..errors import InputError, SchemaError, SigmauditError
 from . import trainers
 from .options import LoadedCounts, LoadOptions
 from .paths import expand_paths
-from .series import read_series, series_columns
+from .series import PER_PROMPT, read_series, series_columns
 
 
 def framework_elsewhere(where: str, name: str | None = None) -> InputError:
@@ -205,17 +205,24 @@ def series_of(path: Path | str, src: Any, opts: LoadOptions) -> LoadedCounts | N
     """The per-step series a lone file holds (step and share columns only), or None."""
     if not is_plain(opts):
         return None
-    found = series_columns(src.schema, opts.step_col)
+    lf, schema = src.lf, src.schema
+    if isinstance(schema.get("data"), pl.Struct) and "step" in schema:  # verl's FileLogger: {"step", "data": {...}}
+        lf = lf.select("step", *(pl.col("data").struct.field(f.name) for f in schema["data"].fields
+                                 if f.name != "step"))
+        schema = dict(lf.collect_schema())
+    name = path.name if isinstance(path, Path) else str(path).rsplit("/", 1)[-1]
+    found = series_columns(schema, opts.step_col, name, str(path))
     if found is None:
         return None
     step, mapping = found
-    frame = read_series(src.lf, step, mapping, str(path))
-    cols = ", ".join(f"{col} as {field}" for field, col in mapping.items())
+    frame = read_series(lf, step, mapping, str(path))
+    cols = ", ".join(f"{col} as {field}" if field != "observed_mixed" else f"{col} as 1 − observed_silent"
+                     for field, col in mapping.items())
     return LoadedCounts(
         per_prompt=pl.DataFrame(schema={"prompt": pl.Utf8, "n": pl.Int64, "k": pl.Int64}), per_group=None,
         layout="series", files=(str(path),), n_rows=frame.height, missing_rewards=0, n_single_sample_prompts=0,
         notes=(f"detected a per-step series ({frame.height} steps, step from {step}; {cols}): shares only, "
-               "no groups or prompts",),
+               f"no groups or prompts ({PER_PROMPT}: a rollout dump)",),
         reward_source=", ".join(mapping.values()), has_steps=True, series=frame)
 
 

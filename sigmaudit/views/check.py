@@ -62,7 +62,8 @@ def check_view(result: CheckResult) -> View:
     note = (f"estimator rule: {result.estimator_rule} (silent rates {result.estimator}; fidelity, extreme share and "
             f"never solved: {'p̂ = k/n in the log' if result.estimator_rule == 'plugin' else 'posterior'}); "
             f"interval: bootstrap over prompts, {result.replicates:,} replicates; gate tests {gated}")
-    table = Table("checks", cols, tuple(rows), note=note)
+    table = Table("checks", cols, tuple(rows), note=note if result.basis != "series" else
+                  "each value: the mean of the logged per-step shares over the window (observed, no interval)")
     n_fail = len(result.failed)
     n = len(result.checks)
     verdict = (("PASSED: the 1 check holds" if n == 1 else f"PASSED: {n} of {n} checks hold") if result.passed
@@ -72,7 +73,9 @@ def check_view(result: CheckResult) -> View:
              "silent, all-wrong or all-correct (what happened); --basis model: the estimate from the counts"
              if result.basis == "observed" else
              "basis: model — every value is an estimate from the per-prompt counts (a prediction for a group of G)")
-    lines = [f"G = {result.G:,}{g_from}, {result.prompts:,} prompts — {verdict}", basis,
+    head, basis = _series_head(result, verdict, basis) if result.basis == "series" else \
+        (f"G = {result.G:,}{g_from}, {result.prompts:,} prompts — {verdict}", basis)
+    lines = [head, basis,
              *(f"warning: {w}" for w in result.warnings)]
     if result.filtered is not None:
         lines.append(filtered_line(result.filtered, "silent rates read from it are understated (see "
@@ -94,6 +97,13 @@ def check_view(result: CheckResult) -> View:
             f"by {column}", (column, "prompts", "result", "failed checks"), by_rows,
             note="each value checked on its own (own prior fit); the gate above is the pooled log"),)))
     return View("sigmaudit check", tuple(sections), csv_table="checks")
+
+
+def _series_head(result: CheckResult, verdict: str, basis: str) -> tuple[str, str]:
+    """The gate's first two lines for a per-step series of shares."""
+    return (f"per-step series{f' at G = {result.G:,}' if result.G else ''} — {verdict}",
+            "basis: series — the silent limits compare the mean of the window's logged per-step shares (each "
+            "step one batch; --consecutive K: the largest share held K steps)")
 
 
 def _escape(data: str) -> str:

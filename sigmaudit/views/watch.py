@@ -20,6 +20,10 @@ def step_line(r: StepReport) -> str:
     """``step 12 · 64 groups G=8 · observed silent 62.5% (all-wrong 40.6%, all-correct 21.9%) · last 5
     steps 58.1% · forecast step 13: 60.0% (120 prompts, G=8) · skip list 14 (+3: p7, p19, p20)``."""
     o = r.observed
+    if o.groups == 0 and r.G == 0:  # a per-step series: the logged shares only
+        parts = [f"step {r.step}", f"observed silent {pct(o.silent)} (logged share)",
+                 f"last {r.window_steps} steps {pct(r.window.silent)} (mean of the logged shares)"]
+        return " · ".join(parts + _over(r))
     parts = [f"step {r.step}", f"{o.groups} groups G={r.G}",
              f"observed silent {pct(o.silent)} (all-wrong {pct(o.all_wrong)}, all-correct {pct(o.all_correct)})",
              f"last {r.window_steps} steps {pct(r.window.silent)}"]
@@ -39,9 +43,14 @@ def step_line(r: StepReport) -> str:
             new += ": " + ", ".join(first) + (f", +{more} more" if more > 0 else "")
         new += ")"
     parts.append(f"skip list {r.skipped}{new}")
-    if r.over_limit:
-        parts.append(f"OVER LIMIT {r.streak} step{'s' if r.streak != 1 else ''}" + (" — FAILED" if r.failed else ""))
-    return " · ".join(parts)
+    return " · ".join(parts + _over(r))
+
+
+def _over(r: StepReport) -> list[str]:
+    """The guard's part of a step's line (none when the step is within the limit)."""
+    if not r.over_limit:
+        return []
+    return [f"OVER LIMIT {r.streak} step{'s' if r.streak != 1 else ''}" + (" — FAILED" if r.failed else "")]
 
 
 def summary_lines(s: WatchSummary, max_silent: float | None, for_steps: int) -> list[str]:
@@ -55,9 +64,13 @@ def summary_lines(s: WatchSummary, max_silent: float | None, for_steps: int) -> 
     else:
         c = s.cumulative
         assert c is not None
-        lines.append(f"{s.steps} completed steps ({s.first_step}–{s.last_step}), {c.groups} groups: observed silent "
-                     f"{pct(c.silent)} (all-wrong {pct(c.all_wrong)}, all-correct {pct(c.all_correct)})")
-        lines.append(f"skip list: {s.skipped} prompts")
+        if c.groups == 0:  # a per-step series
+            lines.append(f"{s.steps} completed steps ({s.first_step}–{s.last_step}) of a per-step series: mean "
+                         f"logged silent share {pct(c.silent)}")
+        else:
+            lines.append(f"{s.steps} completed steps ({s.first_step}–{s.last_step}), {c.groups} groups: observed "
+                         f"silent {pct(c.silent)} (all-wrong {pct(c.all_wrong)}, all-correct {pct(c.all_correct)})")
+            lines.append(f"skip list: {s.skipped} prompts")
     if max_silent is not None:
         verdict = (f"FAILED at step {s.failed_at}" if s.failed_at is not None else "held")
         lines.append(f"guard silent > {pct(max_silent)} for {for_steps} steps: {verdict} "

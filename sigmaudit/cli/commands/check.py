@@ -116,7 +116,7 @@ def _validate(*, confidence: float | None = None, replicates: int = 200, **kwarg
                           remedy="drop --bootstrap 0, or give --bootstrap 200")
 
 
-@reads_logs(validate=_validate, by_ok=True)
+@reads_logs(validate=_validate, by_ok=True, series_ok=True)
 def check(
     loaded: LoadedCounts,
     G: GroupSizeOpt = None,
@@ -162,16 +162,32 @@ def check(
     thresholds = _thresholds(max_silent=max_silent, max_all_wrong=max_all_wrong, max_all_correct=max_all_correct,
                              max_extreme_share=max_extreme_share, min_fidelity=min_fidelity,
                              max_never_solved=max_never_solved)
-    G, G_source = (G, "given") if G is not None else (_logged_group_size(loaded), "log")
-    result = check_logs(loaded, G, thresholds, post_filter=post_filter, groups_generated=groups_generated,
-                        allow_filtered=allow_filtered, estimator=estimator, replicates=replicates, level=level,
-                        confidence=confidence, G_source=G_source, basis=basis, consecutive=consecutive,
-                        silent_by=silent_by)
+    if loaded.layout == "series":
+        result = _series(loaded, thresholds, G, basis, groups_generated, consecutive)
+    else:
+        G, G_source = (G, "given") if G is not None else (_logged_group_size(loaded), "log")
+        result = check_logs(loaded, G, thresholds, post_filter=post_filter, groups_generated=groups_generated,
+                            allow_filtered=allow_filtered, estimator=estimator, replicates=replicates, level=level,
+                            confidence=confidence, G_source=G_source, basis=basis, consecutive=consecutive,
+                            silent_by=silent_by)
     emit_result(result, fmt, output)
     if junit is not None:
         _write_junit(result, junit)
     after_commit(lambda: _verdict(result))  # after the report and --junit are written (a failed run: neither)
     raise typer.Exit(int(ExitCode.OK if result.passed else ExitCode.FAILED))
+
+
+def _series(loaded: LoadedCounts, thresholds: list, G: int | None, basis: str | None, groups_generated: int | None,
+            consecutive: int | None) -> CheckResult:
+    """The check of a per-step series of shares (a trainer's metrics log): its observed shares only."""
+    from ...audits.check import check_series
+    from ...errors import ConfigError
+
+    if basis == "model" or groups_generated is not None:
+        raise ConfigError("needs per-prompt counts, and a per-step series holds only shares",
+                          location="--basis model" if basis == "model" else "--groups-generated",
+                          remedy="drop it (the series' observed shares are compared)")
+    return check_series(loaded, thresholds, G=G, consecutive=consecutive)
 
 
 def _verdict(result: CheckResult) -> None:

@@ -33,7 +33,7 @@ def _check_paths(*, per_prompt: Path | None, **_: object) -> None:
         table_suffix(per_prompt, "--per-prompt")
 
 
-@reads_logs(validate=_check_paths, by_ok=True)
+@reads_logs(validate=_check_paths, by_ok=True, series_ok=True)
 def scan(
     loaded: LoadedCounts,
     G: Annotated[list[int] | None, group_size_option(
@@ -67,11 +67,12 @@ def scan(
     Example:
       sigmaudit scan rollouts.parquet -G 8 -G 16 -f json
     """
-    from ...audits.scan import DEFAULT_G, audit
+    from ...audits.scan import DEFAULT_G, audit, per_prompt_table
     from ...render import Format
     from ..output import emit, filtered_note, note, resolve_format
 
-    Gs = tuple(G) if G else DEFAULT_G
+    if loaded.layout == "series":
+        return _scan_series(loaded, per_prompt=per_prompt, fmt=fmt, output=output)
     if resolve_format(fmt, output) is Format.html:  # the report of this one scan
         from ...audits.report import build_report
 
@@ -81,11 +82,10 @@ def scan(
             note(filtered_note(data.filtered))
         emit_result(data, fmt, output)
         return
-    report = audit(loaded, Gs, g_main, eps, post_filter, estimator, bootstrap, level)
+    report = audit(loaded, tuple(G) if G else DEFAULT_G, g_main, eps, post_filter, estimator, bootstrap, level)
     if report.filtered is not None:
         note(filtered_note(report.filtered))
     if per_prompt is not None:
-        from ...audits.scan import per_prompt_table
         from ...writers import write_table
 
         write_table(per_prompt_table(loaded, report.wasted.G), per_prompt, "--per-prompt")
@@ -94,3 +94,18 @@ def scan(
 
         return emit("\n".join(scan_summary(report)) + "\n", output)
     emit_result(report, fmt, output)
+
+
+def _scan_series(loaded: LoadedCounts, *, per_prompt: Path | None, fmt: object, output: Path | None) -> None:
+    """A per-step series of shares (a trainer's metrics): its observed shares step by step (as ``trend`` shows
+    them; the detection note says what needs per-prompt data)."""
+    from ...audits.trend import trend_from_series
+    from ...errors import ConfigError
+    from ...render import Format
+    from ..output import resolve_format
+
+    if per_prompt is not None or resolve_format(fmt, output) is Format.html:
+        raise ConfigError("needs per-prompt counts, and a per-step series holds only shares",
+                          location="--per-prompt" if per_prompt is not None else "--format html",
+                          remedy="drop it, or give a rollout dump")
+    emit_result(trend_from_series(loaded.series), fmt, output)  # type: ignore[arg-type]

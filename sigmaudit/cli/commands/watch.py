@@ -206,7 +206,10 @@ def _loop(follower: Follower, state: Watch, live: _Live, signals: _Signals, *, o
             until_idle is not None and polls >= 2 and time.monotonic() - last_change >= until_idle)
         settled = end and not snap.changed and not snap.pending and signals.how is None
         # --once reports at its second poll only: the steps there are one history, forecast once
-        reports = [] if once and not end else state.advance(snap.per_group, final=settled)
+        if snap.layout == "series":
+            reports = [] if once and not end else state.advance_series(snap.series)
+        else:
+            reports = [] if once and not end else state.advance(snap.per_group, final=settled)
         for report in reports:
             live.step(report, state)
         if state.failed:

@@ -235,7 +235,8 @@ class TRL(TrainerReader):
                      f"twice?): kept, as TRL writes each row of a batch once per file",)
         chat = [c for c in prompt if isinstance(df.schema[c], pl.List | pl.Array | pl.Struct)]
         said = ", ".join(f"{c} (the JSON text of its messages)" if c in chat else c for c in prompt)
-        grouping = f"group = {opts.group_col}" if opts.group_col else "group = a run of consecutive rows with one prompt"
+        grouping = f"group = {opts.group_col}" if opts.group_col else \
+            "group = a run of consecutive rows with one prompt"
         return Normalised(frame, NAME, f"detected TRL completions layout: {grouping}, prompt = {said}, step from "
                           f"step, reward from {reward}", reward, extra_notes=notes)
 
