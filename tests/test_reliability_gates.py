@@ -295,3 +295,31 @@ def test_never_solved_interval_inside_the_range(capsys, thirty_nine_never):
     assert code == 0 and c["tested"] <= most and c["value_ci"][1] <= most
     code, _, _ = run(capsys, "check", path, "--max-never-solved", "0.19", "--confidence", "0.95", "-q")
     assert code == 1  # a limit inside the range can still fail on the bound
+
+
+# ---------------------------------------------------------------- item 30: csv carries the observed share and drift
+
+def test_scan_csv_on_a_drifting_log_carries_observed_and_warning(capsys, tmp_path):
+    """Item 30: on a drifting log `scan -f csv` wrote only the pooled predictions (here 0.0067 at G = 8) with
+    no observed share (0.2) and no drift warning, which every other format prints."""
+    import csv
+    import io
+
+    rng = np.random.default_rng(0)
+    ks = {(s, i): int(rng.binomial(8, 0.05 + 0.9 * (s - 1) / 9)) for s in range(1, 11) for i in range(100)}
+    rows = [{"step": s, "prompt_id": f"p{i}", "reward": int(j < k)} for (s, i), k in ks.items() for j in range(8)]
+    path = _write(tmp_path / "drift.parquet", rows)
+    observed = sum(k in (0, 8) for k in ks.values()) / len(ks)
+    code, out, _ = run(capsys, "scan", path, "-f", "csv", "-q")
+    table = list(csv.DictReader(io.StringIO(out)))
+    at8 = next(r for r in table if r["G"] == "8")
+    assert float(at8["observed"]) == pytest.approx(observed) and int(at8["observed_groups"]) == 1000
+    assert float(at8["estimate"]) < observed / 10  # the pooled prediction alone reads far lower
+    assert all(r["observed"] == "" for r in table if r["G"] != "8")
+    _, js, _ = run(capsys, "scan", path, "-f", "json", "-q")
+    message = json.loads(js)["drift"]["message"]
+    assert message.startswith("WARNING: pass rates moved") and all(r["drift_warning"] == message for r in table)
+    stationary = _write(tmp_path / "still.parquet", [{"step": s, "prompt_id": f"p{i}", "reward": int(j < 4)}
+                                                     for s in range(1, 4) for i in range(50) for j in range(8)])
+    _, out, _ = run(capsys, "scan", stationary, "-f", "csv", "-q")
+    assert {r["drift_warning"] for r in csv.DictReader(io.StringIO(out))} == {""}  # same columns, empty

@@ -40,7 +40,27 @@ def build_view(result: Any) -> View:
     view: View = _with_context(getattr(import_module(f".{module}", __name__), func)(result), result)
     data = result.to_dict()
     records = None if records_key is None else tuple(_flat(row) for row in data[records_key])
-    return dataclasses.replace(view, data=data, csv_records=records)
+    return dataclasses.replace(view, data=data, csv_records=None if records is None else _csv_context(records, data))
+
+
+def _csv_context(records: tuple[dict[str, Any], ...], data: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+    """The CSV rows with what every other format says beside the table (issue 36 item 30): scan's observed
+    silent share in the row of the logged G (``observed``, ``observed_groups``: empty in the other rows and
+    without logged groups), and on every row the drift WARNING when pass rates moved within the window
+    (``drift_warning``, empty when they did not), so a CSV of a drifting log does not read as the pooled
+    predictions alone. Both columns are always there: the shape does not depend on the log."""
+    extra: list[dict[str, Any]] = [{} for _ in records]
+    observed = data.get("observed_silent") if "silent" in data and "observed_silent" in data else None
+    if "silent" in data and "observed_silent" in data:
+        for row, out in zip(records, extra, strict=True):
+            hit = observed is not None and row.get("G") == observed.get("G")
+            out["observed"] = observed["fraction"] if hit else None  # type: ignore[index]
+            out["observed_groups"] = observed["groups"] if hit else None  # type: ignore[index]
+    if "drift" in data:
+        message = None if data["drift"] is None else data["drift"].get("message")
+        for out in extra:
+            out["drift_warning"] = message
+    return tuple({**row, **more} for row, more in zip(records, extra, strict=True))
 
 
 _WORDS: dict[str, str] = {"CheckResult": "check", "PlanResult": "plan", "ReportData": "report",
