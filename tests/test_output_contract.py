@@ -42,7 +42,8 @@ def test_csv_header_is_the_json_keys(capsys, name):
     rows = list(csv.reader(io.StringIO(out)))
     # then the context every other format prints beside the table (docs/commands.md): scan's observed share
     # at the logged G, and the drift warning of a result with a window
-    context = (["observed", "observed_groups"] if name == "scan" else []) + (["drift_warning"] if "drift" in data else [])
+    context = ["observed", "observed_groups"] if name == "scan" else []
+    context += ["drift_warning"] if "drift" in data else []
     assert code == 0 and rows[0] == _flat(records[0]) + context
     assert len(rows) == len(records) + 1
 
