@@ -70,7 +70,7 @@ def test_watch_warns_when_the_next_steps_p_raises_passes_the_threshold(capsys, t
     """watch --once on a saturating simulated run: the dapo event key is P(Binomial(K·M, 1 − s) < B) at the
     event's own next-step forecast s (scipy), and the warning line appears exactly when it passes the threshold."""
     log = tmp_path / "run.parquet"
-    assert run(capsys, "simulate", "--prompts", "300", "--steps", "40", "--lr", "1.5", "--rules", "grpo",
+    assert run(capsys, "simulate", "--prompts", "300", "--num-steps", "40", "--lr", "1.5", "--rules", "grpo",
                "--log-out", str(log))[0] == 0
     events = tmp_path / "ev.jsonl"
     code, out, err = run(capsys, "watch", str(log), "--once", "--interval", "0.05", "--train-batch", "300",

@@ -163,7 +163,7 @@ CONTRACT_RUNS = {
               "--max-all-correct", "0.9", "--max-extreme-share", "0.9", "--min-fidelity", "0.1",
               "--max-never-solved", "0.9"],
     "trend": ["trend", SAMPLE, "-q", "-G", "16"],
-    "simulate": ["simulate", "--prompts", "200", "--steps", "5"],
+    "simulate": ["simulate", "--prompts", "200", "--num-steps", "5"],
 }
 
 

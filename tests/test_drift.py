@@ -111,11 +111,11 @@ def test_current_window_is_the_last_tenth():
 
 @pytest.fixture(scope="module")
 def drift_log(tmp_path_factory):
-    """The issue's log: ``sigmaudit simulate --prompts 500 --steps 100 --log-out drift.parquet``."""
+    """The issue's log: ``sigmaudit simulate --prompts 500 --num-steps 100 --log-out drift.parquet``."""
     path = tmp_path_factory.mktemp("drift") / "drift.parquet"
     from sigmaudit.cli.app import main
 
-    assert main(["simulate", "--prompts", "500", "--steps", "100", "--log-out", str(path), "-o",
+    assert main(["simulate", "--prompts", "500", "--num-steps", "100", "--log-out", str(path), "-o",
                  str(path.with_suffix(".json"))]) == 0
     return str(path)
 

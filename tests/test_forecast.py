@@ -29,7 +29,7 @@ def sim(tmp_path_factory) -> dict:
     """A GRPO run (300 prompts, 30 steps, G = 8, lr 0.5: pass rates drift fast) written with
     ``simulate --log-out`` and read back like any log; its true p per prompt and step kept."""
     path = tmp_path_factory.mktemp("sim") / "run.parquet"
-    code = _cli("simulate", "--prompts", "300", "--steps", "30", "-G", str(G), "--rules", "grpo", "--seed", "0",
+    code = _cli("simulate", "--prompts", "300", "--num-steps", "30", "-G", str(G), "--rules", "grpo", "--seed", "0",
                 "--log-out", str(path), "-f", "json")
     assert code == 0
     loaded = load_counts([path], LoadOptions())
@@ -198,7 +198,7 @@ def test_table_files_round_trip(sim, tmp_path: Path, suffix: str) -> None:
     ["forecast", str(SAMPLE), "-G", "8", "--max-p-silent", "1.5"],
     ["forecast", str(SAMPLE), "-G", "0"],  # -G at least 1
     ["backtest", str(SAMPLE), "-G", "9"],
-    ["simulate", "--steps", "2", "--prompts", "5", "--log-out", "run.txt"],
+    ["simulate", "--num-steps", "2", "--prompts", "5", "--log-out", "run.txt"],
     ["forecast", str(SAMPLE), "-G", "8", "--skip-out", "skip.txt"],
 ])
 def test_cli_refusals_are_one_line_exit_2(capsys, args: list[str]) -> None:

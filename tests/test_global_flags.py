@@ -43,7 +43,7 @@ def test_a_format_the_help_does_not_list_is_refused(capsys, args, refused):
 
 
 def test_calc_and_simulate_take_quiet(capsys):
-    for args in (["calc", "-p", "0.05", "-G", "8", "-q"], ["simulate", "--prompts", "20", "--steps", "2", "-q"]):
+    for args in (["calc", "-p", "0.05", "-G", "8", "-q"], ["simulate", "--prompts", "20", "--num-steps", "2", "-q"]):
         code, out, err = run(capsys, *args)
         assert code == 0 and out and err == "", (args, err)
 

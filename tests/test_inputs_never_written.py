@@ -36,7 +36,7 @@ def _same_as_sample(path: Path) -> bool:
     ("plan", "{log}", "-o", "{log}"),
     ("check", "{log}", "-G", "8", "--max-silent", "0.99", "--junit", "{log}"),
     ("trend", "{log}", "--step-col", "sample_idx", "-f", "csv", "-o", "{log}"),
-    ("simulate", "--init-from", "{log}", "--steps", "2", "--log-out", "{log}"),
+    ("simulate", "--init-from", "{log}", "--num-steps", "2", "--log-out", "{log}"),
     ("scan", "{dir}", "-f", "csv", "-o", "{log}"),
 ])
 def test_an_input_is_never_written_over(capsys, tmp_path, log, args):

@@ -26,7 +26,7 @@ COMMANDS = {
     "calc-one": ("calc", "-p", "0.05", "-G", "8"),
     "calc-many": ("calc", "-p", "0.05", "-p", "0.3", "-G", "8", "-G", "4096"),
     "trend": ("trend", SAMPLE, "-q", "-G", "16"),
-    "simulate": ("simulate", "--prompts", "60", "--steps", "6", "--seed", "1"),
+    "simulate": ("simulate", "--prompts", "60", "--num-steps", "6", "--seed", "1"),
     "forecast": ("forecast", SAMPLE, "-q", "-G", "8", "--max-p-silent", "0.9"),
     "backtest": ("backtest", SAMPLE, "-q"),
 }

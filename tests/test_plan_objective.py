@@ -241,7 +241,7 @@ def drifting_log(tmp_path_factory):
     from sigmaudit.cli import main
 
     path = tmp_path_factory.mktemp("drift") / "run.parquet"
-    assert main(["simulate", "--prompts", "300", "--steps", "60", "--log-out", str(path), "-f", "json",
+    assert main(["simulate", "--prompts", "300", "--num-steps", "60", "--log-out", str(path), "-f", "json",
                  "-o", str(path.with_suffix(".json"))]) == 0
     return str(path)
 

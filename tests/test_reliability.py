@@ -180,7 +180,7 @@ def test_output_symlink_is_followed_and_stays_a_link(tmp_path, capsys):
     ("check", ROLLOUTS, "-q", "-G", "8", "--max-silent", "0.9", "-f", "json"),
     ("calc", "-p", "0.3", "-G", "8", "-f", "json"),
     ("trend", ROLLOUTS, "-q", "-f", "json"),
-    ("simulate", "--prompts", "200", "--steps", "3", "-f", "json"),
+    ("simulate", "--prompts", "200", "--num-steps", "3", "-f", "json"),
 ])
 def test_output_dash_means_stdout_for_every_command(tmp_path, monkeypatch, capsys, args):
     monkeypatch.chdir(tmp_path)

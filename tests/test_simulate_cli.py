@@ -15,7 +15,7 @@ CONTRACT_KEYS = {"schema_version", "rules", "config", "r2_silent", "hard_quartil
 
 
 def test_json_contract(capsys) -> None:
-    code, out, err = run(capsys, "simulate", "--prompts", "300", "--steps", "10", "--seed", "5", "-f", "json")
+    code, out, err = run(capsys, "simulate", "--prompts", "300", "--num-steps", "10", "--seed", "5", "-f", "json")
     assert code == 0 and err == ""
     d = json.loads(out)
     assert set(d) == CONTRACT_KEYS
@@ -30,11 +30,11 @@ def test_json_contract(capsys) -> None:
 
 
 def test_table_and_csv(capsys, tmp_path: Path) -> None:
-    code, out, err = run(capsys, "simulate", "--prompts", "200", "--steps", "6", "--rules", "grpo,sign")
+    code, out, err = run(capsys, "simulate", "--prompts", "200", "--num-steps", "6", "--rules", "grpo,sign")
     assert code == 0 and err == ""
     assert "hard-quarter pass rate" in out and "sign" in out
     target = tmp_path / "series.csv"
-    code, out, err = run(capsys, "simulate", "--prompts", "200", "--steps", "6", "--rules", "grpo,sign", "-o",
+    code, out, err = run(capsys, "simulate", "--prompts", "200", "--num-steps", "6", "--rules", "grpo,sign", "-o",
                          str(target))
     assert code == 0 and out == "" and err == ""
     rows = list(csv.DictReader(io.StringIO(target.read_text())))
@@ -44,7 +44,7 @@ def test_table_and_csv(capsys, tmp_path: Path) -> None:
 def test_init_from_corpus(capsys, tmp_path: Path) -> None:
     counts = tmp_path / "counts.csv"
     counts.write_text("prompt_id,n_samples,n_correct\n" + "".join(f"q{i},10,{i % 11}\n" for i in range(44)))
-    code, out, err = run(capsys, "simulate", "--init-from", str(counts), "--steps", "5", "-f", "json")
+    code, out, err = run(capsys, "simulate", "--init-from", str(counts), "--num-steps", "5", "-f", "json")
     assert code == 0
     assert "counts" in err  # the loader's note goes to stderr, never into the JSON
     init = json.loads(out)["config"]["init"]
@@ -54,7 +54,8 @@ def test_init_from_corpus(capsys, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("args", [["--prompts", "0"], ["--rules", "foo"], ["-G", "0"], ["--lr", "0"],
-                                  ["--steps", "-1"]])
+                                  ["--num-steps", "-1"], ["--num-steps", "0"], ["--steps", "-1"], ["--steps", "1:5"],
+                                  ["--steps", "3", "--num-steps", "3"]])
 def test_bad_options_exit_2_with_one_line(capsys, args: list[str]) -> None:
     code, out, err = run(capsys, "simulate", *args)
     assert code == 2
@@ -65,3 +66,12 @@ def test_bad_options_exit_2_with_one_line(capsys, args: list[str]) -> None:
 def test_missing_init_file(capsys, tmp_path: Path) -> None:
     code, out, err = run(capsys, "simulate", "--init-from", str(tmp_path / "nope.csv"))
     assert code == 2 and out == "" and err.count("\n") == 1
+
+
+def test_the_old_step_count_still_runs_with_a_warning(capsys) -> None:
+    """``--steps`` is a window everywhere else; simulate's count is ``--num-steps``, the old name kept one release."""
+    code, out, err = run(capsys, "simulate", "--prompts", "50", "--steps", "3", "-f", "json", "-q")
+    assert code == 0 and json.loads(out)["config"]["steps"] == 3
+    assert "warning: simulate --steps 3 is deprecated" in err and "--num-steps 3" in err
+    code, out, err = run(capsys, "simulate", "--prompts", "50", "--num-steps", "4", "-f", "json")
+    assert code == 0 and json.loads(out)["config"]["steps"] == 4 and "deprecated" not in err

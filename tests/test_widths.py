@@ -19,7 +19,7 @@ COMMANDS = [
      "--confidence", "0.95"),
     ("calc", "-p", "0.05", "-G", "8"),
     ("trend", SAMPLE, "-q", "-G", "16"),
-    ("simulate", "--prompts", "40", "--steps", "6", "--seed", "1"),
+    ("simulate", "--prompts", "40", "--num-steps", "6", "--seed", "1"),
 ]
 
 

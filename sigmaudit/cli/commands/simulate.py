@@ -76,12 +76,37 @@ def _positive(value: float) -> float:
     return value
 
 
+DEFAULT_STEPS = 150
+
+
+def _step_count(num_steps: int | None, steps: str | None) -> int:
+    """``--num-steps``, or the deprecated ``--steps N`` (a count, with a warning); a window ``A:B`` is refused:
+    a simulated run has no log to cut."""
+    from ..output import note
+
+    if steps is None:
+        return DEFAULT_STEPS if num_steps is None else num_steps
+    if num_steps is not None:
+        raise typer.BadParameter("give --num-steps only (--steps is its deprecated name)", param_hint="'--steps'")
+    if not steps.isdigit() or not 1 <= int(steps) <= 1_000_000:
+        raise typer.BadParameter(f"{steps!r}: simulate's --steps is a count (deprecated: use --num-steps N, "
+                                 "1 to 1,000,000); a simulated run has no step window", param_hint="'--steps'")
+    note(f"warning: simulate --steps {steps} is deprecated (in every other command --steps A:B is a window); "
+         f"use --num-steps {steps}")
+    return int(steps)
+
+
 def simulate(
     prompts: Annotated[int | None, typer.Option("--prompts", min=1, max=10_000_000, show_default=False,
                                                 help="Simulated prompts M [default: 6000; with --init-from: "
                                                      "every usable corpus prompt, else resampled to M].")] = None,
     G: Annotated[int, group_size_option("Group size G.", show_default=True)] = 8,
-    steps: Annotated[int, steps_option("Training steps.", min=1, max=1_000_000)] = 150,
+    num_steps: Annotated[int | None, typer.Option(
+        "--num-steps", min=1, max=1_000_000, metavar="INT", show_default=False,
+        help="Training steps to simulate [default: 150].")] = None,
+    steps: Annotated[str | None, steps_option(
+        "Deprecated here: the old name of --num-steps (a count; in every other command --steps A:B is a window). "
+        "Still read, with a warning, for one release.", metavar="INT", show_default=False)] = None,
     lr: Annotated[float, typer.Option("--lr", callback=_positive, help="Step size on the logit θ (> 0).")] = 0.5,
     seed: Annotated[int, typer.Option("--seed", help="Seed of every random draw.")] = 0,
     rules: Annotated[str, typer.Option("--rules", callback=_rules, help="Comma-separated rules: grpo, drgrpo, dapo, "
@@ -107,7 +132,7 @@ def simulate(
 
     \b
     Example:
-      sigmaudit simulate --steps 60 --rules grpo,dapo,sign
+      sigmaudit simulate --num-steps 60 --rules grpo,dapo,sign
     """
     from ...audits.simulate import SeriesReport, rollout_log
     from ...audits.simulate import simulate as run_simulate
@@ -117,6 +142,7 @@ def simulate(
     from ..output import note, resolve_format
 
     _check_options(G, log_out)
+    steps = _step_count(num_steps, steps)
 
     counts = None
     if init_from:
