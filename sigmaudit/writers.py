@@ -17,6 +17,9 @@ a hard link: :func:`protect`) is refused rather than replaced.
   temporary file beside each target: an unwritable path fails before a row is read), staged as it is
   written (reports on standard output too), and committed together once the command succeeded: all
   renamed into place, then stdout written. A run that fails leaves none of its outputs, old or new.
+- A stream written while the command runs (``watch --events``: :class:`LiveFile`) is reserved the same
+  way and put in place at its first write, never before: a run that fails before it has anything to
+  say leaves the old file as it was.
 """
 
 from __future__ import annotations
@@ -293,6 +296,67 @@ def after_commit(callback: Callable[[], None]) -> None:
         callback()
     else:
         _RUN.after.append(callback)
+
+
+def refuse_inputs(outputs: Iterable[tuple[Path, str]]) -> None:
+    """OutputError when one of ``outputs`` ((path, flag) pairs) is an input read so far (:func:`protect`)."""
+    for path, flag in outputs:
+        if not is_stdout(path):
+            _refuse_input(Path(path), flag)
+
+
+class LiveFile:
+    """An output written while the command runs, one flushed piece at a time (``watch --events``).
+
+    Reserved like every output of a run (:func:`run_outputs`: its temporary file beside the target, two
+    outputs naming one file refused); the first :meth:`write` checks it is not an input
+    (:func:`protect`), writes the temporary file and renames it into place, so the old file stays as it
+    was until the command has something to write; later writes append. A run committed without a write
+    leaves an empty file (there was nothing to report); a failed one leaves the old file. A device or
+    FIFO is written through. ``-`` (standard output) is the caller's to refuse or handle."""
+
+    def __init__(self, path: Path, flag: str) -> None:
+        self.path, self.flag = Path(path), flag
+        slot = _Slot(self.path, flag)
+        if _RUN is not None:
+            slot = _RUN.slots.setdefault(str(slot.target), slot)
+        slot.reserve()
+        if not slot.through:
+            slot.data = b""  # committed empty when nothing was written
+        self._slot = slot
+        self._fh: io.BufferedWriter | None = None
+
+    def write(self, text: str) -> None:
+        """Append ``text`` now (flushed); OutputError naming the file when it cannot be written."""
+        try:
+            if self._fh is None:
+                self._fh = self._place()
+            self._fh.write(text.encode("utf-8"))
+            self._fh.flush()
+        except OSError as exc:
+            raise output_error(self.path, exc, self.flag) from exc
+
+    def _place(self) -> io.BufferedWriter:
+        _refuse_input(self.path, self.flag)
+        slot = self._slot
+        if slot.through:
+            return open(slot.target, "ab")  # noqa: SIM115 - kept open for the run: closed by close()
+        assert slot.tmp is not None
+        fh = open(slot.tmp, "wb")  # noqa: SIM115 - kept open for the run: closed by close()
+        old_mode = slot.target.stat().st_mode if slot.target.is_file() else None
+        os.chmod(slot.tmp, old_mode & 0o777 if old_mode is not None else 0o666 & ~_umask())
+        os.replace(slot.tmp, slot.target)  # the descriptor now writes the file in place
+        slot.tmp, slot.data = None, None  # nothing left for the commit to do
+        return fh
+
+    def close(self) -> None:
+        """Close the file (outside :func:`run_outputs`, a file never written is not created)."""
+        if self._fh is not None:
+            with contextlib.suppress(OSError):
+                self._fh.close()
+            self._fh = None
+        if _RUN is None:
+            self._slot.discard()
 
 
 def append_file(path: Path, text: str, flag: str) -> None:

@@ -225,6 +225,29 @@ def test_s3_watch_polls_the_listing_and_reads_each_object_once(s3, capsys):
     assert [e["forecast"] is None for e in remote[:-1]] == [True, True, True, False]  # joined at step 4
 
 
+def test_s3_watch_reads_an_object_uploaded_again(s3):
+    """Issue 36 item 6: an object uploaded again with more steps (a synced growing log) was never re-read.
+    Its new version holds every group of the old one: it replaces it (nothing counted twice)."""
+    import time
+
+    import boto3
+
+    from sigmaudit.loaders.follow import Follower
+
+    client = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1")
+    steps = sorted((SAMPLES / "verl" / "rollout_data").glob("*.jsonl"), key=lambda f: int(f.stem))
+    lines = [f.read_bytes() for f in steps]
+    client.put_object(Bucket="bucket", Key="synced/log.jsonl", Body=b"".join(lines[:2]))
+    with Follower(["s3://bucket/synced/"]) as follower:
+        assert sorted(follower.poll().per_group["step"].unique().to_list()) == [1, 2]
+        time.sleep(1.1)  # the store's modification time has one-second resolution
+        client.put_object(Bucket="bucket", Key="synced/log.jsonl", Body=b"".join(lines[:4]))
+        snap = follower.poll()
+        assert (snap.changed, follower.files_read) == (True, 2)
+    local = load_counts(steps[:4]).per_group
+    assert snap.per_group.sort(["step", "prompt"]).equals(local.select(snap.per_group.columns).sort(["step", "prompt"]))
+
+
 # ---- issue 23: odd keys, secrets in URLs, stalled reads ---------------------------------------------
 
 def test_s3_odd_key_is_named_not_blamed_on_credentials(s3, capsys):

@@ -57,14 +57,12 @@ def _write_prefix(folder: Path, steps: range) -> Path:
     return folder
 
 
-def _writer(folder: Path, pause: float, started: Path) -> None:
+def _writer(folder: Path, pause: float, started: threading.Event) -> None:
     """Append the dump step by step as a trainer would, each step's file in three writes: the first and
     second end inside a line (a half-written last line), a pause between writes and between steps.
-    Starts once the watch has (its --events file exists): a watch joining a run midway forecasts only
-    the last step already there."""
-    deadline = time.monotonic() + 60
-    while not started.exists() and time.monotonic() < deadline:
-        time.sleep(0.005)
+    Starts once the watch has polled the empty folder: a watch joining a run midway forecasts only the
+    last step already there."""
+    started.wait(60)
     for s in range(1, STEPS + 1):
         data = DUMP[s]
         cuts = [len(data) // 3 + 5, 2 * len(data) // 3 + 7, len(data)]
@@ -103,12 +101,25 @@ def followed(tmp_path_factory):
     folder.mkdir()
     events = folder.parent / "events.jsonl"
     skip = folder.parent / "skip.csv"
-    writer = threading.Thread(target=_writer, args=(folder, 0.05, events))
+    from sigmaudit.loaders.follow import Follower
+
+    polled = threading.Event()
+    poll = Follower.poll
+
+    def signalling(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        out = poll(self, *args, **kwargs)
+        polled.set()
+        return out
+
+    writer = threading.Thread(target=_writer, args=(folder, 0.05, polled))
     writer.start()
+    Follower.poll = signalling
     try:
         code, out, err = _run("watch", str(folder), "--interval", "0.01", "--until-idle", "0.5", "--window", "2",
                               "--events", str(events), "--skip-out", str(skip), "-q")
     finally:
+        Follower.poll = poll
+        polled.set()
         writer.join()
     return code, out, err, [json.loads(line) for line in events.read_text().splitlines()], skip
 

@@ -19,8 +19,15 @@ For each completed step t it gives, all *observed* unless named a forecast:
 - the live guard: whether the step's observed share exceeds ``max_silent``, and for how many
   consecutive steps; ``failed`` once that reaches ``for_steps``.
 
-Rows without a step value are left out (counted in ``unstepped_groups``). Rows for a step already
-reported (written late) are not reported again; ``late_groups`` counts them.
+A group is silent when its answers all agree (k = 0 or k = n); with shaped rewards (``--threshold``:
+the load keeps each group's raw-reward range) when its raw rewards have zero spread, as ``check``
+gates it (all-wrong and all-correct stay on correctness).
+
+Rows without a step value are left out (counted in ``unstepped_groups``). A step whose rows arrive
+after a later step was reported (an asynchronous trainer, several ranks) is reported when it arrives,
+marked ``late``; groups that arrive for a step already reported are in no report. ``late_groups``
+counts both. Each call costs one pass over the groups (sums per step, then running sums), plus one
+forecast per step forecast: linear in the history.
 """
 
 from __future__ import annotations
@@ -105,6 +112,9 @@ class StepReport:
     """Consecutive completed steps over the limit, ending here."""
     failed: bool
     """The guard tripped here: ``streak`` reached ``for_steps``."""
+    late: bool = False
+    """Its rows arrived after a later step was reported (then ``cumulative`` and ``window`` are the
+    logs cut after it as they were when it arrived, and there is no forecast: its next step is logged)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--events`` object: field names are the keys."""
@@ -133,11 +143,16 @@ class WatchSummary:
     unreported_step: int | None
     """A step seen but not completed when the watch ended (still being written), else None."""
     late_groups: int
-    """Groups that arrived for a step after it was reported (not in any report)."""
+    """Groups that arrived after a later step was reported: those of late steps (reported, marked late)
+    and those for a step already reported (in no report)."""
     unstepped_groups: int
     """Groups without a step value (left out)."""
     ended_by: str
     """once, idle, guard, interrupt (Ctrl-C) or terminate (SIGTERM)."""
+    late_steps: tuple[int, ...] = ()
+    """Steps reported late."""
+    late_step_groups: int = 0
+    """Of ``late_groups``, those of the steps reported late."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -169,11 +184,15 @@ class Watch:
     skip_table: pl.DataFrame | None = None
     """The latest per-prompt forecast table (``forecast``'s columns, with ``skip``)."""
     _groups_at: dict[int, int] = field(default_factory=dict)
+    """Groups of each reported step when it was reported."""
     _late: int = 0
+    _late_steps: list[int] = field(default_factory=list)
+    _late_in_reports: int = 0
     _unstepped: int = 0
     _pending_step: int | None = None
     _started: bool = False
     _last_skip: set[str] = field(default_factory=set)
+    _totals: Shares | None = None
 
     def __post_init__(self) -> None:
         from ..errors import ConfigError
@@ -190,7 +209,7 @@ class Watch:
     @property
     def failed(self) -> bool:
         """The guard has tripped."""
-        return bool(self.reports) and self.reports[-1].failed
+        return any(r.failed for r in self.reports[-1:])
 
     def advance(self, per_group: pl.DataFrame | None, final: bool = False) -> list[StepReport]:
         """Report every step completed in ``per_group`` and not reported yet (see the module
@@ -202,22 +221,28 @@ class Watch:
             return []
         self._unstepped = int(per_group["step"].null_count())
         frame = per_group.filter(pl.col("step").is_not_null() & (pl.col("n") > 0))
-        steps = np.sort(frame["step"].unique().to_numpy())
-        if steps.size == 0:
+        if frame.height == 0:
             return []
-        self._count_late(frame)
-        last = self.reports[-1].step if self.reports else None
-        todo = [int(s) for s in steps if (last is None or s > last) and (final or s < steps[-1])]
-        self._pending_step = None if final or (last is not None and steps[-1] <= last) else int(steps[-1])
+        table = _by_step(frame)
+        steps = table["step"]
+        self._count_late(table)
+        last = steps[-1]
+        todo = [i for i, s in enumerate(steps.tolist()) if s not in self._groups_at and (final or s < last)]
+        self._pending_step = None if final or int(last) in self._groups_at else int(last)
         history = not self._started  # the steps already complete when the watch started
         self._started = True
+        top = max(self._groups_at, default=None)
         out = []
-        for i, s in enumerate(todo):
+        for j, i in enumerate(todo):
             if self.failed:
                 break
-            report = self._report(frame, s, steps, forecast=not history or i == len(todo) - 1)
+            late = top is not None and int(steps[i]) < top
+            report = self._report(frame, table, i, forecast=not late and (not history or j == len(todo) - 1),
+                                  late=late)
+            top = report.step if top is None else max(top, report.step)
             self.reports.append(report)
             out.append(report)
+        self._totals = _shares_at(table, len(steps) - 1, 0)
         return out
 
     def advance_series(self, series: pl.DataFrame | None) -> list[StepReport]:
@@ -252,49 +277,50 @@ class Watch:
             out.append(report)
         return out
 
-    def _count_late(self, frame: pl.DataFrame) -> None:
-        """Groups that arrived for already-reported steps since they were reported."""
-        import polars as pl
-
+    def _count_late(self, table: pl.DataFrame) -> None:
+        """Groups that arrived for already-reported steps since they were reported, plus the groups of
+        steps reported late."""
         if not self._groups_at:
             return
-        now = frame.filter(pl.col("step").is_in(list(self._groups_at))).group_by("step").len()
-        self._late = sum(max(0, int(c) - self._groups_at[int(s)]) for s, c in now.iter_rows())
+        now = dict(zip(table["step"].tolist(), table["groups"].tolist(), strict=True))
+        added = sum(max(0, now.get(s, 0) - c) for s, c in self._groups_at.items())
+        self._late = added + self._late_in_reports
 
-    def _report(self, frame: pl.DataFrame, step: int, steps: np.ndarray, forecast: bool = True) -> StepReport:
+    def _report(self, frame: pl.DataFrame, table: dict[str, np.ndarray], i: int, forecast: bool = True,
+                late: bool = False) -> StepReport:
+        """Step ``table[i]``: its shares from the per-step sums, the window's and the cumulative ones from
+        their running sums (no pass over the groups), the forecast from the logs cut after it."""
         import polars as pl
 
-        from .scan import _mode
-
-        prefix = frame.filter(pl.col("step") <= step)
-        here = prefix.filter(pl.col("step") == step)
-        done = steps[steps <= step]
-        in_window = prefix.filter(pl.col("step") >= int(done[max(0, done.size - self.window)]))
-        n_here = here["n"].to_numpy()
-        observed = shares(n_here, here["k"].to_numpy())
+        step = int(table["step"][i])
+        observed = _shares_at(table, i, i)
         self._groups_at[step] = observed.groups
-        nxt, skip = self._next(prefix, step, done.size if forecast else 0)
+        if late:
+            self._late_steps.append(step)
+            self._late_in_reports += observed.groups
+            self._late += observed.groups
+        first = max(0, i - self.window + 1)
+        prefix = frame.filter(pl.col("step") <= step) if forecast and i >= 1 else None
+        nxt, skip = self._next(prefix, step, i + 1 if prefix is not None else 0)
         newly, gone = self._skip_changes(skip)
         over = None if self.max_silent is None else observed.silent > self.max_silent
         streak = (self.reports[-1].streak if self.reports else 0) + 1 if over else 0
         return StepReport(
-            step=step, G=_mode(n_here), observed=observed,
-            window=shares(in_window["n"].to_numpy(), in_window["k"].to_numpy()),
-            window_steps=int(min(self.window, done.size)),
-            cumulative=shares(prefix["n"].to_numpy(), prefix["k"].to_numpy()),
-            prompts=int(prefix["prompt"].n_unique()), forecast=nxt, skip_threshold=self.max_p_silent,
-            skipped=len(skip), newly_skipped=newly, no_longer_skipped=gone, over_limit=over, streak=streak,
-            failed=bool(over) and streak >= self.for_steps,
+            step=step, G=int(table["G"][i]), observed=observed, window=_shares_at(table, i, first),
+            window_steps=i - first + 1, cumulative=_shares_at(table, i, 0), prompts=int(table["prompts"][i]),
+            forecast=nxt, skip_threshold=self.max_p_silent, skipped=len(skip), newly_skipped=newly,
+            no_longer_skipped=gone, over_limit=over, streak=streak, failed=bool(over) and streak >= self.for_steps,
+            late=late,
         )
 
-    def _next(self, prefix: pl.DataFrame, step: int, completed: int) -> tuple[NextStep | None, set[str]]:
+    def _next(self, prefix: pl.DataFrame | None, step: int, completed: int) -> tuple[NextStep | None, set[str]]:
         """The forecast for ``step`` + 1 from the logs cut after ``step``, and its skip list."""
         import polars as pl
 
         from ..fmt import none_if_nan
         from .forecast import forecast
 
-        if not self.forecast or completed < 2:
+        if not self.forecast or completed < 2 or prefix is None:
             return None, (set() if self.skip_table is None else self._skipped())
         G = self.G if self.G is not None else _logged_size(prefix)
         result = forecast(prefix, G, max_p_silent=self.max_p_silent)
@@ -317,15 +343,50 @@ class Watch:
     def summary(self, ended_by: str) -> WatchSummary:
         """What the watch saw, for its last lines."""
         over = [r for r in self.reports if r.over_limit]
-        cumulative = self.reports[-1].cumulative if self.reports else None
+        cumulative = self._totals if self.reports else None
         return WatchSummary(
             steps=len(self.reports), first_step=self.reports[0].step if self.reports else None,
-            last_step=self.reports[-1].step if self.reports else None, cumulative=cumulative,
+            last_step=max((r.step for r in self.reports), default=None), cumulative=cumulative,
             steps_over_limit=len(over), longest_streak=max((r.streak for r in self.reports), default=0),
             failed_at=next((r.step for r in self.reports if r.failed), None),
             skipped=self.reports[-1].skipped if self.reports else 0, unreported_step=self._pending_step,
-            late_groups=self._late, unstepped_groups=self._unstepped, ended_by=ended_by,
+            late_groups=self._late, late_steps=tuple(self._late_steps), late_step_groups=self._late_in_reports,
+            unstepped_groups=self._unstepped,
+            ended_by=ended_by,
         )
+
+
+def _by_step(frame: pl.DataFrame) -> dict[str, np.ndarray]:
+    """One row per step, in step order: its groups, silent / all-wrong / all-correct groups (silent: zero
+    spread where the load kept each group's reward range, as ``check`` counts it), its most common group
+    size (the smallest among ties), and the distinct prompts seen up to it; plus running sums (``c_``)."""
+    import polars as pl
+
+    silent = (pl.col("rmin") == pl.col("rmax")).fill_null(False) if "rmin" in frame.columns else \
+        (pl.col("k") == 0) | (pl.col("k") == pl.col("n"))
+    sums = frame.group_by("step").agg(
+        pl.len().alias("groups"), silent.sum().alias("silent"), (pl.col("k") == 0).sum().alias("wrong"),
+        (pl.col("k") == pl.col("n")).sum().alias("right"))
+    sizes = (frame.group_by("step", "n").len().sort(["step", "len", "n"], descending=[False, True, False])
+             .group_by("step", maintain_order=True).first().select("step", pl.col("n").alias("G")))
+    firsts = frame.group_by("prompt").agg(pl.col("step").min()).group_by("step").len(name="new_prompts")
+    table = (sums.join(sizes, on="step").join(firsts, on="step", how="left").sort("step")
+             .with_columns(pl.col("new_prompts").fill_null(0)))
+    counts = ("groups", "silent", "wrong", "right")
+    table = table.with_columns(*(pl.col(c).cum_sum().alias(f"c_{c}") for c in counts),
+                               pl.col("new_prompts").cum_sum().alias("prompts"))
+    return {c: table[c].to_numpy() for c in table.columns}
+
+
+def _shares_at(table: dict[str, np.ndarray], i: int, first: int) -> Shares:
+    """The shares of the steps ``table[first..i]`` pooled, from the running sums."""
+    def total(c: str) -> int:
+        return int(table[f"c_{c}"][i]) - (int(table[f"c_{c}"][first - 1]) if first > 0 else 0)
+
+    groups = total("groups")
+    if groups == 0:
+        return Shares(0, float("nan"), float("nan"), float("nan"))
+    return Shares(groups, total("silent") / groups, total("wrong") / groups, total("right") / groups)
 
 
 def _logged_size(per_group: pl.DataFrame) -> int:

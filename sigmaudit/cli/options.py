@@ -241,7 +241,8 @@ WatchForOpt = Annotated[
 WatchEventsOpt = Annotated[
     Path | None,
     typer.Option("--events", dir_okay=False, metavar="FILE", show_default=False, rich_help_panel=_WATCH_OUT,
-                 help="Write one JSON object per completed step to FILE (jsonl, flushed per step; replaced at start)."),
+                 help="Write one JSON object per completed step to FILE (jsonl, flushed per step; the old file "
+                      "is replaced at the first step, never an input log)."),
 ]
 WatchFormatOpt = Annotated[Format | None, format_option(
     "Output format: table (one line per completed step, then the summary) or json (one object per step, then "

@@ -374,6 +374,29 @@ def list_objects(url: str) -> list[str]:
         return listed
 
 
+def object_stamps(urls: list[str]) -> dict[str, tuple | None]:
+    """(size, modification time in ns) of each object in an s3, gcs or azure store (one request per
+    object, by pyarrow's client): an object uploaded again shows a new one. None for the other stores
+    (http, hf: such a file is read once)."""
+    import dataclasses
+
+    out: dict[str, tuple | None] = dict.fromkeys(urls)
+    by_bucket: dict[tuple[str, str], list[tuple[str, RemoteURL]]] = {}
+    for url in urls:
+        u = parse_url(url)
+        if u.store in ("s3", "gcs", "azure"):
+            by_bucket.setdefault((u.store, u.bucket), []).append((url, u))
+    for items in by_bucket.values():
+        client, root = _filesystem(dataclasses.replace(items[0][1], key=""))
+        try:
+            infos = client.get_file_info([f"{root}/{u.key}" for _, u in items])
+        except (OSError, ValueError) as exc:
+            raise store_error(items[0][0], exc) from exc
+        for (url, _), info in zip(items, infos, strict=True):
+            out[url] = (info.size, info.mtime_ns)
+    return out
+
+
 def _list_again(url: str) -> list[str] | None:
     """Every object matching ``url`` (an s3, gcs or azure glob), listed by pyarrow's client under the
     pattern's literal folder and matched here (:func:`glob_regex`); None for the other stores."""

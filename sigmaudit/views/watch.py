@@ -24,12 +24,13 @@ def step_line(r: StepReport) -> str:
         parts = [f"step {r.step}", f"observed silent {pct(o.silent)} (logged share)",
                  f"last {r.window_steps} steps {pct(r.window.silent)} (mean of the logged shares)"]
         return " · ".join(parts + _over(r))
-    parts = [f"step {r.step}", f"{o.groups} groups G={r.G}",
+    parts = [f"step {r.step}" + (" (late: logged after a later step)" if r.late else ""), f"{o.groups} groups G={r.G}",
              f"observed silent {pct(o.silent)} (all-wrong {pct(o.all_wrong)}, all-correct {pct(o.all_correct)})",
              f"last {r.window_steps} steps {pct(r.window.silent)}"]
     if r.forecast is None:
         # none before the second step; of the steps already complete when the watch started, only the last
-        why = "needs two steps" if r.cumulative.groups == o.groups else "already logged when the watch started"
+        why = ("its next step is logged" if r.late else "needs two steps" if r.cumulative.groups == o.groups
+               else "already logged when the watch started")
         parts.append(f"forecast step {r.step + 1}: — ({why})")
     else:
         f = r.forecast
@@ -77,8 +78,13 @@ def summary_lines(s: WatchSummary, max_silent: float | None, for_steps: int) -> 
                      f"({s.steps_over_limit} steps over, longest run {s.longest_streak})")
     if s.unreported_step is not None:
         lines.append(f"step {s.unreported_step} was still being written: not reported")
-    if s.late_groups:
-        lines.append(f"{s.late_groups} groups arrived for steps already reported (not in their reports)")
+    if s.late_steps:
+        shown = ", ".join(map(str, s.late_steps[:5])) + (", ..." if len(s.late_steps) > 5 else "")
+        lines.append(f"{len(s.late_steps)} step{'s' if len(s.late_steps) > 1 else ''} arrived after a later step "
+                     f"was reported, reported late: {shown}")
+    added = s.late_groups - s.late_step_groups
+    if added:
+        lines.append(f"{added} groups arrived for steps already reported (not in their reports)")
     if s.unstepped_groups:
         lines.append(f"{s.unstepped_groups} groups without a step value left out")
     return lines

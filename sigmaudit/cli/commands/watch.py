@@ -2,16 +2,19 @@
 
 A step is *completed* when a later step appears in the logs, or, at the end (``--once``,
 ``--until-idle``), when no file changed during the last ``--interval`` and none ends in a
-half-written line (see :mod:`sigmaudit.audits.watch`). Reading is incremental: a file whose size
-and modification time did not change is not read again (:mod:`sigmaudit.loaders.follow`).
+half-written line (see :mod:`sigmaudit.audits.watch`). Reading is incremental: a file whose size,
+modification time and inode did not change is not read again; nothing read is lost when a file is
+truncated, rewritten or rotated (:mod:`sigmaudit.loaders.follow`).
 
 ``--events FILE`` gets one JSON object per completed step: ``step``, ``G``, ``observed``,
 ``window`` and ``cumulative`` (each ``{groups, silent, all_wrong, all_correct}``), ``window_steps``,
 ``prompts``, ``forecast`` (null at the first step, else ``{step, G, prompts, silent,
 expected_silent, half_life}``), ``skip_threshold``, ``skipped``, ``newly_skipped``,
-``no_longer_skipped``, ``over_limit``, ``streak``, ``failed``, and with ``--train-batch`` ``dapo``
-(``{p_step_raises, gen_batches_per_step, generated_per_trained, warn_at, warning}``: DAPO's loop as verl
-runs it at the next step's forecast, :func:`sigmaudit.audits.dapo.watch_event`). ``--format json`` prints the same
+``no_longer_skipped``, ``over_limit``, ``streak``, ``failed``, ``late`` (the step's rows arrived after
+a later step was reported), and with ``--train-batch`` ``dapo`` (``{p_step_raises, gen_batches_per_step,
+generated_per_trained, warn_at, warning}``: DAPO's loop as verl runs it at the next step's forecast,
+:func:`sigmaudit.audits.dapo.watch_event`). The file is one of the command's outputs (:class:`~sigmaudit.writers.LiveFile`):
+in place at the first step, never an input, never read back as a log. ``--format json`` prints the same
 objects on stdout, then ``{"summary": {...}}``. ``-o`` writes the summary (JSON for .json, else text).
 
 Exit codes: 0 (ended by --once, --until-idle, Ctrl-C or SIGTERM), 1 (the --max-silent guard
@@ -20,7 +23,6 @@ tripped), 2 (could not run).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 import time
@@ -137,13 +139,15 @@ def watch(
     from ..output import resolve_format
 
     chosen = resolve_format(fmt, None, Format.table, (Format.table, Format.json))
-    _check_outputs(output, skip_out, max_silent, for_steps)
+    _check_outputs(output, skip_out, events, max_silent, for_steps)
+    outputs = {Path(p): flag for p, flag in ((events, "--events"), (skip_out, "--skip-out"), (output, "-o"))
+               if p is not None and str(p) != "-"}
     opts = LoadOptions(prompt_col=prompt_col, reward_col=reward_col, step_col=step_col, group_col=group_col,
                        threshold=threshold, keep_duplicates=keep_duplicates)
     state = Watch(G=G, window=window, max_p_silent=max_p_silent, max_silent=max_silent, for_steps=for_steps)
     live = _Live(chosen is Format.json, events, skip_out, quiet)
     live.dapo, live.warn_at = dapo_settings(train_batch, gen_batch, max_gen_batches, 100), warn_p_raises
-    with Follower(paths, opts) as follower, live:
+    with Follower(paths, opts, outputs=outputs) as follower, live:
         ended_by = _follow(follower, state, live, once=once, interval=interval, until_idle=until_idle)
     summary = state.summary(ended_by)
     live.finish(summary, output, max_silent, for_steps)
@@ -151,13 +155,17 @@ def watch(
         raise typer.Exit(1)
 
 
-def _check_outputs(output: Path | None, skip_out: Path | None, max_silent: float | None, for_steps: int) -> None:
+def _check_outputs(output: Path | None, skip_out: Path | None, events: Path | None, max_silent: float | None,
+                   for_steps: int) -> None:
     """Refuse impossible options before anything is read."""
     from ...errors import ConfigError
     from ...writers import table_suffix
 
     if skip_out is not None:
         table_suffix(skip_out, "--skip-out")
+    if events is not None and str(events) == "-":
+        raise ConfigError("cannot go to standard output (the step lines do)", location="--events -",
+                          remedy="name a file, or use --format json: it prints the same objects on standard output")
     if for_steps != 1 and max_silent is None:
         raise ConfigError("--for needs --max-silent", location="--for", remedy="add --max-silent T")
     if output is not None and str(output) != "-" and output.suffix.lower() not in (".json", ".txt"):
@@ -189,11 +197,15 @@ def _loop(follower: Follower, state: Watch, live: _Live, signals: _Signals, *, o
     """Poll every ``interval`` seconds. ``--once`` ends at the second poll, ``--until-idle`` once nothing
     changed for that long; either way the last step is completed only if nothing changed since the poll
     before and no file ends in a half-written line. A signal ends the loop after the poll in progress."""
+    from ...writers import protect
+
     last_change = time.monotonic()
     polls = 0
+    told = False
     while True:
         snap = follower.poll()
         polls += 1
+        protect(follower.local_files())  # the logs read are never written over
         live.notes(snap.new_notes)
         if snap.files and not snap.has_steps:
             from ...audits.forecast import NO_STEPS, STEPS_REMEDY
@@ -217,8 +229,22 @@ def _loop(follower: Follower, state: Watch, live: _Live, signals: _Signals, *, o
         if signals.how is not None:
             return signals.how
         if end:
+            live.notes(tuple(f"still being written when the watch ended: {w}" for w in snap.waiting))
             return "once" if once else "idle"
+        if not told and not snap.files:
+            told = True
+            live.notes((_waiting_for(follower, snap, interval),))
         signals.wake.wait(interval)
+
+
+def _waiting_for(follower: Follower, snap: Any, interval: float) -> str:
+    """What a watch that has read nothing yet is waiting for (said once)."""
+    where = ", ".join(str(p) for p in follower.paths)
+    if snap.waiting:
+        what = f"{snap.waiting[0]}" + (f" (and {len(snap.waiting) - 1} more)" if len(snap.waiting) > 1 else "")
+    else:
+        what = f"the first rollout file in {where} (none there yet)"
+    return f"waiting for {what}; polling every {interval:g} s, Ctrl-C ends"
 
 
 class _Live:
@@ -232,21 +258,14 @@ class _Live:
 
     def __enter__(self) -> _Live:
         if self.events_path is not None:
-            from ...errors import OutputError
-            from ...writers import output_error
+            from ...writers import LiveFile
 
-            try:
-                self._events = self.events_path.open("w", encoding="utf-8")
-            except OSError as exc:
-                raise output_error(self.events_path, exc, "--events") from exc
-            if not isinstance(self._events, object):
-                raise OutputError("cannot write", location=str(self.events_path))
+            self._events = LiveFile(self.events_path, "--events")  # in place at the first step, not before
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._events is not None:
-            with contextlib.suppress(OSError):
-                self._events.close()
+            self._events.close()
 
     def notes(self, lines: tuple[str, ...]) -> None:
         if self.quiet:
@@ -265,7 +284,6 @@ class _Live:
             write_table(state.skip_table, self.skip_out, "--skip-out", staged=False)  # kept current while watching
         if self._events is not None:
             self._events.write(json.dumps(data, ensure_ascii=False) + "\n")
-            self._events.flush()
         if self.as_json:
             sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
         else:
