@@ -343,7 +343,7 @@ class Watch:
     def summary(self, ended_by: str) -> WatchSummary:
         """What the watch saw, for its last lines."""
         over = [r for r in self.reports if r.over_limit]
-        cumulative = self._totals if self.reports else None
+        cumulative = None if not self.reports else self._totals or self.reports[-1].cumulative  # a series: its last
         return WatchSummary(
             steps=len(self.reports), first_step=self.reports[0].step if self.reports else None,
             last_step=max((r.step for r in self.reports), default=None), cumulative=cumulative,

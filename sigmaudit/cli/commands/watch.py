@@ -13,8 +13,9 @@ expected_silent, half_life}``), ``skip_threshold``, ``skipped``, ``newly_skipped
 ``no_longer_skipped``, ``over_limit``, ``streak``, ``failed``, ``late`` (the step's rows arrived after
 a later step was reported), and with ``--train-batch`` ``dapo`` (``{p_step_raises, gen_batches_per_step,
 generated_per_trained, warn_at, warning}``: DAPO's loop as verl runs it at the next step's forecast,
-:func:`sigmaudit.audits.dapo.watch_event`). The file is one of the command's outputs (:class:`~sigmaudit.writers.LiveFile`):
-in place at the first step, never an input, never read back as a log. ``--format json`` prints the same
+:func:`sigmaudit.audits.dapo.watch_event`). The file is one of the command's outputs
+(:class:`~sigmaudit.writers.LiveFile`): in place at the first step, never an input, never read back as a log.
+``--format json`` prints the same
 objects on stdout, then ``{"summary": {...}}``. ``-o`` writes the summary (JSON for .json, else text).
 
 Exit codes: 0 (ended by --once, --until-idle, Ctrl-C or SIGTERM), 1 (the --max-silent guard
