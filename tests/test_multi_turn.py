@@ -97,3 +97,82 @@ def test_a_key_option_a_reader_does_not_read_is_refused_in_one_line(capsys):
     root = Path(__file__).resolve().parents[1] / "sample_logs" / "areal"
     code, _, err = run(capsys, "scan", str(root), "--group-col", "x")
     assert code == 2 and err.count("\n") == 1 and "--group-col is not read for areal dumps" in err
+
+
+# ------------------------------------------------------------------ Atropos scored groups
+# NousResearch/atropos 296a0bc55760e43b9c0743c052f8d6c2732606d1: BaseEnv.handle_send_to_api writes each
+# ScoredDataGroup with jsonlines (json.dumps, one line): tokens, masks (-100 on the context:
+# tokenize_for_trainer masks chat[:-1]), scores, messages (include_messages), overrides, group_overrides;
+# environments may add keys (environments/community/selcube writes "seed", one group per turn).
+
+
+def _tokenized(chat: list[dict]) -> tuple[list[int], list[int]]:
+    context = [t for m in chat[:-1] for t in _tokens(m["content"])]
+    last = _tokens(chat[-1]["content"])
+    return context + last, [-100] * len(context) + last
+
+
+def _atropos_group(chats: list[list[dict]], scores: list[float], **extra) -> str:
+    tokens, masks = zip(*(_tokenized(c) for c in chats), strict=True)
+    group = {"tokens": list(tokens), "masks": list(masks), "scores": scores, "advantages": None,
+             "ref_logprobs": None, "messages": chats, "generation_params": None, "inference_logprobs": None,
+             "group_overrides": None, "overrides": None, "images": None, "distill_token_ids": None,
+             "distill_logprobs": None, **extra}
+    return json.dumps(group) + "\n"
+
+
+def test_atropos_single_turn_groups_key_their_first_user_turn(tmp_path):
+    rng = random.Random(3)
+    f = tmp_path / "groups.jsonl"
+    want: dict[str, list[int]] = {}
+    with open(f, "w") as fh:
+        for q in [0, 1, 2, 1, 3]:  # item 1 drawn twice: the same prompt
+            ctx = [{"role": "system", "content": "Think step by step."}, {"role": "user", "content": f"What is {q}*7?"}]
+            right = [rng.random() < (q + 1) / 5 for _ in range(G)]
+            chats = [[*ctx, {"role": "assistant", "content": str(7 * q if r else 5 + i)}] for i, r in enumerate(right)]
+            fh.write(_atropos_group(chats, [1.0 if r else -1.0 for r in right]))
+            want.setdefault(f"What is {q}*7?", []).extend(right)
+    loaded = load_counts([f])
+    got = {json.loads(p)[1]["content"]: (n, k) for p, n, k in loaded.per_prompt.select("prompt", "n", "k").iter_rows()}
+    assert got == {q: (len(r), sum(r)) for q, r in want.items()}
+    assert loaded.layout == "atropos" and not any("later turns" in n for n in loaded.notes)
+
+
+def _episodes(path: Path, seeds=(11, 12), turns: int = 3) -> list[list[float]]:
+    """One group per turn of each seed's episode, as the selcube environment writes them; each group's
+    G rollouts continue the same history (the turn's context)."""
+    rng = random.Random(5)
+    out = []
+    with open(path, "w") as fh:
+        for seed in seeds:
+            history = [{"role": "system", "content": "Solve the cube."},
+                       {"role": "environment", "content": f"cube {seed}"}]
+            for turn in range(turns):
+                scores = [round(rng.choice([0.64, -0.36]), 2) for _ in range(G)]
+                chats = [[*history, {"role": "agent", "content": f"move {turn}.{i}"}] for i in range(G)]
+                fh.write(_atropos_group(chats, scores, seed=seed))
+                out.append(scores)
+                history = [*history, {"role": "agent", "content": f"move {turn}.0"},
+                           {"role": "environment", "content": f"cube {seed} after {turn}"}]
+    return out
+
+
+def test_atropos_turns_of_an_episode_are_kept_apart_and_seed_pooling_warns(tmp_path):
+    f = tmp_path / "rubiks_process_results.jsonl"
+    groups = _episodes(f)
+    opts = LoadOptions(threshold=0.5)
+    loaded = load_counts([f], opts)
+    assert loaded.per_prompt.height == len(groups)  # one prompt per turn's context
+    assert sorted(loaded.per_prompt["k"].to_list()) == sorted(sum(s >= 0.5 for s in g) for g in groups)
+    assert any("4 of 6 groups are later turns of an episode" in n for n in loaded.notes)
+    seeded = load_counts([f], LoadOptions(threshold=0.5, prompt_col="seed"))
+    assert sorted(seeded.per_prompt["n"].to_list()) == [3 * G, 3 * G]
+    assert any("--prompt-col seed pools groups drawn from different contexts" in n and "2 of its 2" in n
+               for n in seeded.notes)
+
+
+def test_atropos_refuses_a_group_col_it_does_not_read(capsys, tmp_path):
+    f = tmp_path / "groups.jsonl"
+    _episodes(f, seeds=(1,), turns=1)
+    code, _, err = run(capsys, "scan", str(f), "--group-col", "seed", "--threshold", "0.5")
+    assert code == 2 and err.count("\n") == 1 and "--group-col is not read for atropos dumps" in err

@@ -8,7 +8,7 @@ from typing import Any
 import polars as pl
 
 LAYOUTS = ("long", "grouped", "counts", "verl", "trl", "open-instruct", "prime-rl", "nemo-rl",
-           "areal", "roll", "skyrl", "inspect-ai", "series")
+           "areal", "roll", "skyrl", "inspect-ai", "atropos", "series")
 FILTER_SOURCES = ("structure", "statistics", "flag")
 
 

@@ -20,6 +20,7 @@ from ..columns import ColumnMap
 from ..options import LoadOptions
 from . import (
     areal,
+    atropos,
     inspect_ai,
     lm_eval,
     nemo_rl,
@@ -33,7 +34,7 @@ from . import (
 from ._common import Normalised, Repeats, TrainerReader, refuse_ignored
 
 FRAMEWORKS: tuple[TrainerReader, ...] = tuple(m.READER for m in (
-    lm_eval, verl, trl, open_instruct, prime_rl, nemo_rl, areal, roll, skyrl, inspect_ai))
+    lm_eval, verl, trl, open_instruct, prime_rl, nemo_rl, areal, roll, skyrl, inspect_ai, atropos))
 """Tried in this order; the first that claims a file reads it."""
 
 BY_LAYOUT = {r.name: r for r in FRAMEWORKS}
