@@ -176,3 +176,44 @@ def test_atropos_refuses_a_group_col_it_does_not_read(capsys, tmp_path):
     _episodes(f, seeds=(1,), turns=1)
     code, _, err = run(capsys, "scan", str(f), "--group-col", "seed", "--threshold", "0.5")
     assert code == 2 and err.count("\n") == 1 and "--group-col is not read for atropos dumps" in err
+
+
+# ------------------------------------------------------------------ SkyRL step-wise evals
+# NovaSky-AI/SkyRL a9564572eb8e91076be43c1bd5e4615e3de17265: evaluate_step_wise dumps concat_generator_outputs
+# (every step: SkyRLGymGenerator.generate appends each trajectory's step_outputs in order, prompt_ids = the
+# context so far) through dump_per_dataset_eval_results: one line per step with input_prompt =
+# tokenizer.decode(prompt_token_ids), output_response, score, stop_reason, env_class, env_extras, data_source.
+
+
+def _skyrl_step_wise(folder: Path, n: int = 3) -> dict[str, list[float]]:
+    rng = random.Random(9)
+    out = folder / "dumped_evals" / "global_step_10_evals"
+    out.mkdir(parents=True)
+    truth: dict[str, list[float]] = {}
+    lines = []
+    for q in range(4):
+        prompt = f"<|im_start|>user\nFind the file {q}.<|im_end|>\n<|im_start|>assistant\n"
+        for _ in range(n):
+            context, steps = prompt, rng.randint(1, 3)
+            solved = float(rng.random() < (q + 1) / 5)
+            for t in range(steps):
+                response = f"<tool>ls dir{rng.randint(0, 9)}</tool>"
+                last = t == steps - 1
+                lines.append({"input_prompt": context, "output_response": response,
+                              "score": [0.0] * 3 + [solved if last else 0.0], "stop_reason": "stop",
+                              "env_class": "search", "env_extras": {"q": q}, "data_source": "search_r1"})
+                context = context + response + f"<|im_start|>user\nobservation {t}<|im_end|>\n<|im_start|>assistant\n"
+            truth.setdefault(prompt, []).append(solved)
+    with open(out / "search_r1.jsonl", "w") as f:
+        for entry in lines:
+            f.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    (out / "aggregated_results.jsonl").write_text(json.dumps({"eval/search_r1/avg_score": 0.4}) + "\n")
+    return truth
+
+
+def test_skyrl_step_wise_steps_fold_into_one_sample_per_trajectory(tmp_path):
+    truth = _skyrl_step_wise(tmp_path)
+    loaded = load_counts([tmp_path])
+    got = {p: (n, k) for p, n, k in loaded.per_prompt.select("prompt", "n", "k").iter_rows()}
+    assert got == {p: (len(r), int(sum(r))) for p, r in truth.items()}
+    assert any("later steps of step-wise trajectories" in n and "12 trajectories" in n for n in loaded.notes)

@@ -8,6 +8,12 @@ on the last token), ``stop_reason``, ``env_class``, ``env_extras``, ``data_sourc
 
 - prompt = ``input_prompt`` (decoded prompt tokens); group = (step, data_source, prompt);
   step = ``global_step_{N}`` folder; reward = ``score`` (its last entry when a list).
+- step-wise trajectories (``generator.step_wise_trajectories``): ``evaluate_step_wise`` dumps every
+  step, not only the last (``concat_generator_outputs``; ``SkyRLGymGenerator.generate`` appends a
+  trajectory's ``step_outputs`` in order, each with its own ``prompt_ids``: the context so far). A line
+  whose ``input_prompt`` extends the line before it (that line's prompt, then its response) is the next
+  step of the same trajectory: a trajectory is one sample, its prompt the first step's ``input_prompt``
+  and its reward the last step's ``score`` (a note counts the steps folded).
 """
 
 from __future__ import annotations
@@ -52,9 +58,31 @@ def _score(value) -> float | None:  # noqa: ANN001
     return None if value is None else float(value)
 
 
+def _continues(line: dict, before: dict) -> bool:
+    """``line`` is the next step of ``before``'s trajectory: its prompt extends ``before``'s prompt, and the
+    extension holds ``before``'s response."""
+    prompt, earlier = line.get("input_prompt"), before.get("input_prompt")
+    if not isinstance(prompt, str) or not isinstance(earlier, str) or len(prompt) <= len(earlier):
+        return False
+    return prompt.startswith(earlier) and str(before.get("output_response") or "").strip() in prompt[len(earlier):]
+
+
+def _trajectories(rows: list[dict]) -> tuple[list[dict], int]:
+    """One row per trajectory (first step's prompt, last step's score and the rest) and the steps folded."""
+    out: list[dict] = []
+    folded = 0
+    for i, row in enumerate(rows):
+        if i and out and _continues(row, rows[i - 1]):
+            out[-1] = {**row, "input_prompt": out[-1]["input_prompt"]}
+            folded += 1
+        else:
+            out.append(row)
+    return out, folded
+
+
 def read(path: Path, opts: LoadOptions) -> Normalised:
-    """One per-dataset file as a long frame."""
-    rows = read_json_lines(path)
+    """One per-dataset file as a long frame (the steps of a step-wise trajectory folded into one sample)."""
+    rows, folded = _trajectories(read_json_lines(path))
     step = step_from_name(path, r"global_step_(\d+)_evals")
     reward = opts.reward_col or "score"
     source = [str(r.get("data_source")) for r in rows]
@@ -66,9 +94,12 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
         "data_source": source},
         schema={"step": pl.Int64, "group": pl.Utf8, "prompt": pl.Utf8, "reward": pl.Float64,
                 "data_source": pl.Utf8})
+    notes = (f"SkyRL: {folded} lines of {path.name} are later steps of step-wise trajectories (their input_prompt "
+             f"extends the line before it): {len(rows)} trajectories, each one sample with its first step's prompt "
+             f"and its last step's {reward}",) if folded else ()
     return Normalised(frame, NAME, "detected SkyRL eval dump: group = (step, data_source, "
                       "input_prompt), prompt = input_prompt, step from global_step_N_evals, "
-                      f"reward from {reward} (last token)", reward)
+                      f"reward from {reward} (last token)", reward, extra_notes=notes)
 
 
 def run_root(path: Path) -> Path:
