@@ -83,3 +83,50 @@ def test_watch_warns_when_the_next_steps_p_raises_passes_the_threshold(capsys, t
     assert last["dapo"]["p_step_raises"] == pytest.approx(want, rel=1e-9, abs=1e-300)
     assert last["dapo"]["warning"] == (want > 0.2)
     assert ("WARNING step" in out) == any(json.loads(x)["dapo"]["warning"] for x in events.read_text().splitlines())
+
+
+@pytest.fixture(scope="module")
+def saturating(tmp_path_factory) -> str:
+    """A simulated run whose pass rates saturate (written by ``simulate --log-out``)."""
+    from sigmaudit.audits.simulate import rollout_log, simulate
+
+    path = tmp_path_factory.mktemp("dapo") / "run.parquet"
+    rollout_log(simulate(prompts=300, steps=40, lr=1.5, rules="grpo", seed=2, record=True)).write_parquet(path)
+    return str(path)
+
+
+def _check(capsys, log: str, *extra: str) -> tuple[int, dict]:
+    code, out, err = run(capsys, "check", log, "--train-batch", "300", "--gen-batch", "600", "--max-gen-batches",
+                         "8", "--bootstrap", "0", "-f", "json", "-q", *extra)
+    assert code in (0, 1), err
+    return code, json.loads(out)
+
+
+def test_check_gates_p_step_raises_on_the_larger_reading(capsys, saturating) -> None:
+    _, d = _check(capsys, saturating, "--max-silent", "1")
+    dapo = d["dapo"]
+    readings = [dapo, dapo["next_step"]]
+    for r in readings:  # each reading's P(raises) from its own silent share, by scipy
+        assert r["p_step_raises"] == pytest.approx(binom.cdf(299, 8 * 600, 1 - r["silent"]), rel=1e-9, abs=1e-300)
+    p = max(r["p_step_raises"] for r in readings)
+    assert 1e-6 < p < 1 - 1e-6  # the limit bites: 8 chunks keep about 300 groups at the forecast difficulty
+    assert dapo["basis"] == "the window checked" and dapo["next_step"]["silent"] > dapo["silent"]  # it drifts
+    for limit, want in ((p + 1e-7, 0), (p - 1e-7, 1)):
+        code, d = _check(capsys, saturating, "--max-p-raises", repr(limit))
+        assert code == want and d["passed"] is (want == 0)
+        (c,) = d["checks"]
+        assert c["name"] == "dapo_p_step_raises" and c["value"] == pytest.approx(p, rel=1e-12)
+
+
+def test_check_p_raises_needs_train_batch(capsys, saturating) -> None:
+    code, out, err = run(capsys, "check", saturating, "--max-p-raises", "0.1", "-q")
+    assert code == 2 and out == "" and "--train-batch" in err and "Traceback" not in err
+
+
+def test_post_filter_log_flags_the_dapo_figures(capsys) -> None:
+    code, out, _ = run(capsys, "plan", SAMPLE, "-G", "8", "--post-filter", "--train-batch", "512", "--bootstrap", "0",
+                       "-f", "json", "-q")
+    assert code == 0 and json.loads(out)["dapo"]["filtered"] is True
+    code, out, _ = run(capsys, "plan", SAMPLE, "-G", "8", "--train-batch", "512", "--bootstrap", "0", "-f", "json",
+                       "-q")
+    assert json.loads(out)["dapo"]["filtered"] is False

@@ -161,7 +161,8 @@ CONTRACT_RUNS = {
              "--gen-batch", "1536", "--max-gen-batches", "6"],
     "check": ["check", SAMPLE, "-q", "-G", "8", "--max-silent", "0.9", "--max-all-wrong", "0.9",
               "--max-all-correct", "0.9", "--max-extreme-share", "0.9", "--min-fidelity", "0.1",
-              "--max-never-solved", "0.9"],
+              "--max-never-solved", "0.9", "--train-batch", "512", "--gen-batch", "1536", "--max-gen-batches", "6",
+              "--max-p-raises", "0.5"],
     "trend": ["trend", SAMPLE, "-q", "-G", "16"],
     "simulate": ["simulate", "--prompts", "200", "--num-steps", "5"],
 }

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
     from ..core.corpus import Corpus, CorpusEstimates
     from ..loaders import LoadedCounts
+    from .dapo import DapoResult, DapoSettings
 
 Kind = Literal["max", "min"]
 
@@ -48,7 +49,14 @@ METRICS: dict[str, tuple[Kind, str, str]] = {
     "fidelity": ("min", "--min-fidelity", "mean fidelity φ at G (weighted by GRPO mass)"),
     "never_solved_rate": ("max", "--max-never-solved", "share of prompts never solved (p = 0)"),
 }
-"""Every metric the gate knows: its kind (max/min limit), CLI option and meaning, in report order."""
+"""Every metric of the corpus at G the gate knows: its kind (max/min limit), CLI option and meaning, in report order."""
+LOOP_METRICS: dict[str, tuple[Kind, str, str]] = {
+    "dapo_p_step_raises": ("max", "--max-p-raises", "P(a DAPO step raises 'Generated too many') in verl's loop, "
+                                                    "the larger of the window's and the next-step forecast's"),
+}
+"""Metrics of a trainer's loop (:mod:`.dapo`, with ``--train-batch``), not estimated from the corpus at G."""
+ALL_METRICS = METRICS | LOOP_METRICS
+"""Every metric a check can name, in report order."""
 
 
 def passes(value: float | None, kind: Kind, limit: float) -> bool:
@@ -71,14 +79,14 @@ class Threshold:
     """One limit on one metric."""
 
     name: str
-    """A key of :data:`METRICS`."""
+    """A key of :data:`ALL_METRICS`."""
     limit: float
     """The limit, in [0, 1]."""
 
     @property
     def kind(self) -> Kind:
         """``max`` or ``min``."""
-        return METRICS[self.name][0]
+        return ALL_METRICS[self.name][0]
 
 
 @dataclass(frozen=True)
@@ -86,7 +94,7 @@ class Check:
     """One threshold's outcome."""
 
     name: str
-    """Metric name (a key of :data:`METRICS`)."""
+    """Metric name (a key of :data:`ALL_METRICS`)."""
     value: float | None
     """Estimated value; None when undefined (fails)."""
     limit: float
@@ -174,6 +182,8 @@ class CheckResult:
     """The training steps the figures cover (``--steps``/``--last-steps``, else the whole log); None without steps."""
     drift: Drift | None = None
     """Set when pass rates moved within the window (:mod:`sigmaudit.audits.drift`): pooled-count figures understate."""
+    dapo: DapoResult | None = None
+    """With ``--train-batch``: DAPO's loop as verl runs it (:mod:`.dapo`; ``--max-p-raises`` gates it)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON contract: passed, G, estimator, prompts, checks[{name, value, value_ci, tested, limit, ...}]."""
@@ -191,7 +201,7 @@ class CheckResult:
             "checks": [
                 {"name": c.name, "value": c.value, "value_ci": None if c.value_ci is None else list(c.value_ci),
                  "tested": c.compared, "limit": c.limit, "kind": c.kind, "op": c.op, "passed": c.passed,
-                 "estimator": c.estimator, "sentence": c.sentence, "meaning": METRICS[c.name][2]}
+                 "estimator": c.estimator, "sentence": c.sentence, "meaning": ALL_METRICS[c.name][2]}
                 for c in self.checks
             ],
             "warnings": list(self.warnings),
@@ -202,6 +212,7 @@ class CheckResult:
             "silent_by": self.silent_by,
             "by": None if self.by is None else self.by.to_dict(),
             **context_json(self.window, self.drift),
+            "dapo": None if self.dapo is None else self.dapo.to_dict(),
         }
 
     @property
@@ -273,6 +284,9 @@ def check(corpus: Corpus, G: int, thresholds: Sequence[Threshold], *, estimator:
     """
     from ..core.estimates import warnings as fit_warnings
 
+    if any(t.name in LOOP_METRICS for t in thresholds):
+        raise ConfigError("P(a DAPO step raises) is a property of the training loop, not of the corpus at G",
+                          location="--max-p-raises", remedy="add --train-batch B (check_logs(..., dapo=...))")
     _refuse_filtered(thresholds, G, filtered, pre_filter, allow_filtered)
     use_pre = pre_filter is not None and filtered is not None and not allow_filtered
     if confidence is not None and replicates <= 0:
@@ -342,6 +356,23 @@ def _checks(
                             passed=passes(compared, t.kind, t.limit), estimator=used_est,
                             value_ci=ci, tested=tested))
     return checks, intervals
+
+
+def dapo_gate(result: CheckResult, loaded: LoadedCounts, settings: DapoSettings, loop: Sequence[Threshold],
+              estimator: str) -> CheckResult:
+    """``result`` with DAPO's loop at G (:func:`sigmaudit.audits.dapo.dapo_of`: the counts check reads, and the
+    next-step forecast) and, for a ``dapo_p_step_raises`` threshold, a check on the larger of the two readings'
+    P(a step raises)."""
+    from . import corpus_of
+    from .dapo import dapo_of
+
+    found = dapo_of(loaded, corpus_of(loaded), settings, estimator=estimator, basis_name="the window checked",
+                    n=result.G if result.G_source == "given" else None, filtered=result.filtered is not None)
+    p = max(found.current.cost.p_step_raises, found.next_step.cost.p_step_raises if found.next_step else 0.0)
+    checks = tuple(sorted((*result.checks, *(Check(name=t.name, value=p, limit=t.limit, kind=t.kind,
+                                                   passed=passes(p, t.kind, t.limit), estimator="verl loop")
+                                             for t in loop)), key=lambda c: list(ALL_METRICS).index(c.name)))
+    return replace(result, checks=checks, passed=all(c.passed for c in checks), dapo=found)
 
 
 BASES = ("observed", "model")
@@ -471,10 +502,11 @@ def check_logs(loaded: LoadedCounts, G: int, thresholds: Sequence[Threshold], *,
                groups_generated: int | None = None, allow_filtered: bool = False, estimator: str = "auto",
                replicates: int = 0, level: float = 0.9, confidence: float | None = None,
                G_source: str = "given", basis: str | None = None, consecutive: int | None = None,
-               silent_by: str | None = None) -> CheckResult:
+               silent_by: str | None = None, dapo: DapoSettings | None = None) -> CheckResult:
     """:func:`check` on loaded logs: post-filter resolution (:mod:`.filtered`), the basis of the silent
     checks (:func:`resolve_basis`: observed at the logged G by default), and with ``--by`` one check per
-    value (the pooled result passes only when every value passes too)."""
+    value (the pooled result passes only when every value passes too). ``dapo``: DAPO's loop on the pooled
+    log, gated by a ``dapo_p_step_raises`` threshold (:func:`dapo_gate`)."""
     import functools
 
     from . import corpus_of
@@ -494,10 +526,14 @@ def check_logs(loaded: LoadedCounts, G: int, thresholds: Sequence[Threshold], *,
     if pre is not None and filtered is None:  # N given: the user says groups were dropped (issue 23 item 4)
         filtered = Filtered("flag", f"--groups-generated {pre.groups_generated}: {pre.groups_logged:,} of the "
                                     f"{pre.groups_generated:,} groups sampled are in the log")
+    loop = [t for t in thresholds if t.name in LOOP_METRICS]
+    thresholds = [t for t in thresholds if t.name not in LOOP_METRICS]
     result = replace(check(corpus_of(loaded), G, thresholds, filtered=filtered, pre_filter=pre,
                            allow_filtered=allow_filtered, **opts), **context(loaded))
     if used == "observed":
         result = _observed_checks(result, loaded, consecutive, silent_by)
+    if dapo is not None:
+        result = dapo_gate(result, loaded, dapo, loop, estimator)
     if loaded.by is None:
         return result
     if pre is not None:

@@ -86,13 +86,16 @@ class DapoResult:
     n: int
     """Rollouts per prompt."""
     n_source: str
-    """``logged`` (the log's most common group size) or ``default`` (:data:`DEFAULT_N`)."""
+    """``logged`` (the log's most common group size), ``given`` (check's -G) or ``default`` (:data:`DEFAULT_N`)."""
     current: DapoAt
     """At the current difficulty."""
     next_step: DapoAt | None
     """At the next-step forecast (None without steps)."""
     commit: str
     """The verl-recipe commit whose loop is modelled."""
+    filtered: bool = False
+    """The log is a post-filter dump (:mod:`.filtered`; a DAPO run's own dump keeps only kept groups): the
+    silent chance read from it is understated, and so is every figure here."""
 
     @property
     def headline(self) -> DapoAt:
@@ -104,6 +107,7 @@ class DapoResult:
         s = self.settings
         return {"train_batch": s.train_batch, "gen_batch": s.gen_batch, "max_gen_batches": s.max_gen_batches,
                 "run_steps": s.run_steps, "n": self.n, "n_source": self.n_source, "verl_recipe_commit": self.commit,
+            "filtered": self.filtered,
                 **self.current.to_dict(),
                 "next_step": None if self.next_step is None else self.next_step.to_dict()}
 
@@ -129,23 +133,26 @@ def next_step_silent(loaded: LoadedCounts, n: int) -> tuple[float, int] | None:
 
 
 def dapo_of(loaded: LoadedCounts, basis: Corpus, settings: DapoSettings, *, estimator: str = "auto",
-            forecast_from: LoadedCounts | None = None) -> DapoResult:
+            forecast_from: LoadedCounts | None = None, n: int | None = None,
+            basis_name: str = "current difficulty", filtered: bool = False) -> DapoResult:
     """DAPO on ``loaded``: the current difficulty from ``basis`` (the corpus plan reads), the next step from
-    the forecast on ``forecast_from`` (default ``loaded``; the whole window asked)."""
+    the forecast on ``forecast_from`` (default ``loaded``; the whole window asked), at ``n`` rollouts per prompt
+    (None: the logged group size, else :data:`DEFAULT_N`); ``basis_name`` names what ``basis`` is."""
     from ..core.dapo import VERL_RECIPE_COMMIT
     from . import logged_group_size
 
     logged = logged_group_size(loaded)
-    n = DEFAULT_N if logged is None else logged
+    source = "given" if n is not None else "default" if logged is None else "logged"
+    n = n if n is not None else DEFAULT_N if logged is None else logged
     est = basis.estimates(["silent_rate"], [n], estimator)  # type: ignore[list-item]
     silent = est.value("silent_rate", n)
     if silent is None:
         raise ConfigError(f"the silent rate at G = {n} is undefined for this log's estimator {estimator!r}",
                           location="--estimator", remedy="use --estimator auto")
-    current = dapo_at(silent, basis.n_prompts, "current difficulty", settings, n)
+    current = dapo_at(silent, basis.n_prompts, basis_name, settings, n)
     nxt = next_step_silent(forecast_from or loaded, n)
     ahead = None if nxt is None else dapo_at(nxt[0], nxt[1], "next-step forecast", settings, n)
-    return DapoResult(settings, n, "default" if logged is None else "logged", current, ahead, VERL_RECIPE_COMMIT)
+    return DapoResult(settings, n, source, current, ahead, VERL_RECIPE_COMMIT, filtered)
 
 
 def watch_event(silent: float | None, prompts: int, settings: DapoSettings, n: int, warn_at: float) -> dict[str, Any]:

@@ -501,7 +501,8 @@ def plan_logs(
     if dapo is not None:
         from .dapo import dapo_of
 
-        result = replace(result, dapo=dapo_of(loaded, corpus, dapo, estimator=estimator))
+        result = replace(result, dapo=dapo_of(loaded, corpus, dapo, estimator=estimator,
+                                              filtered=result.filtered is not None))
     return replace(result, window=basis.window, drift=drift, difficulty=difficulty)
 
 

@@ -7,9 +7,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..audits.by import ByGroup, ByResult
-from ..audits.check import METRICS
+from ..audits.check import ALL_METRICS
 from ..fmt import RATE, display_pair, format_value
 from ..fmt import pct as pct_
+from .dapo import dapo_section
 from .labels import filtered_line
 from .model import Section, Table, View
 
@@ -86,6 +87,8 @@ def check_view(result: CheckResult) -> View:
                      f"{pf.groups_logged:,} + {pf.silent_logged:,}) / {pf.groups_generated:,} at G = {pf.G:,} "
                      "(--groups-generated)")
     sections = [Section("gate", lines=tuple(lines), tables=(table,))]
+    if result.dapo is not None:
+        sections.append(dapo_section(result.dapo))
     if result.by is not None:
         bad = result.failed_groups
         column = result.by.column
@@ -122,7 +125,7 @@ def github_annotations(result: CheckResult) -> list[str]:
     escaped by GitHub's rules, so a ``--by`` value cannot end the property or start a command)."""
     out = [
         f"::error title={_escape_property(f'sigmaudit check ({c.name})')}::{_escape(sentence(c))} "
-        f"at G = {result.G} ({_escape(METRICS[c.name][2])})"
+        f"at G = {result.G} ({_escape(ALL_METRICS[c.name][2])})"
         for c in result.failed
     ]
     if result.by is not None:

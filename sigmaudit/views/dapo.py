@@ -34,7 +34,7 @@ def dapo_section(result: DapoResult) -> Section:
     cols = [result.current] + ([result.next_step] if result.next_step is not None else [])
     rows = tuple((label.replace("S steps", f"{s.run_steps:,} steps"), *(at.to_dict()[key] for at in cols))
                  for label, key, _ in _MEASURES)
-    n_words = "logged" if result.n_source == "logged" else "default: no groups logged"
+    n_words = {"logged": "logged", "given": "-G"}.get(result.n_source, "default: no groups logged")
     table = Table("DAPO as verl runs it", ("", *(f"{at.basis} ({at.prompts:,} prompts)" for at in cols)), rows,
                   row_digits=tuple(d for _, _, d in _MEASURES), digits=AMOUNT,
                   note="chunks: whole data.gen_batch_size chunks until data.train_batch_size prompts with non-zero "
@@ -46,6 +46,9 @@ def dapo_section(result: DapoResult) -> Section:
         f"{result.n:,} ({n_words}), max_num_gen_batches K = {limit_words(s.max_gen_batches)}; verl-recipe "
         f"{result.commit[:12]} dapo/dapo_ray_trainer.py",
         summary(result.headline, result),
+        *(("warning: the log is a post-filter dump (silent groups dropped, as a DAPO run's own dump keeps only "
+            "kept groups): the silent chance is understated, so are the chunks, the cost and P(raises)",)
+          if result.filtered else ()),
     )
     return Section("DAPO as verl runs it", lines=lines, tables=(table,))
 

@@ -19,10 +19,14 @@ from ..options import (
     BootstrapOpt,
     EstimatorOpt,
     FormatOpt,
+    GenBatchOpt,
     LevelOpt,
+    MaxGenBatchesOpt,
     OutputOpt,
     PostFilterOpt,
+    TrainBatchOpt,
     check_level,
+    dapo_settings,
     emit_result,
     group_size_option,
     max_silent_option,
@@ -38,14 +42,16 @@ _RATE: dict[str, Any] = {"rich_help_panel": _GATE, "show_default": False, "metav
 
 def _thresholds(
     *, max_silent: float | None, max_all_wrong: float | None, max_all_correct: float | None,
-    max_extreme_share: float | None, min_fidelity: float | None, max_never_solved: float | None, **_: object,
+    max_extreme_share: float | None, min_fidelity: float | None, max_never_solved: float | None,
+    max_p_raises: float | None = None, **_: object,
 ) -> list[Threshold]:
     """The thresholds given (each already checked to lie in [0, 1]); at least one is required."""
     from ...audits.check import Threshold
     from ...errors import ConfigError
 
     given = {"silent_rate": max_silent, "all_wrong_rate": max_all_wrong, "all_correct_rate": max_all_correct,
-             "extreme_share": max_extreme_share, "fidelity": min_fidelity, "never_solved_rate": max_never_solved}
+             "extreme_share": max_extreme_share, "fidelity": min_fidelity, "never_solved_rate": max_never_solved,
+             "dapo_p_step_raises": max_p_raises}
     thresholds = [Threshold(name, v) for name, v in given.items() if v is not None]
     if not thresholds:
         raise ConfigError("give at least one threshold", location="check",
@@ -67,6 +73,10 @@ MinFidelityOpt = Annotated[float | None, min_fidelity_option("Fail when the mean
                                                              rich_help_panel=_GATE)]
 MaxNeverSolvedOpt = Annotated[float | None, typer.Option(
     "--max-never-solved", help="Fail when the share of never-solved prompts (p = 0) exceeds X.", **_RATE)]
+MaxPRaisesOpt = Annotated[float | None, typer.Option(
+    "--max-p-raises", help="With --train-batch: fail when P(a DAPO step raises 'Generated too many') in verl's loop "
+                           "exceeds X (the larger of the current difficulty's and the next-step forecast's).",
+    **_RATE)]
 GroupsGeneratedOpt = Annotated[int | None, typer.Option(
     "--groups-generated", min=1, show_default=False, metavar="INT",
     help="Groups sampled before the zero-variance filter (the log is then read as post-filter): --max-silent "
@@ -106,11 +116,17 @@ JunitOpt = Annotated[Path | None, typer.Option(
     help="Also write a JUnit XML report here (one test case per threshold).")]
 
 
-def _validate(*, confidence: float | None = None, replicates: int = 200, **kwargs: object) -> None:
-    """Reject impossible options before any file is read: no threshold, or --confidence without replicates."""
+def _validate(*, confidence: float | None = None, replicates: int = 200, train_batch: int | None = None,
+              gen_batch: int | None = None, max_gen_batches: int = 0, **kwargs: object) -> None:
+    """Reject impossible options before any file is read: no threshold, --confidence without replicates,
+    DAPO flags without --train-batch."""
     from ...errors import ConfigError
 
     _thresholds(**kwargs)  # type: ignore[arg-type]
+    dapo_settings(train_batch, gen_batch, max_gen_batches, 100)
+    if kwargs.get("max_p_raises") is not None and train_batch is None:
+        raise ConfigError("needs DAPO's settings", location="--max-p-raises",
+                          remedy="add --train-batch B --gen-batch M --max-gen-batches K (verl's names)")
     if confidence is not None and replicates == 0:
         raise ConfigError("needs bootstrap replicates", location="--confidence",
                           remedy="drop --bootstrap 0, or give --bootstrap 200")
@@ -126,6 +142,10 @@ def check(
     max_extreme_share: MaxExtremeShareOpt = None,
     min_fidelity: MinFidelityOpt = None,
     max_never_solved: MaxNeverSolvedOpt = None,
+    max_p_raises: MaxPRaisesOpt = None,
+    train_batch: TrainBatchOpt = None,
+    gen_batch: GenBatchOpt = None,
+    max_gen_batches: MaxGenBatchesOpt = 0,
     post_filter: PostFilterOpt = False,
     groups_generated: GroupsGeneratedOpt = None,
     allow_filtered: AllowFilteredOpt = False,
@@ -161,15 +181,16 @@ def check(
 
     thresholds = _thresholds(max_silent=max_silent, max_all_wrong=max_all_wrong, max_all_correct=max_all_correct,
                              max_extreme_share=max_extreme_share, min_fidelity=min_fidelity,
-                             max_never_solved=max_never_solved)
+                             max_never_solved=max_never_solved, max_p_raises=max_p_raises)
+    dapo = dapo_settings(train_batch, gen_batch, max_gen_batches, 100)
     if loaded.layout == "series":
-        result = _series(loaded, thresholds, G, basis, groups_generated, consecutive)
+        result = _series(loaded, thresholds, G, basis, groups_generated, consecutive, dapo)
     else:
         G, G_source = (G, "given") if G is not None else (_logged_group_size(loaded), "log")
         result = check_logs(loaded, G, thresholds, post_filter=post_filter, groups_generated=groups_generated,
                             allow_filtered=allow_filtered, estimator=estimator, replicates=replicates, level=level,
                             confidence=confidence, G_source=G_source, basis=basis, consecutive=consecutive,
-                            silent_by=silent_by)
+                            silent_by=silent_by, dapo=dapo)
     emit_result(result, fmt, output)
     if junit is not None:
         _write_junit(result, junit)
@@ -178,11 +199,14 @@ def check(
 
 
 def _series(loaded: LoadedCounts, thresholds: list, G: int | None, basis: str | None, groups_generated: int | None,
-            consecutive: int | None) -> CheckResult:
+            consecutive: int | None, dapo: object = None) -> CheckResult:
     """The check of a per-step series of shares (a trainer's metrics log): its observed shares only."""
     from ...audits.check import check_series
     from ...errors import ConfigError
 
+    if dapo is not None:
+        raise ConfigError("DAPO's loop is read from per-prompt groups (and their forecast); a per-step series "
+                          "holds only shares", location="--train-batch", remedy="give the rollout log itself")
     if basis == "model" or groups_generated is not None:
         raise ConfigError("needs per-prompt counts, and a per-step series holds only shares",
                           location="--basis model" if basis == "model" else "--groups-generated",
