@@ -10,7 +10,7 @@ from ..audits.by import ByGroup, ByResult
 from ..audits.check import ALL_METRICS
 from ..fmt import RATE, display_pair, format_value
 from ..fmt import pct as pct_
-from .dapo import dapo_section
+from .dapo import dapo_sections
 from .labels import filtered_line
 from .model import Section, Table, View
 
@@ -86,9 +86,7 @@ def check_view(result: CheckResult) -> View:
         lines.append(f"silent_rate = observed pre-filter fraction (N - L + s) / N = ({pf.groups_generated:,} - "
                      f"{pf.groups_logged:,} + {pf.silent_logged:,}) / {pf.groups_generated:,} at G = {pf.G:,} "
                      "(--groups-generated)")
-    sections = [Section("gate", lines=tuple(lines), tables=(table,))]
-    if result.dapo is not None:
-        sections.append(dapo_section(result.dapo))
+    sections = [Section("gate", lines=tuple(lines), tables=(table,)), *dapo_sections(result.dapo)]
     if result.by is not None:
         bad = result.failed_groups
         column = result.by.column

@@ -53,6 +53,11 @@ def dapo_section(result: DapoResult) -> Section:
     return Section("DAPO as verl runs it", lines=lines, tables=(table,))
 
 
+def dapo_sections(result: DapoResult | None) -> tuple[Section, ...]:
+    """The DAPO section, or none without ``--train-batch``."""
+    return () if result is None else (dapo_section(result),)
+
+
 def summary(at: DapoAt, result: DapoResult) -> str:
     """One sentence: what a step costs at this reading, and its chance of raising."""
     c, s = at.cost, result.settings

@@ -132,6 +132,7 @@ def _validate(*, confidence: float | None = None, replicates: int = 200, train_b
                           remedy="drop --bootstrap 0, or give --bootstrap 200")
 
 
+# long: one parameter per option (a Typer command); the work is in check_logs and _series
 @reads_logs(validate=_validate, by_ok=True, series_ok=True)
 def check(
     loaded: LoadedCounts,

@@ -124,11 +124,9 @@ def simulate(
 ) -> None:
     """Controlled training run on Bernoulli-logit prompts p = sigmoid(θ): GRPO vs Dr. GRPO vs DAPO.
 
-    Every step each prompt draws k ~ Binomial(G, p) and moves θ by lr · gain (σ, σ², RLOO σ²·G/(G−1), or the sign
-    rule p + (k/G)(1 − 2p)). DAPO runs verl's loop (chunks of every prompt, kept groups 0 < k < G until the batch is
-    full, surplus truncated) until it has generated the rollouts the others did; with drgrpo, drgrpo-matched runs at
-    the lr matching GRPO's expected step. Reports per arm what it is compared at, rollouts generated and trained,
-    the silent fraction, the gradient share on extreme prompts and the hardest quarter's pass rate.
+    Each step every prompt draws k ~ Binomial(G, p); θ moves by lr · gain (σ, σ², σ²·G/(G−1), sign p + (k/G)(1 − 2p)).
+    DAPO runs verl's loop until it has generated the others' rollouts; drgrpo-matched: the lr matching GRPO's step.
+    Per arm: what it is compared at, rollouts generated and trained, silent fraction, extreme share, hard quarter.
 
     \b
     Example:
@@ -143,7 +141,6 @@ def simulate(
 
     _check_options(G, log_out)
     steps = _step_count(num_steps, steps)
-
     counts = None
     if init_from:
         pp = load_inputs(list(init_from), series_ok=False).per_prompt
