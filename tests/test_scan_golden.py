@@ -85,5 +85,5 @@ def test_scan_table_unchanged(capsys, monkeypatch, case):
     args = json.loads((GOLDEN / f"{case.stem}.json").read_text())["args"]
     monkeypatch.chdir(ROOT)
     monkeypatch.setenv("COLUMNS", "200")
-    _, out, err = run(capsys, "scan", *args)
+    _, out, err = run(capsys, "scan", *args, "--full")  # every panel (the first screen: tests/test_first_screen.py)
     assert out + "--stderr--\n" + err == case.read_text()

@@ -262,11 +262,42 @@ def _group_size(r: ScanReport) -> Section:
 
 
 def scan_view(r: ScanReport) -> View:
-    """The panels of ``sigmaudit scan``: corpus, silent groups, wasted compute, gradient mass, group size."""
+    """The panels of ``sigmaudit scan``: corpus, silent groups, wasted compute, gradient mass, group size; the
+    first screen (``View.brief``) is the headline and what to do."""
     sections = (_corpus(r), _silent(r), _wasted(r), _mass(r), _group_size(r))
     if r.by is not None:
         sections += (_by(r),)
-    return View("sigmaudit scan", sections, csv_table=SILENT_TABLE)
+    brief = (Section("headline", tuple(_wasted_first(scan_summary(r)))), Section("what to do", tuple(next_steps(r))))
+    return View("sigmaudit scan", sections, csv_table=SILENT_TABLE, brief=brief)
+
+
+_FULL_ONLY = ("samples per prompt", "pass rate p̂", "no filtering detected")
+"""Summary lines left to ``--summary`` and ``--full`` (the corpus panel): the first screen keeps to 30 lines."""
+_LEAD = ("wasted at", "observed silent groups", "zero-spread groups", "per step", "token")
+"""The summary lines the first screen leads with: what the logged groups wasted, observed."""
+
+
+def _wasted_first(lines: list[str]) -> list[str]:
+    """The summary with what was wasted first; the window line (what the figures cover) and any warning stay on
+    top."""
+    lines = [line for line in lines if not line.startswith(_FULL_ONLY)]
+    lead = [line for line in lines if line.startswith(_LEAD)]
+    top = [line for line in lines if line.startswith(("window:", "WARNING", "warning"))]
+    return top + lead + [line for line in lines if line not in lead and line not in top]
+
+
+def next_steps(r: ScanReport) -> list[str]:
+    """What to do after a scan, most useful first: curation when prompts were never or always solved (their
+    groups are silent at any G), then the group size and the gate."""
+    pr, lines = r.pass_rate, []
+    unreachable = pr.never_solved + pr.always_solved
+    if unreachable > 0:
+        lines.append(f"curate first: {pct(unreachable)} of prompts were never or always solved in the log; no G "
+                     "makes their groups speak. `sigmaudit plan` shows the silent share without them (--drop-out "
+                     "writes the list).")
+    lines.append("choose G at your rollout budget: `sigmaudit plan`; gate waste in CI: `sigmaudit check --max-silent "
+                 "T`; follow a live run: `sigmaudit watch`.")
+    return lines
 
 
 def by_section(by: ByResult, pooled: str = "the panels above are the pooled audit") -> Section:
