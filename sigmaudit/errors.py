@@ -17,14 +17,51 @@ class SigmauditError(Exception):
         self.location = location
         self.remedy = remedy
 
-    def one_line(self) -> str:
-        """The message as one line: ``location: message (remedy)``."""
-        text = self.message
-        if self.location:
-            text = f"{self.location}: {text}"
-        if self.remedy:
-            text = f"{text}; {self.remedy}"
-        return " ".join(text.split())
+    def one_line(self, limit: int | None = None) -> str:
+        """The message as one line: ``location: message; remedy``. With ``limit``, a line longer than
+        that is shortened in the location (its middle) and then the message (its end), never in the
+        remedy: what fixes it is the part a reader needs most."""
+        location, message, remedy = (" ".join(str(t).split()) if t else "" for t in
+                                     (self.location, self.message, self.remedy))
+        text = _joined(location, message, remedy)
+        if limit is None or len(text) <= limit:
+            return text
+        location = shorten(location, max(24, limit // 4), middle=True)
+        over = len(_joined(location, message, remedy)) - limit
+        if over > 0:
+            message = shorten(message, max(len(message) - over, limit // 3))
+        over = len(_joined(location, message, remedy)) - limit
+        if over > 0:
+            remedy = shorten(remedy, max(len(remedy) - over, 1))
+        return _joined(location, message, remedy)
+
+
+def _joined(location: str, message: str, remedy: str) -> str:
+    text = f"{location}: {message}" if location else message
+    return f"{text}; {remedy}" if remedy else text
+
+
+def shorten(text: str, width: int, middle: bool = False) -> str:
+    """``text`` cut to at most ``width`` characters with an ellipsis, at its end or (``middle``: a path,
+    whose folder and file name both matter) in its middle."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    if not middle:
+        return text[: width - 1] + "…"
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+
+
+def few(items: object, shown: int = 3, width: int = 60) -> str:
+    """A list named in an error or a note: the first ``shown`` items (each at most ``width`` characters,
+    cut in its middle) and how many more (``a, b, c and 12 more``), so a long list never pushes the
+    remedy past the length an error line may have."""
+    names = [shorten(" ".join(str(x).split()), width, middle=True) for x in items]  # type: ignore[attr-defined]
+    if len(names) <= shown + 1:
+        return ", ".join(names)
+    return f"{', '.join(names[:shown])} and {len(names) - shown:,} more"
 
 
 class InputError(SigmauditError):

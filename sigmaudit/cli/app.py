@@ -113,14 +113,14 @@ def _as_flags(exc: SigmauditError) -> str:
     import re
 
     if exc.location not in PARAM_FLAGS:
-        return exc.one_line()
+        return exc.one_line(MAX_MESSAGE)
     words = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, PARAM_FLAGS)) + r")(?![\w-])")
 
     def swap(text: str | None) -> str | None:
         return None if text is None else words.sub(lambda m: PARAM_FLAGS[m.group(1)], text)
 
     flagged = type(exc)(swap(exc.message) or "", location=None, remedy=swap(exc.remedy))
-    return flagged.one_line()
+    return flagged.one_line(MAX_MESSAGE)
 
 
 def _humanize(message: str) -> str:

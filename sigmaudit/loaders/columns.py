@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from ..errors import SchemaError
+from ..errors import SchemaError, few
 
 PROMPT_NAMES = ("prompt_id", "problem_id", "task_id", "question_id", "example_id", "prompt_idx",
                 "problem_idx", "question_idx", "id", "index", "prompt", "problem", "question",
@@ -87,7 +87,7 @@ def require_columns(columns: list[str], wanted: list[str | None], where: str) ->
     for name in wanted:
         if name is not None and name not in columns:
             raise SchemaError(
-                f"column {name!r} not found; columns: {', '.join(columns)}",
+                f"column {name!r} not found; columns: {few(columns, 4, 32)}",
                 location=where, remedy="pick one of the listed columns",
             )
 

@@ -24,7 +24,7 @@ import math
 
 import polars as pl
 
-from ..errors import ConfigError, SchemaError
+from ..errors import ConfigError, SchemaError, few
 from . import trainers
 from .columns import (
     EXTRA_KEY_NAMES,
@@ -131,13 +131,13 @@ def _generic(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> C
     reward = opts.reward_col or find(cols, REWARD_NAMES)
     if reward is None:
         raise SchemaError(f"columns match no layout (no reward or count columns); "
-                          f"columns: {', '.join(cols)}", location=where, remedy=f"pass {FLAGS}")
+                          f"columns: {few(cols, 4, 32)}", location=where, remedy=f"pass {FLAGS}")
     group = opts.group_col or find(cols, GROUP_NAMES, exclude=(step, reward))
     prompt = split_cols(opts.prompt_col)
     if not prompt:
         base = find(cols, PROMPT_NAMES, exclude=(step, reward))
         if base is None and group is None:
-            raise SchemaError(f"no prompt key column found; columns: {', '.join(cols)}",
+            raise SchemaError(f"no prompt key column found; columns: {few(cols, 4, 32)}",
                               location=where, remedy="pass --prompt-col")
         prompt = _with_extras(cols, base or group or "", (step, reward, group))
     parts = [p for p in (step and "step", group and "group id") if p]
@@ -159,7 +159,7 @@ def _prompt(cols: list[str], opts: LoadOptions, used: tuple[str | None, ...],
         return given
     base = find(cols, PROMPT_NAMES, exclude=used)
     if base is None:
-        raise SchemaError(f"no prompt key column found; columns: {', '.join(cols)}",
+        raise SchemaError(f"no prompt key column found; columns: {few(cols, 4, 32)}",
                           location=where, remedy="pass --prompt-col")
     return _with_extras(cols, base, used)
 
@@ -177,7 +177,7 @@ def _counts(schema: dict[str, pl.DataType], opts: LoadOptions, step: str | None,
         return None
     if k is None and rate is None:
         raise SchemaError(f"counts layout needs a k (correct) or pass-rate column; "
-                          f"columns: {', '.join(cols)}", location=where,
+                          f"columns: {few(cols, 4, 32)}", location=where,
                           remedy="pass --k-col or --rate-col")
     if k is None and n is None and opts.samples is None:
         raise SchemaError(f"pass-rate column {rate!r} needs the number of samples per prompt",

@@ -286,12 +286,50 @@ def with_text_columns(src: Source, columns: list[str]) -> Source:
         if src.fmt == "csv":
             lf = pl.scan_csv(src.local, skip_rows=csv_skip_rows(src.local), infer_schema_length=10_000,
                              schema_overrides=text, **_where(src, glob=False))
+            read = lf.collect_schema()  # numbers read from text by csv_numbers are read so again
+            lf = lf.with_columns(_number_from_text(c) for c, t in src.schema.items()
+                                 if t == pl.Float64 and read.get(c) == pl.Utf8 and c not in text)
         else:
             lf = pl.scan_ndjson(src.local, schema={**src.schema, **text}, **_where(src))
         schema = dict(lf.collect_schema())
     except POLARS_ERRORS as exc:
         raise src.fail(exc) from exc
     return replace(src, lf=lf, schema=schema)
+
+
+MISSING_TEXT = ("", "nan", "na", "n/a", "null", "none")
+"""Text a csv writer puts for a missing number (pandas writes ``nan`` for NaN with ``float_format`` unset in
+some exports, R ``NA``); Polars infers a column holding it among numbers as text (``0, 1, nan``: String)."""
+
+
+def _number_from_text(column: str) -> pl.Expr:
+    """``column`` (text) as Float64: a :data:`MISSING_TEXT` value is null (missing), ``true``/``false`` 1/0,
+    anything else its number (null where it is none: the caller checks there is no such value)."""
+    text = pl.col(column).str.strip_chars()
+    missing = text.is_null() | text.str.to_lowercase().is_in(list(MISSING_TEXT))
+    number = text.str.to_lowercase().replace({"true": "1", "false": "0"}).cast(pl.Float64, strict=False)
+    return pl.when(missing).then(None).otherwise(number).alias(column)
+
+
+def csv_numbers(src: Source, columns: list[str]) -> Source:
+    """A csv ``src`` whose ``columns`` Polars read as text only because some values are a missing
+    marker (:data:`MISSING_TEXT`: ``0, 1, nan``) read as numbers, those values missing (excluded, as a
+    parquet file's NaN is); a column holding any other text is left as it is (refused as text later)."""
+    wanted = [c for c in columns if src.fmt == "csv" and src.schema.get(c) == pl.Utf8]
+    convert = []
+    for column in wanted:
+        text = pl.col(column).str.strip_chars()
+        marker = text.is_null() | text.str.to_lowercase().is_in(list(MISSING_TEXT))
+        try:
+            bad = src.lf.select(column).filter(~marker & _number_from_text(column).is_null()).head(1).collect()
+        except POLARS_ERRORS as exc:
+            raise src.fail(exc) from exc
+        if bad.height == 0:
+            convert.append(column)
+    if not convert:
+        return src
+    return replace(src, lf=src.lf.with_columns(_number_from_text(c) for c in convert),
+                   schema={**src.schema, **dict.fromkeys(convert, pl.Float64)})
 
 
 def _where(src: Source, **local: Any) -> dict[str, Any]:

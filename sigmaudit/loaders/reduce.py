@@ -96,10 +96,30 @@ def _finish(src: Source, plan: ColumnMap, df: pl.DataFrame, gid: pl.Expr) -> pl.
             prompt.alias("prompt"), *(pl.col(c).cast(pl.Int64) for c in ("n", "k", "missing", "rows")),
             *(pl.col(c).cast(pl.Float64) for c in SPREAD_COLUMNS if c in df.columns)).collect()
     except POLARS_ERRORS as exc:
-        raise SchemaError(f"step column {plan.step!r} is not an integer step",
-                          location=f"{src.path}: column {plan.step}",
-                          remedy="pass --step-col with an integer column") from exc
+        raise _key_error(src, plan, df, exc) from exc
     return out  # rows with a null prompt key are counted and dropped by Partial.of
+
+
+def _key_error(src: Source, plan: ColumnMap, df: pl.DataFrame, exc: BaseException) -> SchemaError:
+    """The error for a key that cannot become a prompt key, a step or a group id, naming the column at
+    fault: a nested prompt or group column (a list, a struct), a step that is no integer; any other
+    failure as the reader's own words, never blamed on a column it did not come from."""
+    for role, columns, flag in (("prompt key", plan.prompt, "--prompt-col"), ("group id", (plan.group,), "--group-col")):
+        for column in (c for c in columns if c and c in df.columns):
+            if df.schema[column].is_nested():
+                return SchemaError(f"{role} column {column!r} holds {df.schema[column]} values (a list or a record, "
+                                   "not an id)", location=f"{src.path}: column {column}",
+                                   remedy=f"pass {flag} with a column of ids (text or numbers)")
+    if plan.step and plan.step in df.columns:
+        try:
+            df.select(pl.col(plan.step).cast(pl.Int64))
+        except POLARS_ERRORS:
+            return SchemaError(f"step column {plan.step!r} is not an integer step ({df.schema[plan.step]} values)",
+                               location=f"{src.path}: column {plan.step}",
+                               remedy="pass --step-col with an integer column")
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return SchemaError(f"cannot form the group keys ({', '.join(c for c in plan.key_columns if c)}): {text[:160]}",
+                       location=str(src.path), remedy="pick the key columns with --prompt-col, --step-col, --group-col")
 
 
 SPREAD_COLUMNS = ("rmin", "rmax")
