@@ -36,7 +36,8 @@ def test_two_verl_runs_of_one_experiment_are_refused_naming_the_runs(two_verl_ru
     with pytest.raises(SchemaError) as err:
         load_counts([two_verl_runs])
     line = err.value.one_line()
-    assert "2 runs in one load (seed1/verl/rollout_data, seed2/verl/rollout_data)" in line
+    assert "2 runs in one load: 19 (step, prompt) groups appear in more than one " \
+           "(seed1/verl/rollout_data, seed2/verl/rollout_data)" in line
     assert "--by run" in line and "--pool-runs" in line
     assert "drawn twice" not in line and "--group-col" not in line  # not the wrong cause
 
@@ -77,7 +78,7 @@ def model_evals(tmp_path_factory) -> Path:
 def test_per_model_eval_folders_are_not_pooled(model_evals, capsys):
     code, out, err = run(capsys, "scan", str(model_evals))
     assert code == 2 and out == ""
-    assert "4 runs in one load (model_0, model_1, model_2, model_3): 81 prompts appear in more than one" in err
+    assert "4 runs in one load: 81 prompts appear in more than one (model_0, model_1, model_2, model_3)" in err
     assert "--by run" in err and len(err.strip().splitlines()) == 1
 
 
@@ -90,7 +91,9 @@ def test_per_model_eval_folders_by_run_and_by_file(model_evals, capsys):
     by_file = load_by([model_evals], "file")
     assert [v for v, _ in by_file.parts] == [f"model_{m}/samples.jsonl" for m in range(4)]
     assert [p.n_rows for _, p in by_file.parts] == [405] * 4
-    pooled = load_counts([model_evals], LoadOptions(pool_runs=True))  # asked for: 81 prompts x 20
+    pooled = load_counts([model_evals], LoadOptions(pool_runs=True))  # each model's prompts its own
+    assert pooled.per_prompt.height == 4 * 81 and set(pooled.per_prompt["n"].to_list()) == {5}
+    pooled = load_counts([model_evals], LoadOptions(pool_prompts=True))  # asked for: 81 prompts x 20
     assert pooled.per_prompt.height == 81 and set(pooled.per_prompt["n"].to_list()) == {20}
 
 
@@ -138,7 +141,7 @@ def test_part_files_of_one_log_in_one_folder_are_one_run(tmp_path):
 def test_duckdb_refuses_two_runs_as_polars_does(two_verl_runs, capsys):
     pytest.importorskip("duckdb")
     code, out, err = run(capsys, "scan", str(two_verl_runs), "--engine", "duckdb")
-    assert code == 2 and "2 runs in one load (seed1/verl/rollout_data, seed2/verl/rollout_data)" in err
+    assert code == 2 and "(seed1/verl/rollout_data, seed2/verl/rollout_data)" in err and "2 runs in one load" in err
     args = ("scan", str(two_verl_runs), "--pool-runs", "-G", "8", "-f", "json")
     want, got = run(capsys, *args), run(capsys, *args, "--engine", "duckdb")
     assert want[0] == got[0] == 0 and json.loads(got[1]) == json.loads(want[1])

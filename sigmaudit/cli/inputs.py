@@ -103,8 +103,15 @@ KeepDuplicatesOpt = Annotated[
 PoolRunsOpt = Annotated[
     bool,
     typer.Option("--pool-runs", help="Pool several runs whose groups meet (two run folders with the same steps and "
-                 "prompts, one eval folder per model), each logged group kept within its run; refused by default "
-                 "(audit each with --by run).", rich_help_panel=_LAYOUT),
+                 "prompts, one eval folder per model, files of one folder that are each a whole log), each logged "
+                 "group and each run's prompts kept its own (predictions are the runs' mean); refused by default "
+                 "(audit each with --by run or --by file).", rich_help_panel=_LAYOUT),
+]
+PoolPromptsOpt = Annotated[
+    bool,
+    typer.Option("--pool-prompts", help="With several runs, count a prompt's samples from every run as one "
+                 "prompt's (runs of one policy: seeds of one eval); implies --pool-runs. Each logged group is "
+                 "still kept within its run.", rich_help_panel=_LAYOUT),
 ]
 _ENGINE = "Engine (where the reduction runs)"
 
@@ -289,13 +296,14 @@ LAYOUT_OPTIONS: dict[str, Any] = {
     "threshold": ThresholdOpt,
     "keep_duplicates": KeepDuplicatesOpt,
     "pool_runs": PoolRunsOpt,
+    "pool_prompts": PoolPromptsOpt,
 }
 """The flag of each :class:`~sigmaudit.loaders.LoadOptions` field a user sets (its default is the field's;
 ``subset`` is set by ``--by``, not by a flag of its own). A field added there gets its flag here, once:
 tests/test_architecture.py checks the two agree."""
 INTERNAL_LOAD_FIELDS = ("subset",)
 """LoadOptions fields with no flag of their own."""
-_LAYOUT_DEFAULTS = {name: False if name in ("keep_duplicates", "pool_runs") else None for name in LAYOUT_OPTIONS}
+_LAYOUT_DEFAULTS = {name: False if name in ("keep_duplicates", "pool_runs", "pool_prompts") else None for name in LAYOUT_OPTIONS}
 """The fields' defaults, without importing the loaders (and Polars) when the CLI starts; the
 architecture test checks them against LoadOptions."""
 _ENGINE_PARAMS: tuple[tuple[str, Any, Any], ...] = (

@@ -15,17 +15,18 @@ from . import trainers
 from .columns import ColumnMap, key_note
 from .options import FileCounts, LoadedCounts
 from .reduce import PARTIAL_SCHEMA, SPREAD_COLUMNS
-from .rules import copies_note, skip_notes
+from .rules import GENERIC, copies_note, skip_notes
 from .runs import separate
 
 
 def conclude(files: Sequence[Any], counted: Sequence[FileCounts], copies: Sequence[str],
-             skipped: dict[Any, str], relogged: Sequence[str] = (), pool_runs: bool = False) -> LoadedCounts:
+             skipped: dict[Any, str], relogged: Sequence[str] = (),
+             pooling: tuple[bool, bool] = (False, False)) -> LoadedCounts:
     """The load of ``files`` from their counts (one :class:`FileCounts` per file, or one for all the
-    files an engine reduced at once): runs kept apart (:func:`.runs.separate`: refused, or pooled with
-    ``pool_runs``), assembled, checked by the framework, with every note (``relogged``: the notes of
-    :func:`.rules.drop_relogged`)."""
-    counted, pooled = separate(files, counted, pool_runs)
+    files an engine reduced at once): runs kept apart (:func:`.runs.separate`: refused, or pooled as
+    ``pooling`` says: :attr:`.options.LoadOptions.pooling`), assembled, checked by the framework, with
+    every note (``relogged``: the notes of :func:`.rules.drop_relogged`)."""
+    counted, pooled = separate(files, counted, *pooling)
     plans = [c.plan for c in counted]
     read = sum(c.rows for c in counted)
     null_keys = sum(c.null_keys for c in counted)
@@ -81,6 +82,15 @@ def _ids_over_prompts(allp: pl.DataFrame, plans: list[ColumnMap]) -> str | None:
             f"column with --group-col")
 
 
+def _split_note(joined: int, files: int, layout: str) -> str | None:
+    """The note for groups of a generic log read in parts from several files and summed (a trainer's reader
+    knows its own dump's parts: no note)."""
+    if joined <= 0 or layout not in GENERIC:
+        return None
+    return (f"{joined:,} logged groups are split over the {files} files and summed (the files read as parts of one "
+            "log); if they are separate logs, audit each with --by file")
+
+
 SLICE_ROWS = 2_000_000
 """Per-prompt sums over more groups than this are taken slice by slice (smaller hash tables)."""
 
@@ -107,11 +117,14 @@ def assemble(files: list[Path], plans: list[ColumnMap], partials: list[pl.DataFr
     layout = plans[0].layout
     grouped = all(p.has_groups for p in plans)
     per_group = None
+    split = None
     if grouped:
         if _may_overlap(partials, plans):
+            before = allp.height
             allp = (allp.group_by(["step", "gid", "prompt"])
                     .agg(pl.col("n").sum(), pl.col("k").sum(), *_spread_merged(allp))
                     .sort(["step", "prompt", "gid"], nulls_last=True))
+            split = _split_note(before - allp.height, len(files), plans[0].layout)
         per_group = allp.select("step", "prompt", "n", "k", *(c for c in SPREAD_COLUMNS if c in allp.columns))
         mixed = _ids_over_prompts(allp, plans)
         if (per_group["n"] == 0).any():  # filter only when needed: it copies every column
@@ -140,6 +153,8 @@ def assemble(files: list[Path], plans: list[ColumnMap], partials: list[pl.DataFr
         notes.append(f"{singles} {have} a single sample (counted; its p̂ is 0 or 1)")
     if grouped and mixed:
         notes.append(mixed)
+    if split:
+        notes.append(split)
     plan = plans[0]
     reward_source = (plan.k or plan.rate or "") if layout == "counts" else (plan.reward or "")
     if reward_source == "__rewards":  # the older prime-rl layout

@@ -83,7 +83,15 @@ class LoadOptions:
     which are dropped by default."""
     pool_runs: bool = False
     """Pool several runs whose group keys meet (refused by default: see :mod:`.runs`), each logged
-    group kept within its run."""
+    group, and each run's prompts, kept its own."""
+    pool_prompts: bool = False
+    """With several runs pooled, a prompt's samples from every run are one prompt's counts (implies
+    ``pool_runs``)."""
+
+    @property
+    def pooling(self) -> tuple[bool, bool]:
+        """(pool runs, pool their prompts): ``pool_prompts`` implies ``pool_runs``."""
+        return self.pool_runs or self.pool_prompts, self.pool_prompts
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from .inputs import Inputs, resolve
 from .options import FileCounts, LoadedCounts, LoadOptions
 from .readers import NoDataError, remote_schema, scan
 from .rules import (
+    GENERIC,
     copies_of,
     drop_copied_files,
     drop_relogged,
@@ -28,7 +29,7 @@ from .rules import (
     same_size,
     series_of,
 )
-from .runs import roots
+from .runs import part_named, roots
 from .series import series_columns
 from .tempdirs import run_folder
 
@@ -83,8 +84,10 @@ def load_on(engine: Engine, inputs: Inputs, opts: LoadOptions) -> LoadedCounts:
     if not isinstance(sample, tuple):
         return sample
     plan, schema = sample
-    if not inputs.remote and len(set(roots(kept, [plan.layout] * len(kept)))) > 1:
-        # several runs: counted file by file, so the runs are told apart as the polars engine does
+    if not inputs.remote and (len(set(roots(kept, [plan.layout] * len(kept)))) > 1 or (
+            plan.layout in GENERIC and len(kept) > 1 and not all(part_named(f) for f in kept))):
+        # several runs, or files of one folder that may each be a whole log: counted file by file, so they
+        # are told apart as the polars engine does (runs.separate)
         return load_per_file(engine, inputs, opts)
     misnamed = misnamed_compression(kept, engine.name, remote=engine.name == "spark")
     if misnamed is not None:
@@ -155,4 +158,4 @@ def load_per_file(engine: Engine, inputs: Inputs, opts: LoadOptions) -> LoadedCo
     for r in opened:
         if r.error is not None:
             raise r.error
-    return conclude([r.path for r in opened], opened, copies, inputs.skipped, relogged, opts.pool_runs)
+    return conclude([r.path for r in opened], opened, copies, inputs.skipped, relogged, opts.pooling)

@@ -1,29 +1,36 @@
-"""Runs are never pooled silently (issue 21 item 6, issue 23 item 16).
+"""Runs and logs are never pooled silently (issue 21 item 6, issue 23 item 16, issue 35 item 3).
 
 Each file belongs to a run: its framework's run folder (``TrainerReader.run_root``: verl's
 ``rollout_data_dir``, TRL's ``output_dir``, AReaL's trial...), or for a generic layout the file's
-folder (part files of one log share a folder; two logs in one folder are not told apart). Files of
-one run are one corpus (their groups may be split over files). When two runs hold the same group
-keys -- the same (step, prompt), or the same prompt in logs without steps (two experiments over one
-dataset, one eval folder per model) -- the load is refused in one line naming the runs and ``--by
-run`` (each run audited on its own) and ``--pool-runs``. With ``--pool-runs`` the runs are pooled
-with their groups kept apart (groups of 8 never become groups of 16) and a note says so. Runs whose
-keys do not meet (per-step shards of one dump) are one corpus, as before.
+folder. Files of one run are one corpus (their groups may be split over files: part files of one log)
+-- unless, for a generic layout, the files of one folder are logs of their own over the same keys (two
+tasks over the same ids, two runs each with steps 1..N, one file per model): their keys meet and a file
+holds at least :data:`WHOLE_SHARE` of its keys in another, while their names do not say they are parts
+of one log (:data:`PART_NAME`: ``part-0``, ``shard_1``, ``-00000-of-00004``...). Then each such file is
+its own unit. When two units hold the same group keys -- the same (step, prompt), or the same prompt in
+logs without steps -- the load is refused in one line naming them with ``--by run`` (runs) or ``--by
+file`` (files), each audited on its own, and ``--pool-runs``. With ``--pool-runs`` the units are pooled
+with their groups kept apart (groups of 8 never become groups of 16) and, unless ``--pool-prompts``, each
+unit's prompts kept its own (a prompt of two models is two prompts: every prediction is the mean of each
+unit's, never one of a pooled pass rate). Units whose keys do not meet (per-step shards of one dump) are
+one corpus, as before; groups summed over part files are said in a note (:mod:`.assemble`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import polars as pl
 
-from ..errors import SchemaError
+from ..errors import SchemaError, few
 from . import trainers
 from .options import FileCounts
+from .rules import GENERIC
 
 PSEUDO_COLUMNS = ("run", "file")
 """``--by`` values that name no column of the files: each run (see :func:`roots`), each file."""
@@ -50,43 +57,111 @@ def labels(runs: Sequence[Any]) -> dict[Any, str]:
     return out
 
 
-def _shared_keys(frames: Sequence[pl.DataFrame], runs: Sequence[str]) -> int:
-    """How many (step, prompt) keys occur under two or more runs."""
-    keyed = [f.select("step", "prompt").unique().with_columns(pl.lit(r).alias("run"))
-             for f, r in zip(frames, runs, strict=True) if f is not None and f.height]
-    if len(keyed) < 2:
+def _keys(frame: pl.DataFrame | None) -> pl.DataFrame:
+    """The distinct (step, prompt) keys of one file's counts."""
+    if frame is None or not frame.height:
+        return pl.DataFrame(schema={"step": pl.Int64, "prompt": pl.Utf8})
+    return frame.select("step", "prompt").unique()
+
+
+def _shared_keys(frames: Sequence[pl.DataFrame], units: Sequence[int]) -> int:
+    """How many (step, prompt) keys occur under two or more units (``units[i]``: the unit of ``frames[i]``)."""
+    keyed = [_keys(f).with_columns(pl.lit(u).alias("unit")) for f, u in zip(frames, units, strict=True)]
+    if len({u for u, f in zip(units, frames, strict=True) if f is not None and f.height}) < 2:
         return 0
-    both = pl.concat(keyed).unique().group_by("step", "prompt").agg(pl.col("run").n_unique().alias("runs"))
-    return int((both["runs"] > 1).sum())
+    both = pl.concat(keyed).unique().group_by("step", "prompt").agg(pl.col("unit").n_unique().alias("units"))
+    return int((both["units"] > 1).sum())
 
 
-def separate(files: Sequence[Any], counted: Sequence[FileCounts], pool: bool) -> tuple[list[FileCounts], list[str]]:
-    """``counted`` (one per file) unchanged when the files hold one run (or runs whose keys never
-    meet); with several runs sharing keys, refused -- or with ``pool`` (``--pool-runs``) each group id
-    prefixed with its run, and a note."""
+PART_NAME = re.compile(r"(^|[._-])(part|shard|rank|chunk|worker|proc|gpu|node|dp|piece)[._-]?\d+"
+                       r"|\d+[._-]?of[._-]?\d+|^\d+$", re.IGNORECASE)
+"""A file name that says it is one part of a log written in parts: Spark's ``part-00000-….parquet``, pyarrow's
+``part-0.parquet``, Dask's ``part.0.parquet``, Hugging Face's ``train-00000-of-00004.parquet``, a rank's
+``rollouts_rank1.jsonl``, a bare number (with a step column: a writer's n-th part)."""
+WHOLE_SHARE = 0.5
+"""Files of one folder whose keys meet are parts of one log (groups split over them summed) when no file
+has this share of its keys in another: a log cut into files splits only the groups at the cuts. From it
+on, each file holds a log of its own over the same keys (two tasks over the same ids, two runs with
+steps 1..N each), unless the names say they are parts (:data:`PART_NAME`)."""
+
+
+def part_named(path: Any) -> bool:
+    """The file's name says it is one part of a log (:data:`PART_NAME`)."""
+    name = PurePosixPath(str(path)).name
+    return bool(PART_NAME.search(name.split(".")[0]) or PART_NAME.search(name))
+
+
+def _whole_logs(members: list[int], files: Sequence[Any], frames: Sequence[pl.DataFrame | None]) -> bool:
+    """The files of one folder (indices ``members``) are logs of their own over the same keys, not parts of one
+    log: their keys meet, at least one file has :data:`WHOLE_SHARE` of its keys in another, and not every name
+    says it is a part."""
+    if len(members) < 2 or all(part_named(files[i]) for i in members):
+        return False
+    keyed = [_keys(frames[i]).with_columns(pl.lit(j).alias("file")) for j, i in enumerate(members)]
+    seen = pl.concat(keyed).group_by("step", "prompt").agg(pl.col("file").n_unique().alias("files"))
+    shared = pl.concat(keyed).join(seen.filter(pl.col("files") > 1), on=["step", "prompt"], nulls_equal=True)
+    if not shared.height:
+        return False
+    in_others = shared.group_by("file").len()
+    sizes = {j: k.height for j, k in enumerate(keyed)}
+    return any(n >= WHOLE_SHARE * sizes[j] for j, n in in_others.iter_rows())
+
+
+def units_of(files: Sequence[Any], counted: Sequence[FileCounts]) -> tuple[list[Any], bool]:
+    """The unit each file belongs to (its run root, or the file itself when the files of a generic log's
+    folder are logs of their own: :func:`_whole_logs`), and whether any file is its own unit."""
+    runs = roots(files, [c.plan.layout if c.plan is not None else "" for c in counted])
+    units: list[Any] = list(runs)
+    by_run: dict[Any, list[int]] = {}
+    for i, r in enumerate(runs):
+        by_run.setdefault(r, []).append(i)
+    alone = False
+    for members in by_run.values():
+        plan = counted[members[0]].plan
+        if plan is not None and plan.layout in GENERIC and _whole_logs(members, files, [c.frame for c in counted]):
+            alone = True
+            for i in members:
+                units[i] = files[i]
+    return units, alone
+
+
+def separate(files: Sequence[Any], counted: Sequence[FileCounts], pool: bool,
+             pool_prompts: bool = False) -> tuple[list[FileCounts], list[str]]:
+    """``counted`` (one per file) unchanged when the files hold one log (or logs whose keys never meet);
+    with several runs (or several files of one folder, each a log of its own) sharing keys, refused -- or with
+    ``pool`` (``--pool-runs``) each group id and (unless ``pool_prompts``) each prompt prefixed with its run,
+    and a note."""
     if len(counted) != len(files) or len(files) < 2:
         return list(counted), []
-    runs = roots(files, [c.plan.layout if c.plan is not None else "" for c in counted])
-    names = labels(runs)
+    units, alone = units_of(files, counted)
+    names = labels(units)
     if len(names) < 2:
         return list(counted), []
-    shared = _shared_keys([c.frame for c in counted], [names[r] for r in runs])
+    index = {u: i for i, u in enumerate(names)}
+    shared = _shared_keys([c.frame for c in counted], [index[u] for u in units])
     if not shared:
         return list(counted), []
-    shown = ", ".join(list(names.values())[:4]) + (", ..." if len(names) > 4 else "")
+    shown = few(names.values())
     has_steps = any(c.frame is not None and c.frame["step"].null_count() < c.frame.height for c in counted)
     key = "(step, prompt) groups" if has_steps else "prompts"
+    what = "files, each a whole log of its own," if alone else "runs"
     if not pool:
-        raise SchemaError(f"{len(names)} runs in one load ({shown}): {shared:,} {key} appear in more than one, and "
-                          f"runs are never pooled silently", location=str(files[0]),
-                          remedy="audit each run with --by run, or pool them with --pool-runs")
+        raise SchemaError(f"{len(names)} {what} in one load: {shared:,} {key} appear in more than one ({shown}), and "
+                          f"{'logs' if alone else 'runs'} are never pooled silently", location=str(files[0]),
+                          remedy="audit each file with --by file, or pool them with --pool-runs" if alone else
+                          "audit each run with --by run, or pool them with --pool-runs")
     out = []
-    for c, r in zip(counted, runs, strict=True):
-        label = names[r]
-        frame = c.frame.with_columns(pl.concat_str([pl.lit(label + "|"), pl.col("gid").fill_null("")]).alias("gid"))
-        out.append(dataclasses.replace(c, frame=frame))
-    note = (f"pooled {len(names)} runs ({shown}) as asked (--pool-runs, or the overall line of --by run): {shared:,} "
-            f"{key} appear in more than one; each logged group is kept within its run")
+    for c, u in zip(counted, units, strict=True):
+        label = names[u]
+        columns = [pl.concat_str([pl.lit(label + "|"), pl.col("gid").fill_null("")]).alias("gid")]
+        if not pool_prompts:
+            columns.append(pl.concat_str([pl.lit(label + " | "), pl.col("prompt")]).alias("prompt"))
+        out.append(dataclasses.replace(c, frame=c.frame.with_columns(columns)))
+    prompts = ("a prompt's samples from every one counted as one prompt (--pool-prompts)" if pool_prompts else
+               "each one's prompts its own (a prompt of two is two prompts, so predictions stay each one's; "
+               "--pool-prompts counts them as one)")
+    note = (f"pooled {len(names)} {'files (each a whole log)' if alone else 'runs'} ({shown}) as asked (--pool-runs, or the overall line of --by run/file): "
+            f"{shared:,} {key} appear in more than one; each logged group is kept within its own, and {prompts}")
     return out, [note]
 
 

@@ -21,11 +21,19 @@ import polars as pl
 from ...errors import SchemaError, SigmauditError
 from .. import trainers
 from ..assemble import conclude
-from ..columns import ColumnMap
+from ..columns import K_NAMES, N_NAMES, RATE_NAMES, REWARD_NAMES, ColumnMap
 from ..detect import detect
 from ..inputs import Inputs
 from ..options import FileCounts, LoadedCounts, LoadOptions
-from ..readers import NoDataError, Source, bad_value_line, scan, with_numbers_as_written, with_text_columns
+from ..readers import (
+    NoDataError,
+    Source,
+    bad_value_line,
+    csv_numbers,
+    scan,
+    with_numbers_as_written,
+    with_text_columns,
+)
 from ..reduce import Partial, reduce_counts, reduce_lists, reduce_samples
 from ..rules import (
     drop_copied_files,
@@ -69,6 +77,7 @@ def open_file(path: Path, tmp: Path, opts: LoadOptions, series_ok: bool,
             return series
         module = trainers.reader(path, src.schema)
         if module is None:
+            src = csv_numbers(src, _reward_like(src.schema, opts))
             plan = detect(src.schema, opts, str(path))
             return Opened(path, with_text_columns(src, plan.key_columns), plan, None)
     if peek:
@@ -77,6 +86,14 @@ def open_file(path: Path, tmp: Path, opts: LoadOptions, series_ok: bool,
     norm = module.read(path, opts)
     src, plan = norm.source(path)
     return Opened(path, src, plan, norm)
+
+
+def _reward_like(schema: dict[str, pl.DataType], opts: LoadOptions) -> list[str]:
+    """The columns that may hold a csv's rewards or counts: the ones named by an option, else those named like one."""
+    named = [c for c in (opts.reward_col, opts.n_col, opts.k_col, opts.rate_col) if c]
+    if named:
+        return named
+    return [c for c in schema if c.lower() in (*REWARD_NAMES, *N_NAMES, *K_NAMES, *RATE_NAMES)]
 
 
 def with_dedupe(src: Source, plan: ColumnMap, opts: LoadOptions) -> ColumnMap:
@@ -163,7 +180,7 @@ def load_local(inputs: Inputs, opts: LoadOptions, progress: Progress | None = No
             read += out[-1].rows
             if progress is not None:
                 progress(read)
-    return conclude([o.path for o in opened], out, copies, inputs.skipped, relogged, opts.pool_runs)
+    return conclude([o.path for o in opened], out, copies, inputs.skipped, relogged, opts.pooling)
 
 
 def _open_all(inputs: Inputs, files: list[Path], tmp: Path, opts: LoadOptions) -> list[Opened] | LoadedCounts:
@@ -265,7 +282,7 @@ def load_remote(inputs: Inputs, opts: LoadOptions, progress: Progress | None = N
                                   missing_at=part.missing_at))
             if progress is not None:
                 progress(sum(c.rows for c in out))
-    return conclude(files, out, [], inputs.skipped, pool_runs=opts.pool_runs)
+    return conclude(files, out, [], inputs.skipped, pooling=opts.pooling)
 
 
 def _tick(progress: Progress, before: int, rows: int) -> None:
