@@ -330,7 +330,7 @@ def test_duckdb_reads_a_hash_inside_an_unquoted_prompt_id_as_text(tmp_path, caps
     for path in (plain, headed):
         out = _agree(capsys, "duckdb", path)
         assert out["prompts"] == 3 and out["rollouts"] == 24
-    both = _agree(capsys, "duckdb", tmp_path)  # two files, different comment lines
+    both = _agree(capsys, "duckdb", tmp_path, "--pool-prompts")  # one log twice, different comment lines
     assert both["rollouts"] == 48
 
 
@@ -374,7 +374,8 @@ def test_only_leading_comment_lines_are_skipped(tmp_path, capsys, engine, reques
     if engine == "spark":
         request.getfixturevalue("spark_engine")
     files = _hash_led(tmp_path)
-    both = _agree(capsys, engine, tmp_path / "mixed")
+    # the folder holds the same log twice (one copy with comment lines): pooled as asked (issue 35 item 3)
+    both = _agree(capsys, engine, tmp_path / "mixed", "--pool-prompts")
     assert (both["rollouts"], both["prompts"]) == (48, 3)
     assert _agree(capsys, engine, files["gz"])["prompts"] == 3
     if engine == "duckdb":
