@@ -62,7 +62,8 @@ def test_columns_listed_in_an_error_keep_its_remedy(tmp_path, capsys):
 def test_a_list_column_as_prompt_key_is_named_not_blamed_on_the_step(tmp_path, capsys):
     """``--prompt-col tags`` on a list column: any Polars error in reduce._finish was reported as
     "column None: step column None is not an integer step"."""
-    rows = [{"prompt": f"q{i}", "tags": ["algebra", "easy"], "reward": float(j % 2)} for i in range(6) for j in range(4)]
+    rows = [{"prompt": f"q{i}", "tags": ["algebra", "easy"], "reward": float(j % 2)}
+            for i in range(6) for j in range(4)]
     log = tmp_path / "tagged.jsonl"
     pl.DataFrame(rows).write_ndjson(log)
     code, _, err = run(capsys, "scan", str(log), "--prompt-col", "tags")
@@ -83,8 +84,7 @@ def _unscored_rows():
     out = []
     for i in range(12):
         p = rng.uniform(0.1, 0.9)
-        for j in range(8):
-            out.append((f"q{i}", math.nan if (i * 8 + j) % 7 == 3 else int(rng.random() < p)))
+        out.extend((f"q{i}", math.nan if (i * 8 + j) % 7 == 3 else int(rng.random() < p)) for j in range(8))
     return out
 
 

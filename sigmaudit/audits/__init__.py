@@ -48,3 +48,26 @@ def logged_group_size(loaded: LoadedCounts) -> int | None:
         return None
     counts = groups.group_by("n").len().sort(["len", "n"], descending=[True, False])
     return int(counts["n"][0])
+
+
+def identified_sizes(corpus: Corpus, sizes: tuple[int, ...]) -> tuple[tuple[int, ...], str | None]:
+    """The default group sizes ``sizes`` a command shows, by the one identification rule
+    (:meth:`~sigmaudit.core.corpus.Corpus.identification`): those below the first G the logs do not determine
+    (larger ones are not tried: each try is a few linear programmes, and a thin log's range only widens
+    with G), with every G ≤ the fewest samples per prompt put in their place (each has its unbiased estimate:
+    G = 2 on a log of 2 samples per prompt), and a note naming the sizes left out and the range at the
+    first. ``sizes`` unchanged (and no note) when all are identified, or when no G ≥ 2 would be left (the
+    command then refuses with the reason)."""
+    from ..core.identify import NOT_IDENTIFIED
+
+    ordered = sorted(sizes)
+    first = next((e for g in ordered if (e := corpus.identification(g)) is not None), None)
+    if first is None:
+        return sizes, None
+    shown = tuple(sorted({g for g in ordered if g < first.G} | set(range(2, corpus.min_samples + 1))))
+    if not shown:
+        return sizes, None
+    left = [g for g in ordered if g >= first.G]
+    return shown, (f"G = {', '.join(map(str, left))} left out: {NOT_IDENTIFIED} ({first.reason}; at "
+                   f"G = {first.G} every silent rate from {first.low:.4f} to {first.high:.4f} fits them); shown: "
+                   f"G = {', '.join(map(str, shown))}, which they determine; log more samples per prompt for larger G")

@@ -388,14 +388,14 @@ def plan(
     (searched up to the largest swept G), else the G ``objective`` chooses (:mod:`.objective`; None: none),
     priced against ``reference_G`` (the logged group size; None: G = 8)."""
     from ..core.estimates import warnings as fit_warnings
-    from .objective import DEFAULT_REFERENCE_G, choose
+    from .objective import choose
 
     targets = targets or Targets()  # the library default: no target and no objective, so no recommendation
-    rows = sweep(corpus, Gs or DEFAULT_G_GRID, batch_prompts, estimator=estimator, replicates=replicates, level=level)
+    Gs, thin, ref = _grid(corpus, Gs, reference_G)
+    rows = sweep(corpus, Gs, batch_prompts, estimator=estimator, replicates=replicates, level=level)
     at0, at1 = corpus.unreachable_parts()
     u0, u1 = corpus.mean(at0), corpus.mean(at1)
     G_max = max(r.G for r in rows)
-    ref = DEFAULT_REFERENCE_G if reference_G is None else int(reference_G)
     chosen, g_range = smallest_G(corpus, targets, G_max, estimator=estimator, replicates=replicates, level=level)
     choice = None if targets.given or objective is None else choose(
         corpus, objective, G_max, estimator=estimator, shown=[*(r.G for r in rows), ref])
@@ -403,8 +403,8 @@ def plan(
     if chosen is not None and chosen not in {r.G for r in rows}:
         extra = sweep(corpus, [chosen], batch_prompts, estimator=estimator, replicates=replicates, level=level)
         rows = tuple(sorted((*rows, *extra), key=lambda r: r.G))
-    warns = fit_warnings(corpus.n_prompts, int(corpus.n.max()), [r.G for r in rows], None,
-                         tuple({r.estimator for r in rows} | {"bayes"}), level)
+    warns = [*fit_warnings(corpus.n_prompts, int(corpus.n.max()), [r.G for r in rows], None,
+                           tuple({r.estimator for r in rows} | {"bayes"}), level), *filter(None, [thin])]
     price = None if chosen is None else _price(corpus, chosen, ref, reference_G is not None, batch_prompts,
                                                None if choice is None else choice.name, estimator)
     return PlanResult(
@@ -428,6 +428,20 @@ def plan(
         objective_choice=choice,
         price=price,
     )
+
+
+def _grid(corpus: Corpus, Gs: Sequence[int] | None, reference_G: int | None) -> tuple[Sequence[int], str | None, int]:
+    """The sizes swept (``Gs``, else :data:`DEFAULT_G_GRID` less what a thin log does not identify, with the
+    note saying so: :func:`~sigmaudit.audits.identified_sizes`) and the reference G of the price (the logged
+    group size, else G = 8; on a thin log that does not identify it, the largest G swept)."""
+    from . import identified_sizes
+    from .objective import DEFAULT_REFERENCE_G
+
+    Gs, thin = (Gs, None) if Gs else identified_sizes(corpus, DEFAULT_G_GRID)
+    ref = DEFAULT_REFERENCE_G if reference_G is None else int(reference_G)
+    if thin is not None and corpus.identification(ref) is not None:
+        ref = max(Gs)
+    return Gs, thin, ref
 
 
 def _price(corpus: Corpus, chosen: int, ref: int, logged: bool, batch_prompts: int, objective: str | None,

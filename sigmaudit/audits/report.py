@@ -186,12 +186,12 @@ def build_report(
     """
     from . import corpus_of
     from .drift import context
-    from .plan import DEFAULT_G_GRID, Targets
+    from .plan import Targets
     from .plan import plan as run_plan
 
     scan, by = _pooled_scan(loaded, G, g_main=g_main, eps=eps, estimator=estimator, post_filter=post_filter)
     filtered = scan.filtered
-    plan = run_plan(corpus_of(loaded), tuple(G) if G else DEFAULT_G_GRID, targets=targets or Targets(),
+    plan = run_plan(corpus_of(loaded), tuple(G) if G else None, targets=targets or Targets(),
                     estimator=estimator, filtered=filtered)
     trend, bt = _step_parts(loaded, estimator, filtered)
     main = scan.wasted.G
@@ -211,9 +211,9 @@ def _pooled_scan(
     """The scan of the pooled logs (without its ``by``) and the scans of each ``--by`` value apart."""
     from dataclasses import replace
 
-    from .scan import DEFAULT_G, audit
+    from .scan import audit
 
-    scan = audit(loaded, G=tuple(G) if G else DEFAULT_G, g_main=g_main, eps=eps, estimator=estimator,
+    scan = audit(loaded, G=tuple(G) if G else None, g_main=g_main, eps=eps, estimator=estimator,
                  post_filter=post_filter)
     return replace(scan, by=None), scan.by  # the values' scans are the report's ``by``
 

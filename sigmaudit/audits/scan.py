@@ -665,7 +665,7 @@ def _validate(G: tuple[int, ...], g_main: int | None, eps: float) -> None:
 
 def audit(
     loaded: LoadedCounts,
-    G: tuple[int, ...] | list[int] = DEFAULT_G,
+    G: tuple[int, ...] | list[int] | None = None,
     g_main: int | None = None,
     eps: float = 0.05,
     post_filter: bool = False, estimator: str = "auto",
@@ -678,10 +678,11 @@ def audit(
     loaded
         Counts from :func:`sigmaudit.loaders.load_counts` (or built by hand).
     G
-        Group sizes for the silent-group table (sorted, duplicates dropped).
+        Group sizes for the silent-group table (sorted, duplicates dropped); None: :data:`DEFAULT_G`, less
+        those a thin log does not identify (:func:`~sigmaudit.audits.identified_sizes`, with a note).
     g_main
-        Group size for wasted compute, finite-G gradient mass and the group-size
-        check; default the most common logged group size, else 8.
+        Group size for wasted compute, finite-G gradient mass and the group-size check; default the
+        most common logged group size, else 8 (where the log does not identify it: the largest G it does).
     eps
         Fidelity shortfall ε of the group-size law (φ >= 1 − ε).
     post_filter
@@ -697,10 +698,9 @@ def audit(
     from . import corpus_of
     from .drift import context
 
-    _validate(tuple(G), g_main, eps)
-    sizes = tuple(sorted({int(g) for g in G}))
+    _validate(tuple(DEFAULT_G if G is None else G), g_main, eps)
     corpus = corpus_of(loaded)
-    g_main = main_group_size(loaded) if g_main is None else int(g_main)
+    sizes, g_main, more = _sizes(loaded, corpus, G, g_main)
 
     spp, rate = _corpus_figures(corpus, estimator, replicates, level)
     rows = _silent_rows(corpus, sizes, estimator, replicates, level)
@@ -709,7 +709,7 @@ def audit(
     warning = _filtered_warning(observed)
     main_row = by_G.get(g_main) or silent_row(corpus, g_main, estimator)
     rollouts = int(corpus.n @ corpus.weight)
-    filtered, notes = _filtered_and_notes(loaded, post_filter, warning)
+    filtered, notes = _filtered_and_notes(loaded, post_filter, warning, more)
     return ScanReport(
         **_log_facts(loaded, corpus), rollouts=rollouts, samples_per_prompt=spp, pass_rate=rate,
         estimator=_estimator_description(rows), silent=rows, observed_silent=observed,
@@ -723,6 +723,37 @@ def audit(
         **context(loaded), replicates=int(replicates), level=float(level),
         by=_by(loaded, G, g_main, eps, post_filter, estimator, replicates, level),
     )
+
+
+def _sizes(loaded: LoadedCounts, corpus: Corpus, G: tuple[int, ...] | list[int] | None,
+           g_main: int | None) -> tuple[tuple[int, ...], int, tuple[str | None, ...]]:
+    """The silent table's sizes (``G``, else :data:`DEFAULT_G` less what a thin log does not identify), the
+    main G (:func:`_main_size`) and the notes saying what was left out."""
+    from . import identified_sizes
+
+    sizes, thin = identified_sizes(corpus, DEFAULT_G) if G is None else (tuple(sorted({int(g) for g in G})), None)
+    g, main_note = _main_size(loaded, corpus, sizes, g_main)
+    return sizes, g, (thin, main_note)
+
+
+def _main_size(loaded: LoadedCounts, corpus: Corpus, sizes: tuple[int, ...],
+               g_main: int | None) -> tuple[int, str | None]:
+    """The G of wasted compute and the group-size law: as given, else the most common logged group size
+    (:func:`main_group_size`) -- or, when the logs do not identify that one, the largest G they do (the
+    shown ``sizes`` and every G up to the fewest samples per prompt), with a note."""
+    from ..core.identify import NOT_IDENTIFIED
+
+    if g_main is not None:
+        return int(g_main), None
+    g = main_group_size(loaded)
+    if corpus.identification(g) is None:
+        return g, None
+    known = [s for s in {*sizes, *range(2, corpus.min_samples + 1)} if corpus.identification(s) is None]
+    if not known:
+        return g, None
+    logged = loaded.per_group is not None and loaded.per_group.height
+    return max(known), (f"wasted compute and group size at G = {max(known)}: G = {g} "
+                        f"({'the logged group size' if logged else 'the default'}) is {NOT_IDENTIFIED}")
 
 
 def _by(loaded: LoadedCounts, *args: Any) -> ByResult | None:
@@ -747,10 +778,11 @@ def _log_facts(loaded: LoadedCounts, corpus: Corpus) -> dict[str, Any]:
 
 
 def _filtered_and_notes(
-    loaded: LoadedCounts, post_filter: bool, warning: str | None
+    loaded: LoadedCounts, post_filter: bool, warning: str | None, more: tuple[str | None, ...] = ()
 ) -> tuple[Filtered | None, tuple[str, ...]]:
     """Whether the log is a post-filter dump (the dump's word, ``--post-filter`` or the statistics'
-    ``warning``) and the scan's notes: the loader's, then the warning, then the dump's state."""
+    ``warning``) and the scan's notes: the loader's, then the warning, then the dump's state, then ``more``
+    (the sizes a thin log leaves out)."""
     from .filtered import resolve
 
     filtered = resolve(loaded, post_filter, Filtered("statistics", warning) if warning else None)
@@ -759,7 +791,7 @@ def _filtered_and_notes(
         notes.append(warning)
     if filtered is not None and filtered.source != "statistics":
         notes.append(f"post-filter dump ({filtered.source}): {filtered.message}")
-    return filtered, tuple(notes)
+    return filtered, (*notes, *(n for n in more if n))
 
 
 def main_group_size(loaded: LoadedCounts) -> int:

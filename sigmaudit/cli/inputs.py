@@ -303,7 +303,8 @@ LAYOUT_OPTIONS: dict[str, Any] = {
 tests/test_architecture.py checks the two agree."""
 INTERNAL_LOAD_FIELDS = ("subset",)
 """LoadOptions fields with no flag of their own."""
-_LAYOUT_DEFAULTS = {name: False if name in ("keep_duplicates", "pool_runs", "pool_prompts") else None for name in LAYOUT_OPTIONS}
+_LAYOUT_DEFAULTS = {name: False if name in ("keep_duplicates", "pool_runs", "pool_prompts") else None
+                    for name in LAYOUT_OPTIONS}
 """The fields' defaults, without importing the loaders (and Polars) when the CLI starts; the
 architecture test checks them against LoadOptions."""
 _ENGINE_PARAMS: tuple[tuple[str, Any, Any], ...] = (

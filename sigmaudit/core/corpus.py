@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -27,6 +28,9 @@ from .estimates import DEFAULT_ESTIMATOR, SEED, EstimatorChoice, Replicates, Spe
 from .estimators import Estimator, silent_bayes, silent_estimate
 from .posterior import sigma_on_grid, weighted_quantile
 from .prior import GridPrior, distinct_pairs, fit_corpus_prior
+
+if TYPE_CHECKING:
+    from .identify import NotIdentifiedError
 
 
 @dataclass(frozen=True)
@@ -57,7 +61,7 @@ class Corpus:
         self.weight: NDArray[np.float64] = c_u
         self.index: NDArray[np.int64] = index
         """For each prompt, in the order given, the index of its distinct (n, k) pair."""
-        self._identified: set[int] = set()
+        self._identified: dict[int, NotIdentifiedError | None] = {}
 
     @classmethod
     def from_pairs(cls, n: ArrayLike, k: ArrayLike, weight: ArrayLike) -> Corpus:
@@ -96,11 +100,22 @@ class Corpus:
     def require_identified(self, G: int) -> None:
         """Refuse (NotIdentifiedError) a model-based figure at G that a thin corpus does not
         determine (:func:`sigmaudit.core.identify.require_identified`); checked once per G."""
-        from .identify import require_identified
+        error = self.identification(G)
+        if error is not None:
+            raise error
+
+    def identification(self, G: int) -> NotIdentifiedError | None:
+        """None when the logs determine the silent rate at G (:func:`sigmaudit.core.identify.require_identified`),
+        else the refusal; checked once per G."""
+        from .identify import NotIdentifiedError, require_identified
 
         if G not in self._identified:
-            require_identified(self.n, self.k, self.weight, G)
-            self._identified.add(G)
+            try:
+                require_identified(self.n, self.k, self.weight, G)
+                self._identified[G] = None
+            except NotIdentifiedError as exc:
+                self._identified[G] = exc
+        return self._identified[G]
 
     @cached_property
     def prior(self) -> GridPrior:

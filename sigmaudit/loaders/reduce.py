@@ -104,7 +104,8 @@ def _key_error(src: Source, plan: ColumnMap, df: pl.DataFrame, exc: BaseExceptio
     """The error for a key that cannot become a prompt key, a step or a group id, naming the column at
     fault: a nested prompt or group column (a list, a struct), a step that is no integer; any other
     failure as the reader's own words, never blamed on a column it did not come from."""
-    for role, columns, flag in (("prompt key", plan.prompt, "--prompt-col"), ("group id", (plan.group,), "--group-col")):
+    for role, columns, flag in (("prompt key", plan.prompt, "--prompt-col"),
+                                ("group id", (plan.group,), "--group-col")):
         for column in (c for c in columns if c and c in df.columns):
             if df.schema[column].is_nested():
                 return SchemaError(f"{role} column {column!r} holds {df.schema[column]} values (a list or a record, "

@@ -160,7 +160,8 @@ def separate(files: Sequence[Any], counted: Sequence[FileCounts], pool: bool,
     prompts = ("a prompt's samples from every one counted as one prompt (--pool-prompts)" if pool_prompts else
                "each one's prompts its own (a prompt of two is two prompts, so predictions stay each one's; "
                "--pool-prompts counts them as one)")
-    note = (f"pooled {len(names)} {'files (each a whole log)' if alone else 'runs'} ({shown}) as asked (--pool-runs, or the overall line of --by run/file): "
+    units_are = "files (each a whole log)" if alone else "runs"
+    note = (f"pooled {len(names)} {units_are} ({shown}) as asked (--pool-runs, or the overall line of --by run/file): "
             f"{shared:,} {key} appear in more than one; each logged group is kept within its own, and {prompts}")
     return out, [note]
 

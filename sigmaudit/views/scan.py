@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..core.identify import NOT_IDENTIFIED
 from ..core.weighting import EXTREME, MIDDLE
 from ..fmt import AMOUNT, RATE, format_count, format_value, pct
 from .labels import QUANTILE_NAMES, filtered_line
@@ -146,6 +147,7 @@ def _silent(r: ScanReport) -> Section:
             ),
             row_digits=(None, None, None, None, *((None,) if o.zero_spread is not None else ()), None, AMOUNT),
         ))
+    lines.extend(n for n in r.notes if NOT_IDENTIFIED in n)  # the sizes a thin log leaves out, and why
     if r.filtered_warning and (r.filtered is None or r.filtered.source != "statistics"):
         lines.append(f"WARNING: {r.filtered_warning}")
     if r.filtered is not None:

@@ -67,7 +67,7 @@ def scan(
     Example:
       sigmaudit scan rollouts.parquet -G 8 -G 16 -f json
     """
-    from ...audits.scan import DEFAULT_G, audit, per_prompt_table
+    from ...audits.scan import audit, per_prompt_table
     from ...render import Format
     from ..output import emit, filtered_note, note, resolve_format
 
@@ -82,7 +82,8 @@ def scan(
             note(filtered_note(data.filtered))
         emit_result(data, fmt, output)
         return
-    report = audit(loaded, tuple(G) if G else DEFAULT_G, g_main, eps, post_filter, estimator, bootstrap, level)
+    # G not given: DEFAULT_G, less the sizes a thin log does not identify (audits.identified_sizes)
+    report = audit(loaded, tuple(G) if G else None, g_main, eps, post_filter, estimator, bootstrap, level)
     if report.filtered is not None:
         note(filtered_note(report.filtered))
     if per_prompt is not None:
