@@ -82,8 +82,7 @@ def scan(
             note(filtered_note(data.filtered))
         emit_result(data, fmt, output)
         return
-    # G not given: DEFAULT_G, less the sizes a thin log does not identify (audits.identified_sizes)
-    report = audit(loaded, tuple(G) if G else None, g_main, eps, post_filter, estimator, bootstrap, level)
+    report = audit(loaded, tuple(G) if G else None, g_main, eps, post_filter, estimator, bootstrap, level)  # None: thin
     if report.filtered is not None:
         note(filtered_note(report.filtered))
     if per_prompt is not None:
