@@ -375,5 +375,6 @@ def scan_summary(r: ScanReport) -> list[str]:
            else ""),
         ("no filtering detected in the log" if r.filtered is None
          else f"warning: post-filter log ({r.filtered.source}): {r.filtered.message}"),
+        *(f"warning: {n}" for n in r.notes if NOT_IDENTIFIED in n),  # the sizes a thin log leaves out
     ]
     return lines
