@@ -13,6 +13,7 @@ import polars as pl
 from ..errors import InputError, SchemaError
 from . import trainers
 from .columns import ColumnMap, key_note
+from .numbered import steps_from_names
 from .options import FileCounts, LoadedCounts
 from .reduce import PARTIAL_SCHEMA, SPREAD_COLUMNS
 from .rules import GENERIC, copies_note, skip_notes
@@ -26,6 +27,7 @@ def conclude(files: Sequence[Any], counted: Sequence[FileCounts], copies: Sequen
     files an engine reduced at once): runs kept apart (:func:`.runs.separate`: refused, or pooled as
     ``pooling`` says: :attr:`.options.LoadOptions.pooling`), assembled, checked by the framework, with
     every note (``relogged``: the notes of :func:`.rules.drop_relogged`)."""
+    counted, named = steps_from_names(files, counted)
     counted, pooled = separate(files, counted, *pooling)
     plans = [c.plan for c in counted]
     read = sum(c.rows for c in counted)
@@ -46,7 +48,7 @@ def conclude(files: Sequence[Any], counted: Sequence[FileCounts], copies: Sequen
     norms = [(c.filtered, c.reward_source) for c in counted if c.framework]
     filtered = norms[0][0] if norms and all(n[0] for n in norms) else None
     extra = [*relogged, *(note for c in counted for note in c.extra_notes)]
-    notes = [*loaded.notes, *pooled, *mine, *extra[:3]]
+    notes = [*loaded.notes, *filter(None, [named]), *pooled, *mine, *extra[:3]]
     if len(extra) > 3:
         notes.append(f"... and {len(extra) - 3} more such notes")
     notes.extend(skip_notes(skipped))

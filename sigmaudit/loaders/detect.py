@@ -141,7 +141,9 @@ def _generic(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> C
                               location=where, remedy="pass --prompt-col")
         prompt = _with_extras(cols, base or group or "", (step, reward, group))
     parts = [p for p in (step and "step", group and "group id") if p]
-    grouping = f"groups by ({', '.join(parts)})" if parts else "no group membership"
+    grouping = f"groups by ({', '.join(parts)})" if parts else (
+        "no group membership (no step or group column: every prompt's samples pool into one count and no logged "
+        "group's silence is seen; name the columns with --step-col / --group-col if the file has them)")
     return ColumnMap("long", prompt, reward=reward, step=step, group=group,
                 note=f"detected long layout: prompt = {key_note(prompt)}, reward from {reward}, "
                      f"{grouping}")

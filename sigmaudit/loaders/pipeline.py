@@ -85,9 +85,10 @@ def load_on(engine: Engine, inputs: Inputs, opts: LoadOptions) -> LoadedCounts:
         return sample
     plan, schema = sample
     if not inputs.remote and (len(set(roots(kept, [plan.layout] * len(kept)))) > 1 or (
-            plan.layout in GENERIC and len(kept) > 1 and not all(part_named(f) for f in kept))):
-        # several runs, or files of one folder that may each be a whole log: counted file by file, so they
-        # are told apart as the polars engine does (runs.separate)
+            plan.layout in GENERIC and len(kept) > 1 and (
+                not all(part_named(f) for f in kept) or not (plan.step or plan.group)))):
+        # several runs, or files of one folder that may each be a whole log or a step (numbered.py): counted
+        # file by file, so they are told apart as the polars engine does (runs.separate)
         return load_per_file(engine, inputs, opts)
     misnamed = misnamed_compression(kept, engine.name, remote=engine.name == "spark")
     if misnamed is not None:

@@ -5,8 +5,9 @@
 - A byte-for-byte copy of another input is read once (:func:`drop_copied_files`, :func:`copies_of`).
 - A file in which a trainer logged again another file's rows (TRL's re-logged generation batch) is
   read once, only with proof from the writer's structure (:func:`drop_relogged`).
-- Within one directory (or glob) argument the most common layout wins and the other files are
-  skipped with a note; named files must all have it (:func:`of_main_layout`).
+- One directory (or glob) argument whose files fit several layouts (``sample_logs/``: a folder per
+  framework) is refused in one line listing the layouts and where each lies, never audited as its first
+  layout with the others skipped; named files must all have one layout (:func:`of_main_layout`).
 - A lone file with a step column and share columns only is a per-step series (:func:`series_of`).
 - A dump that a framework reader restructures in Python is read by the polars engine from local
   files only (:func:`framework_elsewhere`).
@@ -24,7 +25,7 @@ from typing import Any
 
 import polars as pl
 
-from ..errors import InputError, SchemaError, SigmauditError
+from ..errors import InputError, SchemaError, SigmauditError, few
 from . import trainers
 from .options import LoadedCounts, LoadOptions
 from .paths import expand_paths
@@ -141,10 +142,11 @@ def origins(args: Sequence[str | Path], files: Sequence[Any]) -> dict[Path, int]
 GENERIC = ("long", "grouped", "counts")
 
 
-def main_layout(opened: Sequence[Any], named: frozenset[Path] | set[Path], origin: dict[Path, int]) -> str:
-    """The layout the load reads. Named files must all have it; within one directory (or glob)
-    argument the most common layout wins, a trainer's before a generic one, and the others are
-    skipped; two arguments whose layouts differ are refused (load them in separate runs)."""
+def main_layout(opened: Sequence[Any], named: frozenset[Path] | set[Path], origin: dict[Path, int],
+                args: Sequence[str | Path] = ()) -> str:
+    """The layout the load reads. Named files must all have it; one directory (or glob) argument whose
+    files fit several layouts is refused listing them (:func:`several_layouts`); two arguments whose
+    layouts differ are refused (load them in separate runs)."""
     by_arg: dict[int, dict[str, int]] = {}
     for o in opened:
         counts = by_arg.setdefault(origin.get(o.path, -1), {})
@@ -153,6 +155,8 @@ def main_layout(opened: Sequence[Any], named: frozenset[Path] | set[Path], origi
     for arg, counts in by_arg.items():
         members = [o for o in opened if origin.get(o.path, -1) == arg]
         layouts = {o.plan.layout for o in members if o.path.resolve() in named}
+        if len(layouts) != 1 and len(counts) > 1:
+            raise several_layouts(members, counts, str(args[arg]) if 0 <= arg < len(args) else str(members[0].path))
         layout = next(iter(layouts)) if len(layouts) == 1 else max(
             counts, key=lambda lay: (lay not in GENERIC, counts[lay]))
         chosen.append((layout, next(o.path for o in members if o.plan.layout == layout)))
@@ -167,10 +171,27 @@ def main_layout(opened: Sequence[Any], named: frozenset[Path] | set[Path], origi
     return first
 
 
+def several_layouts(members: Sequence[Any], counts: dict[str, int], where: str) -> SchemaError:
+    """The refusal of a folder (or glob) whose files fit several layouts: each layout with its files' count
+    and the folder they share, most files first (a few named, the rest counted)."""
+    import os
+
+    def folder(layout: str) -> str:
+        paths = [str(o.path) for o in members if o.plan.layout == layout]
+        return os.path.commonpath(paths) if len(paths) > 1 else str(Path(paths[0]).parent)
+
+    order = sorted(counts, key=lambda lay: (-counts[lay], lay))
+    shown = few(f"{lay}: {counts[lay]:,} file{'s' if counts[lay] != 1 else ''} in {folder(lay)}" for lay in order)
+    return SchemaError(f"the files found hold {len(counts)} layouts ({shown}); a load reads one layout, and none is "
+                       "audited in place of the others", location=where,
+                       remedy=f"point at one layout's folder (e.g. {folder(order[0])}) or name its files; "
+                              "audit each in its own run")
+
+
 def of_main_layout(opened: list[Any], named: frozenset[Path] | set[Path], args: Sequence[str | Path],
                    files: list[Any], skipped: dict[Any, str]) -> list[Any]:
     """The opened files of the inputs' main layout; the others go to ``skipped`` with the reason."""
-    layout = main_layout(opened, named, origins(args, files))
+    layout = main_layout(opened, named, origins(args, files), args)
     for item in opened:
         if item.plan.layout != layout:
             skipped[item.path] = f"{item.plan.layout} layout, not {layout}"

@@ -1,0 +1,54 @@
+"""Steps read from file names (issue 35 item 6): a generic log written one file per step without a step
+column -- ``1.jsonl 2.jsonl 3.jsonl`` as verl names its ``{rollout_data_dir}/{global_steps}.jsonl``, or
+``step_1.csv``, ``global_step_2.parquet``, ``iter-3.jsonl`` -- holds each step's groups in its own file; read
+without the name, every prompt's samples of every step pool into one count and no logged group is known.
+When every file of a folder (two or more) of a long or grouped log without step and group columns is named
+so, each file's number is its rows' step, and a note says so."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+from pathlib import PurePosixPath
+from typing import Any
+
+import polars as pl
+
+from ..errors import few
+from .options import FileCounts
+
+STEP_NAME = re.compile(r"(?:(?:global_)?step|iter(?:ation)?|epoch)?[_-]?(\d+)", re.IGNORECASE)
+"""A file stem that is a step number, bare or after ``step``, ``global_step``, ``iter``, ``iteration``, ``epoch``."""
+FROM_NAME = "(file name)"
+"""The step "column" of a log whose steps come from its file names (no column of the file is called so)."""
+
+
+def _step(path: Any) -> int | None:
+    match = STEP_NAME.fullmatch(PurePosixPath(str(path)).name.split(".")[0])
+    return int(match.group(1)) if match else None
+
+
+def _grouped(note: str) -> str:
+    """The detection note of a long log without groups, now grouped by the step of its file name."""
+    head, sep, _ = note.partition(", no group membership")
+    return f"{head}, groups by (step, from the file name)" if sep else note
+
+
+def steps_from_names(files: Sequence[Any], counted: Sequence[FileCounts]) -> tuple[list[FileCounts], str | None]:
+    """``counted`` with each file's step taken from its name when the rule above holds (its plan's step set to
+    :data:`FROM_NAME`), and the note; else unchanged and None."""
+    plans = [c.plan for c in counted]
+    if len(counted) != len(files) or len(files) < 2 or any(
+            p is None or p.layout not in ("long", "grouped") or p.step or p.group for p in plans):
+        return list(counted), None
+    steps = [_step(f) for f in files]
+    folders = {PurePosixPath(str(f)).parent for f in files}
+    if None in steps or len(set(steps)) != len(steps) or len(folders) != 1:
+        return list(counted), None
+    out = [dataclasses.replace(c, plan=dataclasses.replace(c.plan, step=FROM_NAME, note=_grouped(c.plan.note)),
+                               frame=c.frame.with_columns(pl.lit(s, dtype=pl.Int64).alias("step")))
+           for c, s in zip(counted, steps, strict=True)]
+    names = [f"{PurePosixPath(str(f)).name} → step {s}" for f, s in zip(files, steps, strict=True)]
+    return out, (f"steps read from the file names ({few(names)}): the files have no step column, one file per step; "
+                 "--step-col names a column instead")
