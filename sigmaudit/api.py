@@ -69,14 +69,15 @@ def scan(paths: PathsLike, *, G: Sequence[int] = DEFAULT_SCAN_G, g_main: int | N
          steps: str | None = None, last_steps: int | None = None, options: LoadOptions | None = None) -> ScanReport:
     """``sigmaudit scan PATHS``: silent groups, wasted compute, gradient mass and group size.
 
-    ``G`` are the group sizes of the silent-group table, ``g_main`` the one of wasted compute (default
-    the most common logged group size), ``options`` the layout overrides (``--prompt-col`` ...)."""
+    ``G`` are the group sizes of the silent-group table (default: the command's, less the sizes a thin log does
+    not identify, with a note), ``g_main`` the one of wasted compute (default the most common logged group size),
+    ``options`` the layout overrides (``--prompt-col`` ...)."""
     from .audits import arguments as a
     from .audits.scan import audit
     from .core._validate import EPS_MIN
     from .views import worded
 
-    sizes, estimator = a.group_sizes(G), _estimator(estimator)
+    sizes, estimator = None if G is DEFAULT_SCAN_G else a.group_sizes(G), _estimator(estimator)
     g_main = None if g_main is None else a.group_size(g_main, "g_main")
     eps = a.real(eps, "eps")
     if not EPS_MIN <= eps < 1.0:

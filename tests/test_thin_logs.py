@@ -166,3 +166,15 @@ def test_the_joint_range_covers_the_truth_and_is_narrower_than_the_box():
                for sign in (1, -1)]
         narrower += (hi - lo) < (box[1] - box[0]) - 1e-6
     assert narrower == 10
+
+
+def test_the_python_api_follows_the_same_rule(tmp_path):
+    import sigmaudit
+
+    rows = _thin(2, seed=11)
+    log = _write(tmp_path / "two.csv", rows)
+    report = sigmaudit.scan(str(log))
+    assert [s.G for s in report.silent] == [2] and report.wasted.G == 2
+    assert report.silent[0].estimate == pytest.approx(np.mean([k in (0, 2) for _, k in rows]), abs=1e-12)
+    with pytest.raises(Exception, match="not identified"):
+        sigmaudit.scan(str(log), G=[8])
