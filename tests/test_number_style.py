@@ -109,7 +109,7 @@ def test_one_quantity_prints_alike_in_scan_plan_check_and_report(capsys, tmp_pat
     assert want_silent != f"{silent:.3f}"
 
     _, scan_md, _ = run(capsys, "scan", SAMPLE, "-q", "-G", "8", "-f", "markdown")
-    _, plan_md, _ = run(capsys, "plan", SAMPLE, "-q", "-G", "8", "-f", "markdown", "--bootstrap", "20")
+    _, plan_md, _ = run(capsys, "plan", SAMPLE, "-q", "-G", "8", "-f", "markdown", "--bootstrap", "20", "--full")
     _, check_md, _ = run(capsys, "check", SAMPLE, "-q", "-G", "8", "--max-silent", "0.9", "--min-fidelity", "0.1",
                          "-f", "markdown", "--bootstrap", "20", "--basis", "model")
     _, check_table, _ = run(capsys, "check", SAMPLE, "-q", "-G", "8", "--max-silent", "0.9", "--min-fidelity", "0.1",

@@ -1,21 +1,28 @@
-"""`sigmaudit plan`: exit codes, stdout, stderr and --alloc-out apart."""
+"""`sigmaudit plan` at the edge: the JSON contract, the recommendation read in 30 seconds, --full, the
+drop list against a hand computation on two sample logs, --alloc-out, exit codes and one-line errors."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import polars as pl
 import pytest
 from cli_runner import run
+from scipy.stats import binom
 
-from sigmaudit.audits.plan import sweep
-from sigmaudit.core.corpus import Corpus
+import sigmaudit
+from sigmaudit.audits import corpus_of
 
 N = [8, 8, 8, 8, 16, 16, 32, 4, 4, 8, 64, 64, 64, 64]
 K = [0, 0, 1, 4, 15, 16, 9, 2, 0, 7, 0, 0, 0, 64]  # the n = 64 unanimous prompts put prior mass at p ∈ {0, 1}
-SWEEP_KEYS = {"G", "silent", "all_wrong", "all_correct", "fidelity", "signal_prompts_per_batch",
-              "rollouts_per_signal_prompt", "dapo_groups_per_kept_group", "estimator", "silent_ci", "fidelity_ci"}
+ROLLOUTS = "sample_logs/rollouts.parquet"
+LONG = "sample_logs/long.csv"
+SWEEP_KEYS = {"G", "prompts_per_step", "silent", "all_wrong", "all_correct", "fidelity", "estimator", "silent_ci",
+              "fidelity_ci", "informative_groups", "informative_groups_ci", "informative_rollouts",
+              "informative_rollouts_ci", "update", "update_ci", "snr", "snr_ci", "knapsack", "knapsack_ci",
+              "dapo_groups_per_kept_group"}
 
 
 @pytest.fixture
@@ -25,56 +32,120 @@ def counts(tmp_path):
     return str(path)
 
 
-@pytest.fixture(scope="module")
-def rows():
-    return sweep(Corpus(np.array(N), np.array(K)), [2, 4, 8, 16])
-
-
-def test_json_contract_and_recommendation(capsys, counts, rows):
-    # G = 8 meets it (by 1e-12: a batch of G and check's single G may differ in the last bits), G = 4 does not
-    target = rows[2].silent + 1e-12
-    assert rows[1].silent > target
-    code, out, err = run(capsys, "plan", counts, "-G", "2", "-G", "16", "-G", "4", "-G", "8", "--max-silent",
-                         repr(target), "--batch-prompts", "100", "-f", "json", "-q")
-    assert code == 0 and err == ""
+def test_json_contract(capsys):
+    code, out, _ = run(capsys, "plan", ROLLOUTS, "-f", "json", "-q", "--bootstrap", "20")
     d = json.loads(out)
-    assert [r["G"] for r in d["sweep"]] == [2, 4, 8, 16]
-    assert set(d["sweep"][0]) == SWEEP_KEYS
-    assert d["recommended_G"] == 8 and d["estimator"] == "auto" and d["prompts"] == len(N)
-    assert [r["estimator"] for r in d["sweep"]] == ["unbiased", "unbiased", "bayes", "bayes"]  # n >= G everywhere
-    lo, hi = d["sweep"][2]["silent_ci"]
-    assert lo <= d["sweep"][2]["silent"] <= hi
-    g_lo, g_hi = d["recommended_G_range"]
-    assert g_lo <= 8 and (g_hi is None or g_hi >= 8)
-    assert d["targets"] == {"max_silent": target, "min_fidelity": None}
-    assert d["sweep"][2]["silent"] == pytest.approx(rows[2].silent, rel=1e-12)
-    assert d["sweep"][1]["signal_prompts_per_batch"] == pytest.approx(100 * (1 - rows[1].silent))
-    assert 0 < d["unreachable_share"] < rows[-1].silent
-    assert d["allocation"] is None
+    assert code == 0 and set(d["sweep"][0]) == SWEEP_KEYS
+    assert d["budget"] == {"rollouts_per_step": 1600, "source": "log",
+                           "description": "the log's median per step, 20 steps"}
+    assert d["advantage"] == "grpo" and d["std"] == "sample" and d["objective"] == "update"
+    c = d["objective_detail"]
+    assert c["recommended_G"] == d["recommended_G"] and c["G_end"] == 1600 and c["tolerance"] == 0.05
+    assert {r["rule"] for r in d["curation"]["rows"]} == {"log", "posterior"}
+    assert d["price"]["before"]["G"] == 8 and d["price"]["reference"] == "logged"
+    assert all(r["update_ci"][0] <= r["update"] <= r["update_ci"][1] for r in d["sweep"] if r["G"] > 1)
 
 
-def test_no_reachable_target_exits_1(capsys, counts):
-    code, out, err = run(capsys, "plan", counts, "--max-silent", "0.3", "-f", "json", "-q")
-    d = json.loads(out)
-    assert code == 1 and err == "" and d["recommended_G"] is None
-    share = d["unreachable_share"]
-    assert share > 0.3 and all(r["silent"] > share for r in d["sweep"])
-    assert f"never- or always-solved prompts alone make up {100 * share:.1f}% of the corpus" in d["reason"]
+def test_rollouts_per_step_from_the_log_is_its_median_step():
+    loaded = sigmaudit.load_counts([ROLLOUTS])
+    per_step = loaded.per_group.group_by("step").agg(pl.col("n").sum())["n"]
+    from sigmaudit.audits.plan import log_budget
+
+    b = log_budget(loaded, None, 512, 8)
+    assert b.source == "log" and b.rollouts_per_step == int(np.median(per_step.to_numpy()))
+    assert log_budget(loaded, 999, 512, 8).rollouts_per_step == 999
 
 
-def test_table_default_and_notes_on_stderr(capsys, counts):
-    code, out, err = run(capsys, "plan", counts, "-G", "4", "-G", "8", "--min-fidelity", "0.5")
+def _lines(text: str) -> list[str]:
+    return text.rstrip("\n").splitlines()
+
+
+@pytest.mark.parametrize("path", [ROLLOUTS, LONG])
+def test_default_output_fits_30_lines_of_100_columns(capsys, monkeypatch, path):
+    monkeypatch.setenv("COLUMNS", "100")
+    code, out, _ = run(capsys, "plan", path, "-q")
+    lines = _lines(out)
+    assert code == 0 and len(lines) <= 30 and max(len(x) for x in lines) <= 100
+    assert lines[2].lstrip("│ ").startswith("recommended G:") or lines[3].lstrip("│ ").startswith("recommended G:")
+    text = " ".join(x.strip("│ ") for x in lines)
+    assert "prompts per step at R =" in text and "within 5% of the best" in text
+    assert "curation" not in text.split("--full")[0].lower() or "Data" in text
+    full = _lines(run(capsys, "plan", path, "-q", "--full")[1])
+    assert len(full) > len(lines) and any("curation" in x for x in full)
+
+
+def test_no_column_twice_and_no_price_table_of_ones(capsys, counts):
+    out = run(capsys, "plan", ROLLOUTS, "-q", "--full", "-G", "8", "-G", "16")[1]
+    assert "signal prompts" not in out and "rollouts / signal prompt" not in out
+    # the recommendation equal to the logged G: no price table at all
+    out = run(capsys, "plan", ROLLOUTS, "-q", "--full", "--objective", "snr", "--tolerance", "0.03")[1]
+    d = json.loads(run(capsys, "plan", ROLLOUTS, "-q", "-f", "json", "--objective", "snr", "--tolerance", "0.03")[1])
+    if d["recommended_G"] == d["price"]["before"]["G"]:
+        assert "price" not in re.findall(r"╭─ (\w+)", out)
+
+
+# ---------------------------------------------------------------- the drop list by hand
+
+
+def _by_hand(path: str, drop_above: float, band: tuple[float, float] | None) -> pl.DataFrame:
+    """n, k per prompt from the raw rows; P(p = 0), P(p = 1) from the prior's weights and scipy's pmf."""
+    if path.endswith(".parquet"):
+        raw = pl.read_parquet(path).rename({"prompt_id": "prompt", "reward": "r"})
+    else:
+        raw = pl.read_csv(path).rename({"problem_id": "prompt", "correct": "r"})
+    per = raw.group_by(pl.col("prompt").cast(pl.Utf8)).agg(pl.len().alias("n"), pl.col("r").sum().alias("k"))
+    prior = corpus_of(sigmaudit.load_counts([path])).prior
+    g, w = prior.grid, prior.weights
+    rows = []
+    for prompt, n, k in per.iter_rows():
+        like = binom.pmf(k, n, g) * w
+        p0, p1 = like[g == 0].sum() / like.sum(), like[g == 1].sum() / like.sum()
+        p_hat = k / n
+        rule = "posterior" if p0 + p1 > drop_above else (
+            "band" if band is not None and not band[0] < p_hat < band[1] else None)
+        rows.append((prompt, n, k, p_hat, p0, p1, k in (0, n), rule, rule is not None))
+    return pl.DataFrame(rows, schema=["prompt", "samples", "k", "p_hat", "p_never", "p_always",
+                                      "never_or_always_in_log", "rule", "drop"], orient="row").sort("prompt")
+
+
+@pytest.mark.parametrize(("path", "args", "band"), [
+    (ROLLOUTS, [], None),
+    (LONG, ["--keep-band", "0.1:0.9", "--drop-above", "0.3"], (0.1, 0.9)),
+])
+@pytest.mark.parametrize("suffix", [".csv", ".parquet", ".jsonl"])
+def test_drop_out_against_a_hand_computation(capsys, tmp_path, path, args, band, suffix):
+    dest = tmp_path / f"drop{suffix}"
+    code, _, _ = run(capsys, "plan", path, "-q", "--bootstrap", "0", "--drop-out", str(dest), *args)
     assert code == 0
-    # fidelity ≥ 0.5 is met first at G = 3, between the swept 2... (not swept) and 4: every whole G is searched
-    assert out.startswith("sigmaudit plan") and "G sweep" in out and "recommended G: 3" in out
-    assert "estimator rule: auto" in out
-    assert err.startswith("sigmaudit: detected counts layout") and "G sweep" not in err
+    got = {".csv": pl.read_csv, ".parquet": pl.read_parquet, ".jsonl": pl.read_ndjson}[suffix](dest)
+    got = got.with_columns(pl.col("prompt").cast(pl.Utf8)).sort("prompt")
+    want = _by_hand(path, 0.3 if band else 0.5, band)
+    assert got.columns == want.columns and got.height == want.height
+    assert got["prompt"].to_list() == want["prompt"].to_list()
+    for col in ("samples", "k", "never_or_always_in_log", "drop"):
+        assert got[col].to_list() == want[col].to_list(), col
+    assert got["rule"].fill_null("").to_list() == want["rule"].fill_null("").to_list()
+    for col in ("p_hat", "p_never", "p_always"):
+        np.testing.assert_allclose(got[col].to_numpy(), want[col].to_numpy(), rtol=1e-9, atol=1e-12)
 
 
-def test_csv_is_the_sweep(capsys, counts):
-    code, out, _ = run(capsys, "plan", counts, "-G", "4", "-G", "8", "-f", "csv", "-q")
-    lines = out.splitlines()
-    assert code == 0 and len(lines) == 3 and lines[0].startswith("G,silent,all_wrong,all_correct,fidelity,")
+def test_curation_figures_against_the_drop_list(capsys, tmp_path):
+    dest = tmp_path / "drop.csv"
+    d = json.loads(run(capsys, "plan", ROLLOUTS, "-q", "-f", "json", "--bootstrap", "0", "--drop-out", str(dest))[1])
+    drop = pl.read_csv(dest)
+    post = next(r for r in d["curation"]["rows"] if r["rule"] == "posterior")
+    assert post["prompts_dropped"] == int(drop["drop"].sum())
+    assert post["dropped_share"] == pytest.approx(drop["drop"].mean())
+    # silent share of the kept prompts at the logged G = 8, unbiased (n >= 8 everywhere): by hand
+    kept = drop.filter(~pl.col("drop"))
+    from math import comb
+
+    s = [(comb(k, 8) + comb(n - k, 8)) / comb(n, 8) for n, k in zip(kept["samples"], kept["k"], strict=True)]
+    at8 = next(a for a in post["at"] if a["G"] == 8)
+    assert at8["silent_after"] == pytest.approx(float(np.mean(s)), rel=1e-9)
+
+
+# ---------------------------------------------------------------- budgets
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet", ".jsonl"])
@@ -86,28 +157,39 @@ def test_budget_allocation_and_alloc_out(capsys, counts, tmp_path, suffix):
     a = json.loads(report.read_text())["allocation"]
     assert a["mode"] == "budget" and a["budget"] == 200 and a["allocated"]["rollouts"] <= 200
     assert a["method"].startswith("greedy on marginal gains") and a["optimality_gap"] == 0.0
-    assert a["uniform"]["G"] == min(200 // len(N), 32)  # the best uniform G the budget buys
-    assert a["allocated"]["expected_signal"] >= a["uniform"]["expected_signal"]
-    reader = {".csv": pl.read_csv, ".parquet": pl.read_parquet, ".jsonl": pl.read_ndjson}[suffix]
-    df = reader(dest)
-    assert sorted(df["prompt"].to_list()) == sorted(f"q{i}" for i in range(len(N)))  # each prompt once
+    assert a["allocated"]["objective_value"] >= a["uniform"]["objective_value"]
+    df = {".csv": pl.read_csv, ".parquet": pl.read_parquet, ".jsonl": pl.read_ndjson}[suffix](dest)
+    assert sorted(df["prompt"].to_list()) == sorted(f"q{i}" for i in range(len(N)))
     assert int(df["G"].sum()) == a["allocated"]["rollouts"]
     unanimous = {f"q{i}" for i, (n, k) in enumerate(zip(N, K, strict=True)) if k in (0, n)}
-    assert set(df.filter(pl.col("drop"))["prompt"].to_list()) <= unanimous  # posterior P(p ∈ {0, 1}) > 1/2
-    assert a["prompts_dropped"] == int(df["drop"].sum())
-    assert a["prompts_kept"] + a["prompts_dropped"] == len(N)
+    assert set(df.filter(pl.col("drop"))["prompt"].to_list()) == unanimous  # no budget for k ∈ {0, n}
+
+
+def test_budget_never_soaks_up_rollouts_on_prompts_the_samples_cannot_place(capsys, tmp_path):
+    """An epoch-style log: many prompts never solved in 16 tries. They get none of the budget."""
+    rng = np.random.default_rng(3)
+    k = np.concatenate([np.zeros(600, int), rng.binomial(16, 0.4, 400)])
+    path = tmp_path / "epoch.csv"
+    path.write_text("prompt,n,k\n" + "".join(f"q{i},16,{x}\n" for i, x in enumerate(k)))
+    for objective in ("update", "informative", "knapsack"):
+        d = json.loads(run(capsys, "plan", str(path), "-q", "-f", "json", "--budget", "4000", "--objective",
+                           objective, "--bootstrap", "0")[1])
+        a = d["allocation"]
+        assert a["prompts_dropped"] >= 600 and a["allocated"]["rollouts"] <= 4000
+        assert "cannot tell p from 0 or 1" in a["drop_rule"]
 
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--budget", "10"], "--budget 10 is below"),
     (["--budget", "100", "--min-g", "8", "--max-g", "4"], "--min-g 8 is larger than --max-g 4"),
-    (["--budget", "100", "--eps", "0.1"], "--budget and --eps are alternatives"),
-    (["--budget", "0"], "--budget must be at least 1, got 0"),
-    (["--eps", "1.5"], "--eps must lie in (0, 1), got 1.5"),
     (["--max-silent", "1.2"], "--max-silent: must lie in [0, 1], got 1.2"),
-    (["--min-fidelity", "-1"], "--min-fidelity: must lie in [0, 1], got -1"),
     (["--alloc-out", "a.csv"], "--alloc-out: nothing to write"),
-    (["--eps", "0.1", "--alloc-out", "a.xlsx"], "--alloc-out: unknown file type '.xlsx'"),
+    (["--drop-out", "a.xlsx"], "--drop-out: unknown file type '.xlsx'"),
+    (["--keep-band", "0.9:0.1"], "--keep-band: --keep-band '0.9:0.1' is not LO:HI"),
+    (["-G", "4611686018427387904"], "-G 4,611,686,018,427,387,904 is above 65,536"),
+    (["-G", "8192", "--rollouts-per-step", "4096"], "-G 8,192 is above the rollouts per step R = 4,096"),
+    (["--advantage", "ppo"], "--advantage: --advantage 'ppo' is not an estimator"),
+    (["--tolerance", "1.5"], "--tolerance: --tolerance must lie in [0, 1)"),
 ])
 def test_impossible_options_exit_2(capsys, counts, tmp_path, monkeypatch, args, message):
     monkeypatch.chdir(tmp_path)
@@ -115,6 +197,11 @@ def test_impossible_options_exit_2(capsys, counts, tmp_path, monkeypatch, args, 
     assert code == 2 and out == ""
     assert err.startswith(f"sigmaudit: error: {message}") and len(err.splitlines()) == 1
     assert not (tmp_path / "a.csv").exists()
+
+
+def test_G_past_the_logs_budget_is_refused_after_reading(capsys):
+    code, out, err = run(capsys, "plan", ROLLOUTS, "-G", "2048", "-q")  # R = 1,600 from the log
+    assert code == 2 and out == "" and "above the rollouts per step R = 1,600" in err and len(err.splitlines()) == 1
 
 
 @pytest.mark.parametrize("fmt", ["table", "json", "markdown", "csv"])
@@ -125,13 +212,6 @@ def test_every_format_with_allocation(capsys, counts, fmt):
     if fmt == "json":
         assert json.loads(out)["allocation"]["mode"] == "eps"
     elif fmt == "csv":
-        assert out.splitlines()[0].startswith("G,silent")
+        assert out.splitlines()[0].startswith("G,prompts_per_step,silent")
     else:
-        assert "per-prompt allocation" in out and "uniform G =" in out
-
-
-@pytest.mark.parametrize("fmt", ["table", "json", "markdown", "csv"])
-def test_check_every_format(capsys, counts, fmt):
-    code, out, err = run(capsys, "check", counts, "-G", "4", "--max-silent", "1", "-f", fmt, "-q")
-    assert code == 0 and err == "sigmaudit: check passed (1 of 1 holds) at G = 4\n"
-    assert ("silent_rate" in out) and (json.loads(out)["passed"] if fmt == "json" else True)
+        assert "per-prompt allocation" in out and "one n for every prompt" in " ".join(out.split())

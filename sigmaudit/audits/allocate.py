@@ -1,38 +1,35 @@
 """Per-prompt group sizes ("how many tries each prompt needs") under a rollout budget.
 
-Objective (``--budget N``): choose G_i ∈ [min_g, max_g] for every kept prompt with Σ G_i ≤ N to
-maximise the total expected realised GRPO signal
+Stock verl and TRL sample one n for every prompt (``actor_rollout_ref.rollout.n``,
+``num_generations``); a per-prompt n needs a custom sampler. docs/theory.md, "Per-prompt budgets".
 
-    Σ_i f_i(G_i),   f_i(G) = E[ E[σ](p, G) | n_i, k_i ]
+Objective (``--budget N``): choose G_i ∈ {0} ∪ [min_g, max_g] with Σ G_i ≤ N maximising Σ_i f_i(G_i), f_i
+the plan objective's per-prompt term (:func:`per_prompt_curves`), a posterior expectation under the
+corpus prior computed once per distinct (n, k) pair:
 
-the posterior expectation (corpus prior, as in ``plan``'s sweep) of the exact expected
-update size E[σ](p, G) of docs/theory.md. f_i is computed once per distinct (n, k) pair as the
-posterior matrix times a (grid p × G) table of E[σ].
+- ``informative``: 1 − silent_i(G), the chance the prompt's group is informative;
+- ``knapsack``: Knapsack-RL's Value(G, p_i) = (1 − p^G − (1 − p)^G) p (1 − p)² (Li et al.,
+  arXiv:2509.25849, their own allocation);
+- ``update``, ``snr``, ``rollouts``: the prompt's expected gain E[c_i(G)] for the advantage estimator and std
+  convention (:mod:`sigmaudit.core.update`): its update with every group weighted alike (under the
+  rollout-weighted batch mean the optimum would give every rollout to the prompts nearest p = 1/2).
 
 Method: every kept prompt starts at min_g; the remaining budget goes, one rollout at a time,
 to the largest marginal gain f_i(G + 1) − f_i(G) over all prompts (sorted once; prompts that
 share (n, k) share a curve and are handled as one block). This greedy choice is exact when every
-f_i is concave in G: E[σ](p, ·) is concave on G ≥ 1 for every p (checked numerically on the
-prior grid up to G = 1024) and a posterior mixture of concave curves is concave. The curves used
-are checked at run time; should one fail, the greedy runs on its upper concave envelope instead
-and the result reports the largest possible shortfall from the optimum (``optimality_gap``).
+f_i is concave in G; the curves are checked at run time, and should one fail the greedy runs on its
+upper concave envelope and reports the largest possible shortfall (``optimality_gap``).
+
+**Prompts the samples cannot place get no budget** (G_i = 0): a prompt never or always solved in its n
+samples (k ∈ {0, n}) cannot be told from p ∈ {0, 1} with them (what it would earn is the prior's
+extrapolation, not evidence), and a prompt with posterior P(p ∈ {0, 1}) > ``drop_above`` is more likely
+unreachable than not. They count 0 in every objective figure, the uniform baseline's too.
 
 ``--eps E`` instead gives each kept prompt the exact group size for φ ≥ 1 − ε at its
 posterior-mean p (:func:`sigmaudit.core.group_size.group_size_exact`), clipped to [min_g, max_g]:
-its objective is every kept prompt at that fidelity for the fewest rollouts, *not* the largest
-Σ E[σ] (a uniform G with the same rollouts can deliver more total signal; it leaves some prompts
-below 1 − ε). The result reports, next to the uniform G with the same rollouts, how many prompts
-each leaves at φ ≥ 1 − ε (``eps_met``).
-
-Drop rule: a prompt is a drop candidate (G = 0, no budget) when its posterior probability of
-being never or always solved, P(p ∈ {0, 1} | n, k), exceeds 1/2, or when its expected signal at
-max_g is below 0.001 (0.2 % of the 0.5 a p = 1/2 prompt approaches). With a budget, a
-non-negligible candidate is re-admitted (best first, while the budget covers min_g for it) when
-one group of min_g earns more expected signal per rollout than the last rollout the greedy
-bought for the other prompts (0 when budget is left over): dropping it would then lose signal.
-As a guard, the allocation keeping every non-negligible prompt replaces the result when it gives
-more total signal, so the result never loses to a uniform G ≥ min_g. The greedy is exact over
-the kept prompts; choosing the kept set is this rule, not an exhaustive search.
+every kept prompt at that fidelity for the fewest rollouts, not a maximum of the objective. The result
+reports, next to the uniform G with the same rollouts, how many prompts each leaves at φ ≥ 1 − ε
+(``eps_met``).
 """
 
 from __future__ import annotations
@@ -52,16 +49,14 @@ if TYPE_CHECKING:
 
     from ..core.corpus import Corpus
 
-DROP_UNREACHABLE = 0.5
-"""Drop a prompt when its posterior P(p ∈ {0, 1}) exceeds this."""
-DROP_MIN_SIGNAL = 1e-3
-"""...or when its expected signal E[σ] at max_g is below this."""
-OBJECTIVE = ("maximise Σ_i E[E[σ](p, G_i) | n_i, k_i] "
-             "(total expected GRPO signal, posterior under the corpus prior)")
-DROP_RULE = (f"dropped when posterior P(p ∈ {{0, 1}}) > {DROP_UNREACHABLE:g} "
-             f"or expected signal at max-g < {DROP_MIN_SIGNAL:g}")
-READMIT_RULE = ("; with --budget, a candidate that is not negligible is re-admitted when a group of min-g for it "
-                "earns more expected signal per rollout than the last rollout the budget buys elsewhere")
+DROP_RULE = ("no budget for a prompt never or always solved in its samples (k ∈ {{0, n}}: they cannot tell p "
+             "from 0 or 1) or with posterior P(p ∈ {{0, 1}}) > {drop_above:g}")
+OBJECTIVES = {
+    "informative": "maximise Σ_i P(group i informative) = Σ_i (1 − E[silent(p, G_i) | n_i, k_i])",
+    "knapsack": "maximise Σ_i E[(1 − p^G_i − (1 − p)^G_i) p (1 − p)² | n_i, k_i] (Knapsack-RL, arXiv:2509.25849)",
+    "update": "maximise Σ_i E[c(k, G_i) | n_i, k_i] (each prompt's expected update gain, {conv})",
+}
+"""The objective maximised, per plan objective (``snr`` and ``rollouts`` use ``update``'s term)."""
 METHOD_GREEDY = "greedy on marginal gains (exact over the kept prompts: every curve checked concave in G)"
 METHOD_EPS = "per-prompt group-size law: exact G for φ ≥ 1 − ε at the posterior-mean p, clipped to [min-g, max-g]"
 OBJECTIVE_EPS = ("every kept prompt at fidelity φ(G_i, p̄_i) ≥ 1 − ε (p̄_i its posterior-mean p) at the fewest "
@@ -154,14 +149,6 @@ def greedy_allocate(curves: NDArray[np.float64], mult: ArrayLike, extra_budget: 
     return GreedyResult(steps=steps, extra=extra, concave=bool(concave_rows.all()), gap=gap, threshold=threshold)
 
 
-def _greedy_value(curves: NDArray[np.float64], mult: NDArray[np.int64], res: GreedyResult) -> float:
-    """Σ over copies of the curve value at the allocation (copies with ``mult`` 0 count nothing)."""
-    idx = np.arange(curves.shape[0])
-    base = curves[idx, res.steps] * (mult - res.extra)
-    up = curves[idx, np.minimum(res.steps + 1, curves.shape[1] - 1)] * res.extra
-    return float(np.sum(np.where(mult > 0, base + up, 0.0)))
-
-
 # ---------------------------------------------------------------- result objects
 
 
@@ -179,8 +166,8 @@ class AllocationStats:
     """Expected share of rollouts in silent groups: Σ G_i s_i / Σ G_i."""
     fidelity: float | None
     """Σ_i f_i(G_i) / Σ_i E[sqrt(p(1−p))] over all prompts (dropped ones deliver 0)."""
-    expected_signal: float
-    """Σ_i f_i(G_i): the ``--budget`` objective."""
+    objective_value: float
+    """Σ_i f_i(G_i): the ``--budget`` objective (prompts without budget count 0)."""
     eps_met: int | None = None
     """``--eps`` objective: prompts with φ(G_i, p̄_i) ≥ 1 − ε at their posterior-mean p̄_i (None with --budget)."""
 
@@ -220,7 +207,7 @@ class AllocationResult:
     min(budget // prompts, max_g) (None below min_g); with --eps at G = rollouts used // prompts
     (None below 1)."""
     per_prompt: pl.DataFrame = field(repr=False)
-    """One row per prompt: prompt, n, k, p_est, p_unreachable, G, silent_rate, fidelity, expected_sigma, drop."""
+    """One row per prompt: prompt, n, k, p_est, p_unreachable, G, silent_rate, fidelity, objective_term, drop."""
 
     def to_dict(self) -> dict[str, Any]:
         """Summary (the per-prompt rows go to ``--alloc-out``)."""
@@ -239,8 +226,9 @@ class AllocationResult:
 # ---------------------------------------------------------------- the library call
 
 
-def _stats(G: NDArray[np.int64], f: NDArray[np.float64], s: NDArray[np.float64], den: float,
-           uniform: int | None = None, eps_met: int | None = None) -> AllocationStats:
+def _stats(G: NDArray[np.int64], f: NDArray[np.float64], sig: NDArray[np.float64], s: NDArray[np.float64],
+           den: float, uniform: int | None = None, eps_met: int | None = None) -> AllocationStats:
+    """Figures of one allocation: ``f`` the objective term and ``sig`` E[σ] per prompt (0 without budget)."""
     drawn = G > 0
     rollouts = int(G.sum())
     n_drawn = int(drawn.sum())
@@ -249,8 +237,8 @@ def _stats(G: NDArray[np.int64], f: NDArray[np.float64], s: NDArray[np.float64],
         rollouts=rollouts,
         silent_rate=float(s[drawn].mean()) if n_drawn else None,
         wasted_rollout_share=float((G * s)[drawn].sum() / rollouts) if rollouts else None,
-        fidelity=float(f.sum() / den) if den > 0 else None,
-        expected_signal=float(f.sum()),
+        fidelity=float(sig.sum() / den) if den > 0 else None,
+        objective_value=float(f.sum()),
         eps_met=eps_met,
     )
 
@@ -288,6 +276,24 @@ def validate_options(budget: int | None, eps: float | None, min_g: int, max_g: i
                           remedy="give rollouts per pass")
 
 
+def per_prompt_curves(corpus: Corpus, Gs: Sequence[int], objective: str = "update", advantage: str = "grpo",
+                      std: str = "sample") -> NDArray[np.float64]:
+    """f_j(G) per distinct pair (rows) and G of ``Gs`` (columns): the objective's per-prompt term (module
+    docstring), a posterior expectation under the corpus prior."""
+    from ..core.knapsack import knapsack_value
+    from ..core.update import gain_tables, informative_chance
+
+    grid = corpus.prior.grid
+    G = [int(g) for g in Gs]
+    if objective == "informative":
+        table = informative_chance(grid, G)
+    elif objective == "knapsack":
+        table = np.asarray(knapsack_value(grid[:, None], np.asarray(G)[None, :]), dtype=np.float64)
+    else:
+        table = gain_tables(grid, G, advantage, std)[0]  # type: ignore[arg-type]
+    return corpus.posterior @ table
+
+
 def allocate(
     corpus: Corpus,
     prompts: Sequence[Any] | NDArray[Any],
@@ -296,12 +302,16 @@ def allocate(
     eps: float | None = None,
     min_g: int = 2,
     max_g: int = 256,
+    objective: str = "update",
+    drop_above: float = 0.5,
+    advantage: str = "grpo",
+    std: str = "sample",
 ) -> AllocationResult:
     """Allocate per-prompt group sizes (see the module docstring); ``prompts`` are the ids of the
     corpus's prompts, in the order its counts were given (:attr:`Corpus.index`).
 
     Raises ConfigError when the options contradict each other or the budget cannot give every
-    kept prompt ``min_g`` rollouts (dropped prompts need none).
+    kept prompt ``min_g`` rollouts (prompts without budget need none).
     """
     validate_options(budget, eps, min_g, max_g)
     if budget is None and eps is None:
@@ -310,18 +320,22 @@ def allocate(
     ids = np.asarray(prompts, dtype=object)
     if ids.size != pair.size:
         raise ValueError(f"allocate: {ids.size} prompt ids for {pair.size} counts")
-    curves = corpus.posterior_sigma(np.arange(min_g, max_g + 1))  # (pairs, L): f_j(G)
+    Gs = np.arange(min_g, max_g + 1)
+    key = objective if objective in OBJECTIVES else "update"
+    curves = per_prompt_curves(corpus, Gs, key, advantage, std)  # (pairs, L): f_j(G)
     p_est = corpus.posterior_mean_p()
     at0, at1 = corpus.unreachable_parts()
     p_unreach = at0 + at1
-    drop_pair = (p_unreach > DROP_UNREACHABLE) | (curves[:, -1] < DROP_MIN_SIGNAL)
+    drop_pair = (corpus.k == 0) | (corpus.k == corpus.n) | (p_unreach > drop_above)
     if eps is not None:
         G, gap, method = _eps_sizes(p_est, drop_pair, pair, eps, min_g, max_g), 0.0, METHOD_EPS
     else:
         assert budget is not None
-        G, gap, method = _budget_sizes(curves, drop_pair, pair, budget, min_g, max_g)
-    return _result(corpus, ids, G, curves, p_est, p_unreach, budget=budget, eps=eps, min_g=min_g, max_g=max_g,
-                   gap=gap, method=method)
+        G, gap, method = _budget_sizes(curves, drop_pair, pair, budget, min_g)
+    conv = advantage if advantage != "grpo" else f"grpo, {std} std"
+    return _result(corpus, ids, G, curves, p_est, p_unreach, drop_pair, budget=budget, eps=eps, min_g=min_g,
+                   max_g=max_g, gap=gap, method=method, objective=OBJECTIVES[key].format(conv=conv),
+                   drop_rule=DROP_RULE.format(drop_above=drop_above))
 
 
 def _eps_sizes(p_est: NDArray[np.float64], drop_pair: NDArray[np.bool_], pair: NDArray[np.int64], eps: float,
@@ -336,69 +350,26 @@ def _eps_sizes(p_est: NDArray[np.float64], drop_pair: NDArray[np.bool_], pair: N
 
 
 def _budget_sizes(curves: NDArray[np.float64], drop_pair: NDArray[np.bool_], pair: NDArray[np.int64],
-                  budget: int, min_g: int, max_g: int) -> tuple[NDArray[np.int64], float, str]:
-    """--budget: greedy on marginal gains over the kept prompts, with re-admission, the keep-all guard
-    and the uniform-G promise; returns (G per prompt, optimality gap, method)."""
+                  budget: int, min_g: int) -> tuple[NDArray[np.int64], float, str]:
+    """--budget: the greedy on marginal gains over the prompts with budget; (G per prompt, gap, method)."""
     mult = np.bincount(pair, minlength=curves.shape[0]).astype(np.int64)
-    n_kept = int(np.where(drop_pair, 0, mult).sum())
+    kept_mult = np.where(drop_pair, 0, mult)
+    n_kept = int(kept_mult.sum())
     need = n_kept * min_g
     if budget < need:
         raise ConfigError(
-            f"budget {budget} is below {need} = {n_kept} kept prompts × min_g {min_g} "
-            f"({int(mult.sum()) - n_kept} hopeless prompts dropped need none)",
+            f"budget {budget} is below {need} = {n_kept} prompts with budget × min_g {min_g} "
+            f"({int(mult.sum()) - n_kept} prompts the samples cannot place need none)",
             location="budget", remedy=f"give budget >= {need} or a smaller min_g")
-    drop_pair, kept_mult, res = _readmit(curves, drop_pair.copy(), mult, budget, need, min_g)
+    res = greedy_allocate(curves, kept_mult, budget - need)
     method = METHOD_GREEDY if res.concave else (
         f"greedy on the upper concave envelope (some curve not concave; within {res.gap:.3g} of the optimum)")
     # copies of pair j: the first extra[j] (in input order) take one more step
     G = np.where(drop_pair[pair], 0, (min_g + res.steps)[pair])
     for j in np.flatnonzero(res.extra):
-        members = np.flatnonzero(pair == j)
+        members = np.flatnonzero((pair == j) & ~drop_pair[pair])
         G[members[: int(res.extra[j])]] += 1
-    # The promise: never less Σ E[σ] than the best uniform G the budget buys (every prompt, none
-    # dropped, G in [min-g, max-g]). Dropping negligible prompts can break it when nearly every
-    # prompt is negligible; then the uniform allocation itself is the answer.
-    g_best = min(budget // pair.size, max_g)
-    if g_best >= min_g:
-        kept_now = G > 0
-        value = float(curves[pair[kept_now], G[kept_now] - min_g].sum())
-        if float(curves[pair, g_best - min_g].sum()) > value:
-            G = np.full(pair.size, g_best, dtype=np.int64)
-            method += "; the best uniform G gave more signal, so every prompt gets it"
     return G, res.gap, method
-
-
-def _readmit(curves: NDArray[np.float64], drop_pair: NDArray[np.bool_], mult: NDArray[np.int64], budget: int,
-             need: int, min_g: int) -> tuple[NDArray[np.bool_], NDArray[np.int64], GreedyResult]:
-    """The greedy allocation over the kept prompts, after re-admitting dropped candidates whose first
-    group earns more per rollout than the last rollout bought elsewhere (best first, while they fit;
-    negligible prompts never return), and keeping every non-negligible prompt when that gives more."""
-    kept_mult = np.where(drop_pair, 0, mult)
-    res = greedy_allocate(curves, kept_mult, budget - need)
-    per_rollout = curves[:, 0] / min_g
-    negligible = curves[:, -1] < DROP_MIN_SIGNAL
-    for _ in range(8):
-        cands = np.flatnonzero(drop_pair & ~negligible & (per_rollout > res.threshold))
-        readmit = []
-        for j in cands[np.argsort(-per_rollout[cands], kind="stable")]:
-            if need + int(mult[j]) * min_g > budget:
-                break
-            readmit.append(j)
-            need += int(mult[j]) * min_g
-        if not readmit:
-            break
-        drop_pair[readmit] = False
-        kept_mult = np.where(drop_pair, 0, mult)
-        res = greedy_allocate(curves, kept_mult, budget - need)
-    # Guard: keep every non-negligible prompt if that gives more total signal (that greedy is
-    # exact over those prompts, so the result never loses to a uniform G >= min-g on them).
-    alt_mult = np.where(negligible, 0, mult)
-    need_alt = int(alt_mult.sum()) * min_g
-    if (drop_pair & ~negligible).any() and budget >= need_alt:
-        alt = greedy_allocate(curves, alt_mult, budget - need_alt)
-        if _greedy_value(curves, alt_mult, alt) > _greedy_value(curves, kept_mult, res):
-            return negligible.copy(), alt_mult, alt
-    return drop_pair, kept_mult, res
 
 
 def _eps_met(Gv: NDArray[np.int64], p_i: NDArray[np.float64], eps: float | None) -> int | None:
@@ -415,33 +386,41 @@ def _eps_met(Gv: NDArray[np.int64], p_i: NDArray[np.float64], eps: float | None)
 
 
 def _result(corpus: Corpus, ids: NDArray[Any], G: NDArray[np.int64], curves: NDArray[np.float64],
-            p_est: NDArray[np.float64], p_unreach: NDArray[np.float64], *, budget: int | None, eps: float | None,
-            min_g: int, max_g: int, gap: float, method: str) -> AllocationResult:
+            p_est: NDArray[np.float64], p_unreach: NDArray[np.float64], drop_pair: NDArray[np.bool_], *,
+            budget: int | None, eps: float | None, min_g: int, max_g: int, gap: float, method: str, objective: str,
+            drop_rule: str) -> AllocationResult:
     """The allocation's summary against uniform G, and its per-prompt rows."""
     import polars as pl
 
     pair = corpus.index
     n_all = pair.size
     kept = G > 0
+    sig_tab = corpus.posterior_sigma(np.arange(min_g, max_g + 1))
     f = np.zeros(n_all)
+    sig = np.zeros(n_all)
     f[kept] = curves[pair[kept], G[kept] - min_g]
+    sig[kept] = sig_tab[pair[kept], G[kept] - min_g]
     s = _silent_at(corpus, pair, G)
     sd_i = corpus.posterior_sd()[pair]
     with np.errstate(divide="ignore", invalid="ignore"):
-        phi = np.where(kept & (sd_i > 0), f / np.where(sd_i > 0, sd_i, 1.0), np.nan)
+        phi = np.where(kept & (sd_i > 0), sig / np.where(sd_i > 0, sd_i, 1.0), np.nan)
     den = float(sd_i.sum())
     p_i = p_est[pair]
-    allocated = _stats(G, f, np.nan_to_num(s), den, eps_met=_eps_met(G, p_i, eps))
+    allocated = _stats(G, f, sig, np.nan_to_num(s), den, eps_met=_eps_met(G, p_i, eps))
     uniform = None
-    # --budget: the best uniform G the budget buys (Σ E[σ] rises with G, so the largest, within max-g);
-    # --eps: the uniform G with the rollouts the allocation used
+    # --budget: every prompt at the largest uniform G the budget buys (within max-g); --eps: the uniform G
+    # with the rollouts the allocation used. Prompts the samples cannot place count 0 there too.
     g_u = min(budget // n_all, max_g) if budget is not None else allocated.rollouts // n_all
     if budget is not None and g_u < min_g:
         g_u = 0  # no uniform G within [min-g, max-g] fits the budget
     if g_u >= 1:
         G_u = np.full(n_all, g_u)
-        f_u = corpus.posterior_sigma([g_u])[:, 0][pair]
-        uniform = _stats(G_u, f_u, _silent_at(corpus, pair, G_u), den, uniform=g_u, eps_met=_eps_met(G_u, p_i, eps))
+        placed = ~drop_pair[pair]
+        inside = min_g <= g_u <= max_g
+        f_u = np.where(placed, curves[pair, g_u - min_g], 0.0) if inside else np.zeros(n_all)
+        sig_u = np.where(placed, corpus.posterior_sigma([g_u])[:, 0][pair], 0.0)
+        uniform = _stats(G_u, f_u, sig_u, _silent_at(corpus, pair, G_u), den, uniform=g_u,
+                         eps_met=_eps_met(G_u, p_i, eps))
     frame = pl.DataFrame({
         "prompt": [str(x) for x in ids.tolist()],
         "n": corpus.n[pair],
@@ -451,13 +430,12 @@ def _result(corpus: Corpus, ids: NDArray[Any], G: NDArray[np.int64], curves: NDA
         "G": G,
         "silent_rate": s,
         "fidelity": np.clip(phi, 0.0, 1.0),
-        "expected_sigma": f,
+        "objective_term": f,
         "drop": ~kept,
     }).with_columns(pl.col("silent_rate", "fidelity").fill_nan(None))
     return AllocationResult(
         mode="eps" if eps is not None else "budget", budget=budget, eps=eps, min_g=min_g, max_g=max_g,
-        objective=OBJECTIVE if eps is None else OBJECTIVE_EPS, method=method,
-        drop_rule=DROP_RULE + (READMIT_RULE if budget is not None else ""),
+        objective=objective if eps is None else OBJECTIVE_EPS, method=method, drop_rule=drop_rule,
         prompts=n_all,
         prompts_kept=int(kept.sum()), prompts_dropped=int((~kept).sum()), optimality_gap=gap,
         allocated=allocated, uniform=uniform, per_prompt=frame,

@@ -1,37 +1,28 @@
-"""``sigmaudit plan``: what each group size G would do on this corpus, and the smallest G meeting targets.
+"""``sigmaudit plan``: which G at a fixed rollout budget per step, and which prompts to drop first.
 
-Every column uses the estimator rule that scan, check, report and trend share
-(:mod:`sigmaudit.core.estimates`; default ``auto``: silent rates unbiased where every prompt has
-n ≥ G, else posterior expectations under the corpus prior; fidelity from the posterior), so the
-recommended G is exactly the smallest G at which ``sigmaudit check -G <that G>`` passes the same
-targets: it is searched over every whole number up to the largest swept G, not just the swept
-ones, with the very computation ``check`` runs.
+docs/theory.md, "Choosing G at a fixed rollout budget" and "Curating the data". A step of R rollouts
+(:class:`Budget`: ``--rollouts-per-step``, else the log's own, else ``--batch-prompts`` × the logged G)
+holds N = ⌊R/G⌋ prompts. Per G of the sweep (``-G``, default :data:`DEFAULT_G_GRID`):
 
-Per G (means over prompts):
+- the silent share (all-wrong and all-correct parts) and the GRPO-mass-weighted fidelity, by the estimator
+  rule scan, check, report and trend share (:mod:`sigmaudit.core.estimates`);
+- N and every objective of :mod:`.objective` per step (informative groups, rollouts inside informative
+  groups, the expected update under the batch-mean loss, its SNR, Knapsack-RL's value), for the advantage
+  estimator and std convention given, each with its bootstrap interval.
 
-- ``silent`` = mean_i of the silent-chance estimate, split into all-wrong and all-correct;
-- ``fidelity`` = Σ_i E[E[σ](p, G) | n_i, k_i] / Σ_i E[sqrt(p (1 − p)) | n_i, k_i]: the mean of
-  φ(p, G) weighted by each prompt's (large-G) GRPO gradient mass, under the posterior;
-- ``signal_prompts_per_batch`` = B (1 − silent): prompts of a batch of B with a non-silent group;
-- ``dapo_groups_per_kept_group`` = 1 / (1 − silent): groups DAPO draws (prompts taken at random
-  from the corpus) per kept group; ``rollouts_per_signal_prompt`` = G / (1 − silent).
-
-With bootstrap replicates (:meth:`Corpus.replicates`) the silent rate and fidelity carry
-intervals, and the recommendation carries the range of G those intervals allow: from the
-smallest G whose optimistic bound meets the targets to the smallest G whose pessimistic bound does.
-
-As G → ∞ the silent rate falls to the prior's mass at p ∈ {0, 1} (``unreachable_share``): the
-posterior probability, averaged over prompts, that a prompt is never or always solved.
+Without a target, the objective's rule (:func:`.objective.recommend`) chooses G; with ``--max-silent`` /
+``--min-fidelity`` the smallest whole G meeting them, exactly the smallest G ``check`` passes. The
+curation (:mod:`.curation`) is shown at the logged and the recommended G. As G → ∞ the silent share falls
+to the mean posterior P(p ∈ {0, 1}) (``unreachable_share``): the floor no G passes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from ..loaders.options import Filtered, Window
 from .by import ByGroup, ByResult
@@ -41,19 +32,24 @@ if TYPE_CHECKING:
     from ..core.corpus import Corpus
     from ..loaders import LoadedCounts
     from .allocate import AllocationResult  # the plan carries an allocation; allocate never imports plan
+    from .curation import Curation
     from .dapo import DapoResult, DapoSettings
-    from .objective import ObjectiveChoice
+    from .objective import Curves, ObjectiveChoice
 
 DEFAULT_G_GRID: tuple[int, ...] = (2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 """Group sizes swept when ``-G`` is not given."""
 DEFAULT_BATCH_PROMPTS = 512
-"""Prompts per batch B for ``signal_prompts_per_batch``."""
+"""Prompts per step B when neither ``--rollouts-per-step`` nor the log's steps give R (R = B × logged G)."""
+MAX_PLAN_G = 65_536
+"""The largest G ``plan`` evaluates: no trainer samples more answers per prompt in one step, and the exact
+binomial sums cost time in proportion to G (docs/theory.md)."""
 ESTIMATOR = "auto"
 """The default estimator rule (:data:`sigmaudit.core.estimates.DEFAULT_ESTIMATOR`)."""
 FIDELITY_DEFINITION = (
     "Σ_i E[E[σ](p, G) | n_i, k_i] / Σ_i E[sqrt(p(1−p)) | n_i, k_i]: mean φ weighted by GRPO mass, "
     "posterior expectations under the corpus prior"
 )
+OBJECTIVE_COLUMNS = ("informative", "rollouts", "update", "snr", "knapsack")
 
 
 # ---------------------------------------------------------------- result objects
@@ -61,12 +57,14 @@ FIDELITY_DEFINITION = (
 
 @dataclass(frozen=True)
 class SweepRow:
-    """Predictions at one group size G (means over prompts, model-based estimator)."""
+    """Predictions at one group size G for a step of R rollouts (means over prompts)."""
 
     G: int
     """Group size."""
+    prompts_per_step: int
+    """N = ⌊R/G⌋."""
     silent: float | None
-    """Estimated corpus silent-group rate (None where the estimator is undefined: unbiased, n < G)."""
+    """Estimated corpus silent-group share (None where the estimator is undefined: unbiased, n < G)."""
     all_wrong: float | None
     """All-wrong part of ``silent``."""
     all_correct: float | None
@@ -74,15 +72,31 @@ class SweepRow:
     fidelity: float | None
     """GRPO-mass-weighted mean fidelity φ (None when no prompt has gradient mass)."""
     estimator: str
-    """Estimator of the silent rates at this G: unbiased, bayes or plugin."""
+    """Estimator of the silent shares at this G: unbiased, bayes or plugin."""
     silent_ci: tuple[float, float] | None
     """Bootstrap interval of ``silent`` (None without replicates)."""
     fidelity_ci: tuple[float, float] | None
-    """Bootstrap interval of ``fidelity`` (None without replicates)."""
-    signal_prompts_per_batch: float | None
-    """Expected prompts with a non-silent group in a batch of B prompts: B (1 − silent)."""
-    rollouts_per_signal_prompt: float | None
-    """Rollouts spent per prompt that has signal: G / (1 − silent); None when every group is silent."""
+    """Bootstrap interval of ``fidelity``."""
+    informative_groups: float | None
+    """Informative groups per step: N (1 − silent)."""
+    informative_groups_ci: tuple[float, float] | None
+    """Its bootstrap interval."""
+    informative_rollouts: float | None
+    """Rollouts inside informative groups per step: N G (1 − silent)."""
+    informative_rollouts_ci: tuple[float, float] | None
+    """Its bootstrap interval."""
+    update: float | None
+    """Expected update of a step under the batch-mean loss, mean E[c(k, G)] (units of a prompt's Δs)."""
+    update_ci: tuple[float, float] | None
+    """Its bootstrap interval."""
+    snr: float | None
+    """The update's signal-to-noise ratio under per-rollout score noise (units |Δμ|/τ)."""
+    snr_ci: tuple[float, float] | None
+    """Its bootstrap interval."""
+    knapsack: float | None
+    """Knapsack-RL's value per step, N · mean E[Value(G, p)]."""
+    knapsack_ci: tuple[float, float] | None
+    """Its bootstrap interval."""
     dapo_groups_per_kept_group: float | None
     """Groups DAPO draws per kept group: 1 / (1 − silent); None when every group is silent."""
 
@@ -135,49 +149,99 @@ def recommend(sweep: Sequence[SweepRow], targets: Targets) -> int | None:
 
 
 @dataclass(frozen=True)
+class Budget:
+    """The rollouts per step R the sweep holds fixed, and where it came from."""
+
+    rollouts_per_step: int
+    """R."""
+    source: str
+    """``given`` (--rollouts-per-step), ``log`` (the log's median rollouts per step) or ``batch``
+    (--batch-prompts × the logged G, else × G = 8)."""
+    description: str
+    """Where R came from, in words."""
+
+
+@dataclass(frozen=True)
 class PriceAt:
-    """Predicted cost and yield of one step at one G (a batch of ``batch_prompts`` prompts)."""
+    """One step at one G, at the budget R."""
 
     G: int
     """Group size."""
-    rollouts_per_step: int
-    """B × G."""
+    prompts_per_step: int
+    """N = ⌊R/G⌋."""
+    rollouts_used: int
+    """N · G (≤ R)."""
     silent_rate: float | None
-    """Predicted silent-group share (the sweep's estimator rule)."""
-    informative_groups_per_step: float | None
-    """B × (1 − silent): groups with σ > 0 in a step."""
-    rollouts_per_signal_prompt: float | None
-    """G / (1 − silent): rollouts spent per prompt that teaches something."""
-    objective_per_step: float | None
-    """B × f(G) for the plan's objective (None when targets chose G)."""
+    """Predicted silent share."""
+    informative_groups: float | None
+    """Informative groups per step."""
+    update: float | None
+    """Expected update per step."""
+    snr: float | None
+    """Update SNR."""
+    objective: float | None
+    """The plan's objective (None when targets chose G)."""
     estimator: str
     """Estimator of the silent share at this G."""
 
 
 @dataclass(frozen=True)
 class Price:
-    """What the recommendation costs against the logged G (or G = 8 when no groups are logged)."""
+    """The recommendation against the logged G (or G = 8 when no groups are logged), at the same R."""
 
     reference_G: int
     """The logged group size, else :data:`~sigmaudit.audits.objective.DEFAULT_REFERENCE_G`."""
     reference: str
     """``logged`` (the log's most common group size) or ``default`` (no groups logged)."""
-    batch_prompts: int
-    """Prompts per step B."""
+    rollouts_per_step: int
+    """R."""
     before: PriceAt
     """At ``reference_G``."""
     after: PriceAt
     """At the recommended G."""
 
+    @property
+    def same(self) -> bool:
+        """The recommendation is the reference G (nothing to price)."""
+        return self.before.G == self.after.G
+
+
+@dataclass(frozen=True)
+class Floor:
+    """A ``--max-silent`` target no swept G meets: how far off it is and what curation does."""
+
+    target: float
+    """The target."""
+    unreachable_share: float
+    """The corpus's floor: mean posterior P(p ∈ {0, 1})."""
+    below_floor: bool
+    """The target is at or under the floor: no G meets it."""
+    needed_G: int | None
+    """With the target above the floor: the smallest G up to :data:`MAX_PLAN_G` (and R) meeting it
+    (None: none does)."""
+    needed_prompts_per_step: int | None
+    """⌊R / needed_G⌋."""
+    curated_rule: str
+    """The curation quoted (``posterior``)."""
+    curated_G: int
+    """The G of the curated figure (the logged G)."""
+    curated_silent: float | None
+    """The silent share at ``curated_G`` after that curation."""
+    curated_dropped_share: float
+    """The share of prompts that curation drops."""
+    drop_above: float = 0.5
+    """The curation's threshold on posterior P(p ∈ {0, 1}) (``--drop-above``)."""
+
 
 @dataclass(frozen=True)
 class PlanResult:
-    """The G sweep, the recommendation and (optionally) a per-prompt allocation."""
+    """The G sweep at a fixed rollout budget, the recommendation, the curation and (optionally) a
+    per-prompt allocation."""
 
     sweep: tuple[SweepRow, ...]
     """One row per G, ascending."""
     recommended_G: int | None
-    """Smallest G of the sweep meeting every target; None when none does or no target was given."""
+    """The objective's G, or the smallest G meeting the targets; None when none does."""
     targets: Targets
     """The targets given."""
     unreachable_share: float
@@ -188,10 +252,14 @@ class PlanResult:
     """Always-solved part of ``unreachable_share`` (posterior P(p = 1))."""
     prompts: int
     """Number of prompts."""
-    batch_prompts: int
-    """Prompts per batch B used for ``signal_prompts_per_batch``."""
+    budget: Budget | None = None
+    """The rollouts per step R of every per-step figure."""
+    advantage: str = "grpo"
+    """``--advantage``: grpo, drgrpo or rloo."""
+    std: str = "sample"
+    """``--std``: sample (TRL, verl) or population (GRPO only)."""
     estimator: str = ESTIMATOR
-    """The estimator rule of every column (``--estimator``; each row names the one used at its G)."""
+    """The estimator rule of the silent and fidelity columns."""
     fidelity_definition: str = FIDELITY_DEFINITION
     """How the ``fidelity`` column is computed."""
     allocation: AllocationResult | None = None
@@ -201,33 +269,41 @@ class PlanResult:
     by: ByResult | None = None
     """With ``--by COLUMN``: each value's own sweep and recommendation (this one is pooled)."""
     recommended_G_range: tuple[int | None, int | None] | None = None
-    """The G the intervals allow: (smallest G whose optimistic bound meets the targets, smallest G whose
-    pessimistic bound does; None when none up to the largest swept G does); None without replicates."""
+    """With targets: (smallest G whose optimistic bound meets them, smallest G whose pessimistic bound
+    does), on the searched G; None without replicates."""
     level: float = 0.9
     """Two-sided level of the intervals."""
     replicates: int = 0
     """Bootstrap replicates behind the intervals (0: none)."""
     warnings: tuple[str, ...] = ()
     """Why the figures may deserve less trust (few prompts, extrapolation past the logged samples)."""
+    max_samples: int = 0
+    """The most samples any prompt has: G above it extrapolate through the fitted prior."""
+    extrapolation_warning: str | None = None
+    """The warning of ``warnings`` about G past ``max_samples`` (None: no shown G extrapolates)."""
     objective: str = "none"
-    """What chose ``recommended_G``: ``targets``, an objective (``signal``, ``informative``,
-    ``knapsack``: :mod:`.objective`) or ``none``."""
+    """What chose ``recommended_G``: ``targets``, an objective (:data:`.objective.OBJECTIVE_NAMES`) or ``none``."""
     objective_choice: ObjectiveChoice | None = None
-    """The objective's curve, knee, saturation cap and reasoning (None when targets chose G)."""
+    """The objective's rule, flatness and curve (None when targets chose G or none was asked)."""
     reason: str | None = None
-    """One sentence explaining ``recommended_G``, written by :func:`sigmaudit.views.plan.worded` from the
-    fields above (the audit returns numbers); None until then."""
+    """One sentence explaining ``recommended_G``, written by :func:`sigmaudit.views.plan.worded`."""
     price: Price | None = None
     """The recommendation against the logged G (or G = 8): None without a recommendation."""
+    curation: Curation | None = None
+    """What dropping prompts does at the logged and the recommended G."""
+    floor: Floor | None = None
+    """Set when a --max-silent target fails: the floor, the G it would need, the curated figure."""
     window: Window | None = None
-    """The training steps the figures cover (``--steps``/``--last-steps``, else the whole log); None without steps."""
+    """The training steps the figures cover; None without steps."""
     drift: Drift | None = None
-    """Set when pass rates moved within the window (:mod:`sigmaudit.audits.drift`): pooled-count figures understate."""
+    """Set when pass rates moved within the window (:mod:`sigmaudit.audits.drift`)."""
     difficulty: str | None = None
-    """Which steps' pass rates the sweep, the recommendation and its price read, and why (None without
-    steps): on a drifting log, the last tenth of the steps (:func:`current_difficulty`)."""
+    """Which steps' pass rates the plan read, and why (None without steps)."""
     dapo: DapoResult | None = None
     """With ``--train-batch``/``--gen-batch``: DAPO's loop as verl runs it (:mod:`.dapo`)."""
+    sections: tuple[tuple[str, Any], ...] = ()
+    """Further sections a plan carries, by name (each an object with ``to_dict``; the views draw the
+    ones they know): the place a new part of the plan joins without changing the fields above."""
 
     @property
     def target_failed(self) -> bool:
@@ -239,19 +315,30 @@ class PlanResult:
         """Values of the ``--by`` column for which no G meets the targets."""
         return () if self.by is None else tuple(g.value for g in self.by.groups if g.result.target_failed)
 
+    @property
+    def rollouts_per_step(self) -> int | None:
+        """R."""
+        return None if self.budget is None else self.budget.rollouts_per_step
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON contract (see README): sweep rows, recommended_G, targets, unreachable share, allocation."""
+        """JSON contract (docs/json.md)."""
         return {
-            "sweep": [asdict(r) for r in self.sweep],
             "recommended_G": self.recommended_G,
+            "reason": self.reason,
             "objective": self.objective,
             "objective_detail": None if self.objective_choice is None else asdict(self.objective_choice),
+            "budget": None if self.budget is None else asdict(self.budget),
+            "advantage": self.advantage,
+            "std": self.std,
+            "sweep": [asdict(r) for r in self.sweep],
             "price": None if self.price is None else asdict(self.price),
+            "curation": None if self.curation is None else asdict(self.curation),
+            "floor": None if self.floor is None else asdict(self.floor),
             "recommended_G_range": None if self.recommended_G_range is None else list(self.recommended_G_range),
-            "reason": self.reason,
             "level": self.level,
             "replicates": self.replicates,
             "warnings": list(self.warnings),
+            "max_samples": self.max_samples,
             "estimator": self.estimator,
             "fidelity_definition": self.fidelity_definition,
             "targets": {"max_silent": self.targets.max_silent, "min_fidelity": self.targets.min_fidelity},
@@ -259,123 +346,206 @@ class PlanResult:
             "unreachable_all_wrong": self.unreachable_all_wrong,
             "unreachable_all_correct": self.unreachable_all_correct,
             "prompts": self.prompts,
-            "batch_prompts": self.batch_prompts,
             "allocation": None if self.allocation is None else self.allocation.to_dict(),
             "filtered": None if self.filtered is None else asdict(self.filtered),
             "by": None if self.by is None else self.by.to_dict(),
             **context_json(self.window, self.drift),
             "difficulty": self.difficulty,
             "dapo": None if self.dapo is None else self.dapo.to_dict(),
+            **{name: part.to_dict() for name, part in self.sections},
         }
+
+
+# ---------------------------------------------------------------- the sweep
 
 SWEEP_QUANTITIES = ("silent_rate", "all_wrong_rate", "all_correct_rate", "fidelity")
 
 
-def sweep(corpus: Corpus, Gs: Sequence[int], batch_prompts: int = DEFAULT_BATCH_PROMPTS, *,
-          estimator: str = ESTIMATOR, replicates: int = 0, level: float = 0.9) -> tuple[SweepRow, ...]:
-    """One :class:`SweepRow` per G (sorted, de-duplicated), all by one estimator rule."""
+def check_group_sizes(Gs: Sequence[int], R: int | None = None) -> list[int]:
+    """The sweep's G, sorted and distinct; ConfigError naming ``group_sizes`` for a G below 1, above
+    :data:`MAX_PLAN_G` or above R (no prompt would fit a step)."""
+    from ..errors import ConfigError
+
     G_sorted = sorted({int(g) for g in Gs})
     if not G_sorted or G_sorted[0] < 1:
-        raise ValueError(f"group sizes must be whole numbers >= 1, got {list(Gs)!r}")
+        raise ConfigError(f"group sizes must be whole numbers >= 1, got {list(Gs)!r}", location="group_sizes")
+    top = G_sorted[-1]
+    if top > MAX_PLAN_G:
+        raise ConfigError(f"group_sizes {top:,} is above {MAX_PLAN_G:,}, the largest plan evaluates (no trainer "
+                          "samples more answers per prompt in a step)", location="group_sizes",
+                          remedy=f"give group sizes up to {MAX_PLAN_G:,}")
+    if R is not None and top > R:
+        raise ConfigError(f"group_sizes {top:,} is above the rollouts per step R = {R:,}: no prompt fits a step",
+                          location="group_sizes",
+                          remedy=f"give group sizes up to {R:,} or a larger --rollouts-per-step")
+    return G_sorted
+
+
+def sweep(corpus: Corpus, Gs: Sequence[int], R: int, *, advantage: str = "grpo", std: str = "sample",
+          estimator: str = ESTIMATOR, replicates: int = 0, level: float = 0.9) -> tuple[SweepRow, ...]:
+    """One :class:`SweepRow` per G (sorted, de-duplicated) for R rollouts per step."""
+    from .objective import evaluate
+
+    G_sorted = check_group_sizes(Gs, R)
     est = corpus.estimates(SWEEP_QUANTITIES, G_sorted, estimator, replicates=replicates)  # type: ignore[arg-type]
+    cur = evaluate(corpus, G_sorted, R, advantage=advantage, std=std,  # type: ignore[arg-type]
+                   estimator=estimator, replicates=replicates)
+
+    def obj(name: str, g: int) -> tuple[float | None, tuple[float, float] | None]:
+        return cur.at(name, g), cur.interval(name, g, level) if replicates else None
+
     rows = []
-    for g in G_sorted:
+    for i, g in enumerate(G_sorted):
         silent = est.value("silent_rate", g)
         kept = None if silent is None else 1.0 - silent
+        (ig, ig_ci), (ir, ir_ci), (up, up_ci), (sn, sn_ci), (kn, kn_ci) = (obj(n, g) for n in OBJECTIVE_COLUMNS)
         rows.append(SweepRow(
-            G=g,
-            silent=silent,
-            all_wrong=est.value("all_wrong_rate", g),
-            all_correct=est.value("all_correct_rate", g),
-            fidelity=est.value("fidelity", g),
-            estimator=est.used("silent_rate", g),
+            G=g, prompts_per_step=int(cur.N[i]), silent=silent,
+            all_wrong=est.value("all_wrong_rate", g), all_correct=est.value("all_correct_rate", g),
+            fidelity=est.value("fidelity", g), estimator=est.used("silent_rate", g),
             silent_ci=est.interval("silent_rate", g, level) if replicates else None,
             fidelity_ci=est.interval("fidelity", g, level) if replicates else None,
-            signal_prompts_per_batch=None if kept is None else batch_prompts * kept,
-            rollouts_per_signal_prompt=g / kept if kept and kept > 1e-12 else None,  # G = 1: kept is 0 up to rounding
+            informative_groups=None if silent is None else ig, informative_groups_ci=ig_ci,
+            informative_rollouts=None if silent is None else ir, informative_rollouts_ci=ir_ci,
+            update=up, update_ci=up_ci, snr=sn, snr_ci=sn_ci, knapsack=kn, knapsack_ci=kn_ci,
             dapo_groups_per_kept_group=1.0 / kept if kept and kept > 1e-12 else None,
         ))
     return tuple(rows)
 
 
-def _curves(corpus: Corpus, targets: Targets, Gs: Sequence[int], estimator: str, replicates: int,
-            qs: Sequence[float]) -> dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]]:
-    """Per targeted quantity: (point per G, replicate quantiles per G and q) on the whole numbers ``Gs``."""
-    names = [n for n, t in (("silent_rate", targets.max_silent), ("fidelity", targets.min_fidelity)) if t is not None]
-    out = {}
-    for name in names:
-        est = corpus.estimates([name], Gs, estimator, replicates=replicates)  # type: ignore[arg-type]
-        point = np.array([np.nan if (v := est.value(name, g)) is None else v for g in Gs])
-        quant = np.full((len(Gs), len(qs)), np.nan)
-        if replicates:
-            idx = [est.index(name, g) for g in Gs]
-            with np.errstate(invalid="ignore"):
-                quant = np.nanquantile(est.replicates[:, idx], qs, axis=0).T
-            quant[np.isnan(point)] = np.nan
-        out[name] = (point, quant)
-    return out
+# ---------------------------------------------------------------- targets
 
 
-def _first(met: NDArray[np.bool_], Gs: Sequence[int]) -> int | None:
-    idx = np.flatnonzero(met)
-    return int(Gs[int(idx[0])]) if idx.size else None
+def target_grid(G_max: int, min_n: int) -> list[int]:
+    """The G searched for targets: :func:`.objective.search_grid` plus G = 1 and the estimator rule's switch
+    (min n, min n + 1), so that between neighbours one estimator holds and the silent share (decreasing in G)
+    and the fidelity (increasing) are monotone."""
+    from .objective import search_grid
+
+    return search_grid(G_max, [1, min_n, min_n + 1]) if G_max >= 2 else [1]
 
 
 def smallest_G(corpus: Corpus, targets: Targets, G_max: int, *, estimator: str = ESTIMATOR, replicates: int = 0,
                level: float = 0.9) -> tuple[int | None, tuple[int | None, int | None] | None]:
-    """The smallest whole G in [1, G_max] meeting every target, with check's own values and rule
+    """The smallest whole G in [1, G_max] meeting every target with check's own values and rule
     (:func:`sigmaudit.audits.check.estimate_metrics`, :func:`passes`), and with replicates the range
-    (optimistic, pessimistic) of such G that the ``level`` intervals allow.
+    (optimistic, pessimistic) of such G that the ``level`` intervals allow, on the searched G.
 
-    Every whole G is evaluated (the ``auto`` rule's switch from unbiased to bayes at G = min n can
-    break monotonicity, so no bisection); the answer is then confirmed by evaluating G alone and
-    G − 1 alone exactly as ``check`` does.
+    The search grid (:func:`target_grid`) is evaluated at once, then the whole numbers between the last
+    grid point failing and the first meeting the targets are bisected with check's computation (one
+    estimator holds between neighbours, so the quantities are monotone there); the answer is confirmed by
+    evaluating G and G − 1 alone exactly as ``check`` does.
     """
     from .check import estimate_metrics
 
     if not targets.given:
         return None, None
-    Gs = list(range(1, int(G_max) + 1))
-    lo_q, hi_q = (1.0 - level) / 2.0, (1.0 + level) / 2.0
-    curves = _curves(corpus, targets, Gs, estimator, replicates, (lo_q, hi_q))
-    n = len(Gs)
-
-    def met(which: int) -> NDArray[np.bool_]:  # 0 point, 1 optimistic, 2 pessimistic
-        ok = np.ones(n, dtype=bool)
-        for name, (point, quant) in curves.items():
-            kind, limit = ("max", targets.max_silent) if name == "silent_rate" else ("min", targets.min_fidelity)
-            if which == 0:
-                v = point
-            else:
-                optimistic_col = 0 if kind == "max" else 1
-                v = quant[:, optimistic_col if which == 1 else 1 - optimistic_col]
-            with np.errstate(invalid="ignore"):
-                ok &= (v <= limit) if kind == "max" else (v >= limit)
-        return ok
+    names = [n for n, t in (("silent_rate", targets.max_silent), ("fidelity", targets.min_fidelity)) if t is not None]
+    grid = target_grid(int(G_max), corpus.min_samples)
+    est = corpus.estimates(names, grid, estimator, replicates=replicates)  # type: ignore[arg-type]
 
     def exact(g: int) -> bool:
-        vals = estimate_metrics(corpus, g, list(curves), estimator)
-        return targets.met(vals.value("silent_rate", g) if "silent_rate" in curves else None,
-                           vals.value("fidelity", g) if "fidelity" in curves else None)
+        vals = estimate_metrics(corpus, g, names, estimator)
+        return targets.met(vals.value("silent_rate", g) if "silent_rate" in names else None,
+                           vals.value("fidelity", g) if "fidelity" in names else None)
 
-    chosen = _first(met(0), Gs)
-    # confirm with check's computation (a batch and a single G can differ in the last bit)
-    while chosen is not None and not exact(chosen):
-        nxt = [g for g in Gs if g > chosen and met(0)[g - 1]]
-        chosen = nxt[0] if nxt else None
-    while chosen is not None and chosen > 1 and exact(chosen - 1):
-        chosen -= 1
-    rng = (_first(met(1), Gs), _first(met(2), Gs)) if replicates else None
+    point = [targets.met(est.value("silent_rate", g) if "silent_rate" in names else None,
+                         est.value("fidelity", g) if "fidelity" in names else None) for g in grid]
+    chosen = _first_met(grid, point, exact)
+    rng = None
+    if replicates:
+        lo_q, hi_q = (1.0 - level) / 2.0, (1.0 + level) / 2.0
+        rng = (_first_bound(est, names, targets, grid, lo_q, hi_q, optimistic=True),
+               _first_bound(est, names, targets, grid, lo_q, hi_q, optimistic=False))
     return chosen, rng
 
 
+def _first_met(grid: Sequence[int], point: Sequence[bool], exact: Callable[[int], bool]) -> int | None:
+    """The smallest whole G meeting the targets by check's computation, from the grid's verdicts."""
+    from .objective import _bisect
+
+    for i, ok in enumerate(point):
+        if not ok:
+            continue
+        g = grid[i]
+        if i > 0 and g - grid[i - 1] > 1:
+            g = _bisect(grid[i - 1], g, exact) if exact(g) else g
+        while not exact(g):  # a batch and a single G can differ in the last bit
+            later = [x for x, o in zip(grid, point, strict=True) if o and x > g]
+            if not later:
+                return None
+            g = later[0]
+        while g > 1 and exact(g - 1):
+            g -= 1
+        return g
+    return None
+
+
+def _first_bound(est: Any, names: Sequence[str], targets: Targets, grid: Sequence[int], lo_q: float, hi_q: float,
+                 *, optimistic: bool) -> int | None:
+    """The smallest searched G whose interval bound (optimistic or pessimistic) meets every target."""
+    for g in grid:
+        ok = True
+        for name in names:
+            if name == "silent_rate":
+                v = est.quantile(name, g, lo_q if optimistic else hi_q)
+                ok &= v is not None and v <= targets.max_silent
+            else:
+                v = est.quantile(name, g, hi_q if optimistic else lo_q)
+                ok &= v is not None and v >= targets.min_fidelity
+        if ok:
+            return g
+    return None
+
+
+def _floor(corpus: Corpus, target: float, R: int, end: int, unreachable: float, curated_G: int, estimator: str,
+           drop_above: float) -> Floor:
+    """A failed --max-silent target: the floor, the G it needs up to the cap, the curated figure."""
+    from .curation import curate
+
+    needed = None
+    if unreachable < target:
+        needed, _ = smallest_G(corpus, Targets(max_silent=target), end, estimator=estimator)
+    cur = curate(corpus, [curated_G], R, "update", estimator=estimator, drop_above=drop_above)
+    row = cur.row("posterior")
+    assert row is not None
+    return Floor(target=target, unreachable_share=unreachable, below_floor=unreachable >= target,
+                 needed_G=needed, needed_prompts_per_step=None if needed is None else R // needed,
+                 curated_rule="posterior", curated_G=curated_G, curated_silent=row.at[0].silent_after,
+                 curated_dropped_share=row.dropped_share, drop_above=drop_above)
+
+
+# ---------------------------------------------------------------- the plan
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """How to plan: the conventions of the trainer, the rule and the curation."""
+
+    objective: str | None = None
+    """Without targets: the objective choosing G (None: no recommendation)."""
+    advantage: str = "grpo"
+    """Advantage estimator."""
+    std: str = "sample"
+    """Std convention (GRPO)."""
+    tolerance: float = 0.05
+    """The rule's τ."""
+    drop_above: float = 0.5
+    """Curation: posterior P(p ∈ {0, 1}) above which a prompt is dropped."""
+    keep_band: tuple[float, float] | None = None
+    """Curation: the p̂ band kept."""
+
+
+# long: assembles the sweep, the rule, the price, the curation and the floor in one result
 def plan(
     corpus: Corpus,
     Gs: Sequence[int] | None = None,
     *,
-    batch_prompts: int = DEFAULT_BATCH_PROMPTS,
+    rollouts_per_step: int | None = None,
+    budget: Budget | None = None,
     targets: Targets | None = None,
     objective: str | None = None,
+    options: PlanOptions | None = None,
     reference_G: int | None = None,
     allocation: AllocationResult | None = None,
     filtered: Filtered | None = None,
@@ -384,85 +554,128 @@ def plan(
     replicates: int = 0,
     level: float = 0.9,
 ) -> PlanResult:
-    """Sweep G over ``Gs`` (default :data:`DEFAULT_G_GRID`); recommend the smallest whole G meeting ``targets``
-    (searched up to the largest swept G), else the G ``objective`` chooses (:mod:`.objective`; None: none),
-    priced against ``reference_G`` (the logged group size; None: G = 8)."""
+    """Sweep G over ``Gs`` (default :data:`DEFAULT_G_GRID`) at R rollouts per step (``budget``, else
+    ``rollouts_per_step``, else :data:`DEFAULT_BATCH_PROMPTS` × the reference G); recommend the smallest
+    whole G meeting ``targets``, else the G ``objective`` chooses (:mod:`.objective`; None: none), priced
+    against ``reference_G`` (the logged group size; None: G = 8), with the curation beside it."""
     from ..core.estimates import warnings as fit_warnings
-    from .objective import choose
+    from .curation import curate
+    from .objective import DEFAULT_REFERENCE_G, choose
 
-    targets = targets or Targets()  # the library default: no target and no objective, so no recommendation
-    Gs, thin, ref = _grid(corpus, Gs, reference_G)
-    rows = sweep(corpus, Gs, batch_prompts, estimator=estimator, replicates=replicates, level=level)
+    opts = options or PlanOptions(objective=objective)
+    if objective is not None and opts.objective is None:
+        opts = PlanOptions(objective, opts.advantage, opts.std, opts.tolerance, opts.drop_above, opts.keep_band)
+    targets = targets or Targets()
+    ref0 = DEFAULT_REFERENCE_G if reference_G is None else int(reference_G)
+    if budget is None:
+        R = int(rollouts_per_step) if rollouts_per_step is not None else DEFAULT_BATCH_PROMPTS * ref0
+        budget = Budget(R, "given" if rollouts_per_step is not None else "batch",
+                        "given" if rollouts_per_step is not None else
+                        f"--batch-prompts {DEFAULT_BATCH_PROMPTS} × G = {ref0}")
+    R = budget.rollouts_per_step
+    conv = {"advantage": opts.advantage, "std": opts.std}
+    shown, thin, ref = _grid(corpus, Gs, reference_G, R)
+    G_max = shown[-1]
+    end = search_end(corpus, min(R, MAX_PLAN_G))
+    chosen, g_range = smallest_G(corpus, targets, G_max, estimator=estimator, replicates=replicates, level=level)
+    choice = curves = None
+    if not targets.given and opts.objective is not None:
+        choice, curves = choose(corpus, opts.objective, R, end, estimator=estimator,
+                                tolerance=opts.tolerance,
+                                shown=[*shown, ref if ref <= R else shown[0]], **conv)  # type: ignore[arg-type]
+        chosen = choice.recommended_G
+    rows_G = sorted({*shown, *(() if chosen is None else (chosen,)), *((ref,) if ref <= end else ())})
+    rows = sweep(corpus, rows_G, R, estimator=estimator, replicates=replicates, level=level, **conv)
     at0, at1 = corpus.unreachable_parts()
     u0, u1 = corpus.mean(at0), corpus.mean(at1)
-    G_max = max(r.G for r in rows)
-    chosen, g_range = smallest_G(corpus, targets, G_max, estimator=estimator, replicates=replicates, level=level)
-    choice = None if targets.given or objective is None else choose(
-        corpus, objective, G_max, estimator=estimator, shown=[*(r.G for r in rows), ref])
-    chosen = chosen if choice is None else choice.recommended_G
-    if chosen is not None and chosen not in {r.G for r in rows}:
-        extra = sweep(corpus, [chosen], batch_prompts, estimator=estimator, replicates=replicates, level=level)
-        rows = tuple(sorted((*rows, *extra), key=lambda r: r.G))
-    warns = [*fit_warnings(corpus.n_prompts, int(corpus.n.max()), [r.G for r in rows], None,
-                           tuple({r.estimator for r in rows} | {"bayes"}), level), *filter(None, [thin])]
-    price = None if chosen is None else _price(corpus, chosen, ref, reference_G is not None, batch_prompts,
-                                               None if choice is None else choice.name, estimator)
+    used = tuple({r.estimator for r in rows} | {"bayes"})
+    warns = [*fit_warnings(corpus.n_prompts, int(corpus.n.max()), [r.G for r in rows], None, used, level),
+             *filter(None, [thin])]
+    plain = fit_warnings(corpus.n_prompts, int(corpus.n.max()), [], None, used, level)
+    by_G = {r.G: r for r in rows}
+    name = None if choice is None else choice.name
+    price = None if chosen is None or ref not in by_G else _price(by_G[ref], by_G[chosen], curves, name, budget,
+                                                                  reference_G is not None)
+    cur_G = sorted({g for g in (ref, chosen) if g is not None and g <= R})
+    curation = curate(corpus, cur_G, R, name or "update", estimator=estimator, drop_above=opts.drop_above,
+                      keep_band=opts.keep_band, **conv) if cur_G else None  # type: ignore[arg-type]
+    floor = None
+    if targets.max_silent is not None and chosen is None:
+        floor = _floor(corpus, targets.max_silent, R, end, u0 + u1, cur_G[0] if cur_G else 2, estimator,
+                       opts.drop_above)
     return PlanResult(
-        sweep=rows,
-        recommended_G=chosen,
-        targets=targets,
-        unreachable_share=u0 + u1,
-        unreachable_all_wrong=u0,
-        unreachable_all_correct=u1,
-        prompts=corpus.n_prompts,
-        batch_prompts=int(batch_prompts),
-        allocation=allocation,
-        filtered=filtered,
-        by=by,
-        estimator=estimator,
-        recommended_G_range=g_range,
-        level=level,
-        replicates=int(replicates),
-        warnings=tuple(warns),
-        objective="targets" if targets.given else (objective or "none"),
-        objective_choice=choice,
-        price=price,
+        sweep=rows, recommended_G=chosen, targets=targets, unreachable_share=u0 + u1, unreachable_all_wrong=u0,
+        unreachable_all_correct=u1, prompts=corpus.n_prompts, budget=budget, advantage=opts.advantage,
+        std=opts.std if opts.advantage == "grpo" else "n/a", allocation=allocation, filtered=filtered, by=by,
+        estimator=estimator, recommended_G_range=g_range, level=level, replicates=int(replicates),
+        warnings=tuple(warns), max_samples=int(corpus.n.max()),
+        extrapolation_warning=next((w for w in warns if w not in plain), None),
+        objective="targets" if targets.given else (opts.objective or "none"),
+        objective_choice=choice, price=price, curation=curation, floor=floor,
     )
 
 
-def _grid(corpus: Corpus, Gs: Sequence[int] | None, reference_G: int | None) -> tuple[Sequence[int], str | None, int]:
-    """The sizes swept (``Gs``, else :data:`DEFAULT_G_GRID` less what a thin log does not identify, with the
-    note saying so: :func:`~sigmaudit.audits.identified_sizes`) and the reference G of the price (the logged
-    group size, else G = 8; on a thin log that does not identify it, the largest G swept)."""
+def _grid(corpus: Corpus, Gs: Sequence[int] | None, reference_G: int | None, R: int
+          ) -> tuple[list[int], str | None, int]:
+    """The sizes shown (``Gs``, else :data:`DEFAULT_G_GRID` up to R less what a thin log does not identify, with
+    the note saying so: :func:`~sigmaudit.audits.identified_sizes`) and the reference G of the price (the logged
+    group size, else G = 8; on a thin log that does not identify it, the largest G shown)."""
     from . import identified_sizes
     from .objective import DEFAULT_REFERENCE_G
 
-    Gs, thin = (Gs, None) if Gs else identified_sizes(corpus, DEFAULT_G_GRID)
+    default = tuple(g for g in DEFAULT_G_GRID if g <= R) or (min(R, MAX_PLAN_G),)
+    shown, thin = (Gs, None) if Gs else identified_sizes(corpus, default)
+    shown = check_group_sizes(shown, R)
     ref = DEFAULT_REFERENCE_G if reference_G is None else int(reference_G)
     if thin is not None and corpus.identification(ref) is not None:
-        ref = max(Gs)
-    return Gs, thin, ref
+        ref = max(shown)
+    return shown, thin, ref
 
 
-def _price(corpus: Corpus, chosen: int, ref: int, logged: bool, batch_prompts: int, objective: str | None,
-           estimator: str) -> Price:
-    """The recommendation's cost and yield per step at the reference G and at ``chosen``."""
-    from .objective import objective_values
+def search_end(corpus: Corpus, end: int) -> int:
+    """The largest G up to ``end`` the logs determine (:meth:`~sigmaudit.core.corpus.Corpus.identification`):
+    ``end`` on any corpus but a thin one, where the identified range only narrows as G grows (bisection)."""
+    if end < 2 or corpus.identification(end) is None:
+        return end
+    lo, hi = 1, end  # lo identified (G = 1 always is), hi not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if corpus.identification(mid) is None else (lo, mid)
+    return lo
 
-    B = int(batch_prompts)
-    rows = {r.G: r for r in sweep(corpus, sorted({ref, chosen}), B, estimator=estimator)}
-    f = (dict(zip([ref, chosen], objective_values(corpus, objective, [ref, chosen], estimator)[0].tolist(),
-                  strict=True)) if objective is not None else {})
 
-    def at(g: int) -> PriceAt:
-        r = rows[g]
-        return PriceAt(G=g, rollouts_per_step=B * g, silent_rate=r.silent,
-                       informative_groups_per_step=r.signal_prompts_per_batch,
-                       rollouts_per_signal_prompt=r.rollouts_per_signal_prompt,
-                       objective_per_step=B * f[g] if g in f else None, estimator=r.estimator)
+def _price(before: SweepRow, after: SweepRow, curves: Curves | None, objective: str | None, budget: Budget,
+           logged: bool) -> Price:
+    """The recommendation's step at the reference G and at the recommended G."""
 
-    return Price(reference_G=ref, reference="logged" if logged else "default", batch_prompts=B,
-                 before=at(ref), after=at(chosen))
+    def at(r: SweepRow) -> PriceAt:
+        value = None if objective is None else getattr(r, {"informative": "informative_groups",
+                                                             "rollouts": "informative_rollouts"}.get(objective,
+                                                                                                     objective))
+        return PriceAt(G=r.G, prompts_per_step=r.prompts_per_step, rollouts_used=r.prompts_per_step * r.G,
+                       silent_rate=r.silent, informative_groups=r.informative_groups, update=r.update, snr=r.snr,
+                       objective=value, estimator=r.estimator)
+
+    return Price(reference_G=before.G, reference="logged" if logged else "default",
+                 rollouts_per_step=budget.rollouts_per_step, before=at(before), after=at(after))
+
+
+def log_budget(loaded: LoadedCounts, given: int | None, batch_prompts: int, reference_G: int) -> Budget:
+    """R: ``--rollouts-per-step`` when given; else the log's median rollouts per step (a log with steps);
+    else ``--batch-prompts`` × the logged G (× G = 8 without groups)."""
+    if given is not None:
+        return Budget(int(given), "given", "--rollouts-per-step")
+    groups = loaded.per_group
+    if loaded.has_steps and groups is not None and groups.height and groups["step"].null_count() < groups.height:
+        import polars as pl
+
+        per_step = groups.filter(pl.col("step").is_not_null()).group_by("step").agg(pl.col("n").sum())["n"].to_numpy()
+        R = int(np.median(per_step))
+        if R >= 1:
+            return Budget(R, "log", f"the log's median per step, {per_step.size:,} steps")
+    return Budget(int(batch_prompts) * int(reference_G), "batch",
+                  f"--batch-prompts {batch_prompts:,} × G = {reference_G:,}"
+                  f"{' (logged)' if groups is not None and groups.height else ' (none logged)'}")
 
 
 def plan_logs(
@@ -470,8 +683,10 @@ def plan_logs(
     Gs: Sequence[int] | None = None,
     *,
     batch_prompts: int = DEFAULT_BATCH_PROMPTS,
+    rollouts_per_step: int | None = None,
     targets: Targets | None = None,
-    objective: str | None = "signal",
+    objective: str | None = "update",
+    options: PlanOptions | None = None,
     budget: int | None = None,
     eps: float | None = None,
     min_g: int = 2,
@@ -482,34 +697,37 @@ def plan_logs(
     level: float = 0.9,
     dapo: DapoSettings | None = None,
 ) -> PlanResult:
-    """:func:`plan` on loaded logs, with a per-prompt allocation when ``budget`` or ``eps`` is given
-    (:func:`sigmaudit.audits.allocate.allocate`; its rows are ``result.allocation.per_prompt``),
-    the post-filter state (:mod:`.filtered`) and, with ``--by``, one plan per value (the
-    allocation is for the pooled log only). Without targets ``objective`` (default ``signal``;
-    None: none) chooses G; prices are against the log's most common group size (else G = 8)."""
+    """:func:`plan` on loaded logs at the budget :func:`log_budget` resolves, with a per-prompt allocation
+    when ``budget`` or ``eps`` is given (:func:`sigmaudit.audits.allocate.allocate`; its rows are
+    ``result.allocation.per_prompt``), the post-filter state (:mod:`.filtered`) and, with ``--by``, one plan
+    per value (the allocation is for the pooled log only)."""
     import functools
     from dataclasses import replace
 
     from . import corpus_of, logged_group_size
     from .allocate import allocate
     from .filtered import resolve
+    from .objective import DEFAULT_REFERENCE_G
     from .scan import statistical_filter
 
+    opts = options or PlanOptions(objective=objective)
     basis, drift, difficulty = current_difficulty(loaded)
     corpus = corpus_of(basis)
+    logged = logged_group_size(loaded)
+    R = log_budget(basis, rollouts_per_step, batch_prompts, logged or DEFAULT_REFERENCE_G)
     alloc = None
     if budget is not None or eps is not None:
-        alloc = allocate(corpus, basis.per_prompt["prompt"].to_list(), budget=budget, eps=eps,
-                         min_g=min_g, max_g=max_g)
+        alloc = allocate(corpus, basis.per_prompt["prompt"].to_list(), budget=budget, eps=eps, min_g=min_g,
+                         max_g=max_g, objective=opts.objective or "update", drop_above=opts.drop_above,
+                         advantage=opts.advantage, std=opts.std)  # type: ignore[arg-type]
     by = None
     if loaded.by is not None:
         by = ByResult(loaded.by, tuple(
-            ByGroup(value, plan_logs(part, Gs, batch_prompts=batch_prompts, targets=targets, objective=objective,
-                                     post_filter=post_filter, estimator=estimator, replicates=replicates,
-                                     level=level))
+            ByGroup(value, plan_logs(part, Gs, batch_prompts=batch_prompts, rollouts_per_step=R.rollouts_per_step,
+                                     targets=targets, options=opts, post_filter=post_filter, estimator=estimator,
+                                     replicates=replicates, level=level))
             for value, part in loaded.parts))
-    result = plan(corpus, Gs, batch_prompts=batch_prompts, targets=targets, objective=objective,
-                  reference_G=logged_group_size(loaded), allocation=alloc,
+    result = plan(corpus, Gs, budget=R, targets=targets, options=opts, reference_G=logged, allocation=alloc,
                   filtered=resolve(loaded, post_filter, functools.partial(statistical_filter, loaded)), by=by,
                   estimator=estimator, replicates=replicates, level=level)
     if dapo is not None:

@@ -103,7 +103,8 @@ def __getattr__(name: str) -> typer.Typer:
 
 PARAM_FLAGS = {"budget": "--budget", "eps": "--eps", "min_g": "--min-g", "max_g": "--max-g", "G": "-G",
                "g_main": "--g-main", "batch_prompts": "--batch-prompts", "max_p_silent": "--max-p-silent",
-               "target_saving": "--target-saving", "max_lost": "--max-lost"}
+               "target_saving": "--target-saving", "max_lost": "--max-lost",
+               "group_sizes": "-G", "rollouts_per_step": "--rollouts-per-step"}
 """Library parameter names -> the CLI flags that set them (library errors name parameters)."""
 
 

@@ -270,11 +270,11 @@ ObjectiveOpt = Annotated[
     str | None,
     typer.Option(
         "--objective", callback=check_objective, metavar="NAME", show_default=False,
-        help="Without a target, what G should buy: signal (default: expected GRPO update Σ E[σ]), informative "
-             "(groups with σ > 0, as DAPO keeps them) or knapsack (Knapsack-RL's value (1 − p^G − (1 − p)^G)·"
-             "p(1 − p)², arXiv:2509.25849). Per rollout each is best at G = 2 or 3, the noisiest updates, so the "
-             "recommendation is the knee: the most per step while a rollout still returns at least half the best "
-             "per-rollout value, capped where returns saturate (90% of the G → ∞ limit).",
+        help="Without a target, what G should buy per step at the fixed rollouts per step R (docs/theory.md): "
+             "update (default: the expected batch-mean update, guarded by its SNR), snr (the update's "
+             "signal-to-noise ratio under per-rollout score noise), informative (informative groups), rollouts "
+             "(rollouts inside informative groups) or knapsack (Knapsack-RL's value, arXiv:2509.25849). The "
+             "recommendation is the smallest G within --tolerance of the best.",
     ),
 ]
 

@@ -63,7 +63,8 @@ def emit(text: str, output: Path | None) -> None:
 
 
 OUTPUT_FLAGS = {"output": "-o", "table_out": "-o", "junit": "--junit", "per_prompt": "--per-prompt",
-                "alloc_out": "--alloc-out", "skip_out": "--skip-out", "log_out": "--log-out", "events": "--events"}
+                "alloc_out": "--alloc-out", "skip_out": "--skip-out", "log_out": "--log-out", "events": "--events",
+                "drop_out": "--drop-out"}
 """The parameters that name a file a command writes, with their flags."""
 REPORT_FILE_BY_DEFAULT = ("report", "watch", "reduce")
 """Commands whose report does not go to stdout when -o is not given (a file, or lines of their own)."""

@@ -1,4 +1,5 @@
-"""``sigmaudit plan``: choose the group size before a run, and optionally each prompt's own."""
+"""``sigmaudit plan``: choose the group size before a run at a fixed rollout budget, the prompts to drop
+first, and optionally each prompt's own n."""
 
 from __future__ import annotations
 
@@ -36,14 +37,37 @@ from ..options import (
 
 _TARGETS = "Targets"
 _ALLOC = "Per-prompt allocation"
+_TRAINER = "Trainer conventions"
+_DATA = "Curation"
+
+
+def parse_band(value: str | None) -> tuple[float, float] | None:
+    """``--keep-band LO:HI`` -> (LO, HI) with 0 ≤ LO < HI ≤ 1 (ConfigError naming the flag)."""
+    from ...errors import ConfigError
+
+    if value is None:
+        return None
+    parts = value.split(":")
+    try:
+        lo, hi = (float(x) for x in parts) if len(parts) == 2 else (float("nan"), float("nan"))
+    except ValueError:
+        lo = hi = float("nan")
+    if not (0.0 <= lo < hi <= 1.0):
+        raise ConfigError(f"--keep-band {value!r} is not LO:HI with 0 ≤ LO < HI ≤ 1", location="--keep-band",
+                          remedy="e.g. --keep-band 0.1:0.9")
+    return lo, hi
 
 
 def _check_options(
     *, max_silent: float | None, min_fidelity: float | None, budget: int | None, eps: float | None,
-    min_g: int, max_g: int, alloc_out: Path | None, objective: str | None = None, **_: object,
+    min_g: int, max_g: int, alloc_out: Path | None, objective: str | None = None, drop_out: Path | None = None,
+    group_sizes: list[int] | None = None, rollouts_per_step: int | None = None, keep_band: str | None = None,
+    advantage: str = "grpo", std: str = "sample", tolerance: float = 0.05, **_: object,
 ) -> None:
     """Reject impossible options before any log is read."""
     from ...audits.allocate import validate_options
+    from ...audits.plan import check_group_sizes
+    from ...core.update import ADVANTAGES, STD_CONVENTIONS
     from ...errors import ConfigError
     from ...writers import table_suffix
 
@@ -53,26 +77,65 @@ def _check_options(
                           remedy="drop --objective, or drop --max-silent/--min-fidelity")
     if alloc_out is not None and budget is None and eps is None:
         raise ConfigError("nothing to write", location="--alloc-out", remedy="add --budget N or --eps E")
-    if alloc_out is not None:
-        table_suffix(alloc_out, "--alloc-out")
+    for path, flag in ((alloc_out, "--alloc-out"), (drop_out, "--drop-out")):
+        if path is not None:
+            table_suffix(path, flag)
+    if group_sizes:
+        check_group_sizes(group_sizes, rollouts_per_step)
+    if advantage not in ADVANTAGES:
+        raise ConfigError(f"--advantage {advantage!r} is not an estimator", location="--advantage",
+                          remedy=f"choose one of {', '.join(ADVANTAGES)}")
+    if std not in STD_CONVENTIONS:
+        raise ConfigError(f"--std {std!r} is not a convention", location="--std",
+                          remedy=f"choose one of {', '.join(STD_CONVENTIONS)}")
+    if not 0.0 <= tolerance < 1.0:
+        raise ConfigError(f"--tolerance must lie in [0, 1), got {tolerance:g}", location="--tolerance",
+                          remedy="e.g. 0.05")
+    parse_band(keep_band)
 
 
+# long: the command's options, one per line
 @reads_logs(validate=_check_options, by_ok=True)
 def plan(
     loaded: LoadedCounts,
     group_sizes: Annotated[list[int] | None, group_size_option(
-        "Group size to sweep (repeatable). Default: 2 4 8 12 16 24 32 48 64 96 128 192 256.")] = None,
+        "Group size to show in the sweep (repeatable; the largest is the search's end, at most R and 65,536). "
+        "Default: 2 4 8 12 16 24 32 48 64 96 128 192 256.")] = None,
+    rollouts_per_step: Annotated[int | None, typer.Option(
+        "--rollouts-per-step", min=1, show_default=False, metavar="R",
+        help="Rollouts per step R, held fixed across G (N = ⌊R/G⌋ prompts per step). Default: the log's median "
+             "rollouts per step where it has steps, else --batch-prompts × the logged G.")] = None,
     batch_prompts: Annotated[int, typer.Option(
-        "--batch-prompts", min=1, help="Prompts per batch B for 'signal prompts per batch'.")] = 512,
+        "--batch-prompts", min=1,
+        help="Prompts per step for the default R of a log without steps (R = this × the logged G).")] = 512,
+    objective: ObjectiveOpt = None,
+    tolerance: Annotated[float, typer.Option(
+        "--tolerance", help="A G within this share of the best is as good: recommend the smallest such G.")] = 0.05,
+    advantage: Annotated[str, typer.Option(
+        "--advantage", rich_help_panel=_TRAINER, metavar="NAME",
+        help="Advantage estimator of the run: grpo, drgrpo or rloo.")] = "grpo",
+    std: Annotated[str, typer.Option(
+        "--std", rich_help_panel=_TRAINER, metavar="NAME",
+        help="GRPO's std: sample (Bessel, G − 1: TRL's and verl's) or population (G).")] = "sample",
     max_silent: Annotated[float | None, max_silent_option(
         "Target: silent rate at most X (recommend the smallest whole G meeting every target, exactly the "
         "smallest G that 'check' passes).", rich_help_panel=_TARGETS)] = None,
     min_fidelity: Annotated[float | None, min_fidelity_option(
         "Target: mean fidelity φ at least Y.", rich_help_panel=_TARGETS)] = None,
-    objective: ObjectiveOpt = None,
+    drop_above: Annotated[float, typer.Option(
+        "--drop-above", rich_help_panel=_DATA, min=0.0, max=1.0,
+        help="Curation: drop a prompt whose posterior P(p ∈ {0, 1}) exceeds this.")] = 0.5,
+    keep_band: Annotated[str | None, typer.Option(
+        "--keep-band", rich_help_panel=_DATA, metavar="LO:HI", show_default=False,
+        help="Curation: also show keeping only LO < p̂ < HI (and drop outside it in --drop-out).")] = None,
+    drop_out: Annotated[Path | None, typer.Option(
+        "--drop-out", rich_help_panel=_DATA, dir_okay=False, show_default=False,
+        help="Write one row per prompt with its counts, posterior P(p = 0), P(p = 1), the rule dropping it and "
+             "drop true/false (.csv, .parquet or .jsonl): the list to join against the training set.")] = None,
     budget: Annotated[int | None, typer.Option(
         "--budget", rich_help_panel=_ALLOC, show_default=False,
-        help="Allocate per-prompt G_i with Σ G_i ≤ N rollouts per pass, maximising total expected signal.")] = None,
+        help="Allocate per-prompt G_i with Σ G_i ≤ N rollouts per pass, maximising the objective's per-prompt "
+             "term (a per-prompt n needs a custom sampler: stock verl and TRL sample one n).")] = None,
     eps: Annotated[float | None, eps_option(
         "Instead of --budget: G_i = exact group size for φ ≥ 1 − ε at each prompt's estimated p.",
         rich_help_panel=_ALLOC, show_default=False, callback=None)] = None,
@@ -92,41 +155,56 @@ def plan(
     fmt: FormatOpt = None,
     output: OutputOpt = None,
 ) -> None:
-    """Recommend a group size G, with its price, from what each G would do to this corpus.
+    """Recommend a group size G at a fixed rollout budget per step, with its price and the data lever.
 
-    The sweep predicts per G the silent rate, signal per batch, DAPO cost and fidelity (--estimator: the rule of
-    scan and check) with bootstrap intervals. Without a target, --objective (default signal) picks the knee of its
-    curve: the most per step while a rollout still returns at least half the best per-rollout value, capped where
-    returns saturate. --max-silent/--min-fidelity instead: the smallest whole G meeting every target (the smallest
-    G 'sigmaudit check' passes; at most the largest swept G) and the range the intervals allow; exit 1 if none.
-    Every recommendation is priced against the logged G (else G = 8): rollouts and informative groups per step,
-    silent share, rollouts per signal prompt. --budget/--eps: also a G_i per prompt (--alloc-out writes them).
+    A step of R rollouts (--rollouts-per-step; default the log's own) holds N = ⌊R/G⌋ prompts. Per G the sweep
+    predicts the silent share, informative groups per step, the expected update under the batch-mean loss and its
+    signal-to-noise ratio (--advantage, --std: as TRL and verl compute them; docs/theory.md), with bootstrap
+    intervals. Without a target the default objective, update, recommends the smallest G whose update is within
+    --tolerance of the best among the G keeping the SNR within --tolerance of its best, and says how flat the curve
+    is. Beside it, what dropping prompts does (never/always solved in the log; posterior P(p ∈ {0, 1}) >
+    --drop-above; --keep-band). --max-silent/--min-fidelity instead: the smallest whole G meeting every target
+    (the smallest G 'sigmaudit check' passes); exit 1 if none. --full shows every table.
     --train-batch/--gen-batch/--max-gen-batches: DAPO's loop as verl runs it, at the current difficulty and the
     next-step forecast (chunks per step, generated ÷ trained, P(a step raises)).
 
     \b
     Examples:
-      sigmaudit plan rollouts.parquet --objective knapsack
+      sigmaudit plan rollouts.parquet
+      sigmaudit plan rollouts.parquet --drop-out drop.csv \\
+          --rollouts-per-step 8192
       sigmaudit plan rollouts.parquet --max-silent 0.3 \\
           --budget 20000 --alloc-out alloc.csv
     """
-    from ...audits.plan import Targets, plan_logs
+    from ...audits.plan import PlanOptions, Targets, plan_logs
 
-    result = plan_logs(loaded, group_sizes or None, batch_prompts=batch_prompts,
-                       targets=Targets(max_silent, min_fidelity), objective=objective or "signal",
+    options = PlanOptions(objective=objective or "update", advantage=advantage, std=std, tolerance=tolerance,
+                          drop_above=drop_above, keep_band=parse_band(keep_band))
+    result = plan_logs(loaded, group_sizes or None, batch_prompts=batch_prompts, rollouts_per_step=rollouts_per_step,
+                       targets=Targets(max_silent, min_fidelity), options=options,
                        budget=budget, eps=eps, min_g=min_g, max_g=max_g,
                        post_filter=post_filter, estimator=estimator, replicates=replicates, level=level,
                        dapo=dapo_settings(train_batch, gen_batch, max_gen_batches, run_steps))
-    _finish(result, alloc_out, fmt, output)
+    _finish(result, loaded, options, alloc_out, drop_out, fmt, output)
 
 
-def _finish(result: PlanResult, alloc_out: Path | None, fmt: Format | None, output: Path | None) -> None:
-    """Write the allocation and the report, note failing ``--by`` values, exit 1 when a target failed."""
+def _finish(result: PlanResult, loaded: LoadedCounts, options: object, alloc_out: Path | None,
+            drop_out: Path | None, fmt: Format | None, output: Path | None) -> None:
+    """Write the allocation, the drop list and the report, note failing ``--by`` values, exit 1 when a target
+    failed."""
     from ...exitcodes import ExitCode
     from ...writers import write_table
 
     if result.allocation is not None and alloc_out is not None:
         write_table(result.allocation.per_prompt, alloc_out, "--alloc-out")
+    if drop_out is not None:
+        from ...audits import corpus_of
+        from ...audits.curation import drop_table
+        from ...audits.plan import current_difficulty
+
+        basis = current_difficulty(loaded)[0]
+        write_table(drop_table(corpus_of(basis), basis.per_prompt, options.drop_above,  # type: ignore[attr-defined]
+                               options.keep_band), drop_out, "--drop-out")  # type: ignore[attr-defined]
     emit_result(result, fmt, output)
     if result.failed_groups:
         from ..output import note
