@@ -147,10 +147,11 @@ def curation_sentence(result: PlanResult) -> str | None:
     same = post.prompts_dropped == log.prompts_dropped and post.signal_share == log.signal_share
     log_words = ("" if same or not log.prompts_dropped else
                  f"; dropping the {pct_(log.dropped_share)} never or always solved in the log gives "
-                 f"{pct_(log_at.silent_after)} and costs {pct_(log.signal_share)} of the learnable signal")
+                 f"{pct_(log_at.silent_after)} silent at G = {log_at.G:,} but costs {pct_(log.signal_share)} of the "
+                 "learnable signal")
     if post.prompts_dropped == 0:
-        return (f"Data: no prompt is more likely unreachable than not (P(p ∈ {{0, 1}}) > {cur.drop_above:g}); the "
-                f"{pct_(at.silent_before)} silent at G = {at.G:,} comes from pass rates near 0 or 1{log_words}.")
+        return (f"Data: no prompt is more likely unreachable than not (P(p ∈ {{0, 1}}) > {cur.drop_above:g})"
+                f"{log_words}.")
     which = ": those never or always solved in the log" if same else ""
     return (f"Data first: dropping the {pct_(post.dropped_share)} of prompts more likely unreachable than not "
             f"(P(p ∈ {{0, 1}}) > {cur.drop_above:g}{which}; {pct_(post.signal_share)} of the learnable signal) "
@@ -209,8 +210,11 @@ def plan_view(result: PlanResult) -> View:
         asked.append(Section(f"by {column}", tables=(Table(
             f"by {column}", (column, "prompts", "recommended G", "unreachable share"), rows,
             note="each value planned on its own (own prior fit); the sweep is pooled"),)))
+    from . import context_lines
+
+    first = replace(rec, lines=(*context_lines(result), *rec.lines))  # the whole view gets them in build_view
     return View("sigmaudit plan", (*sections, *asked), csv_table="G sweep",
-                brief=(rec, brief_sweep(result), *asked))
+                brief=(first, brief_sweep(result), *asked))
 
 
 def _recommendation_lines(result: PlanResult) -> tuple[str, ...]:
@@ -265,10 +269,10 @@ def brief_sweep(result: PlanResult) -> Section:
                  for r in result.sweep if r.G in _brief_G(result))
     cols = ("G", "", "prompts/step", "silent", "informative groups/step", "update", "SNR vs best")
     table = Table("", cols, rows,
-                  digits=(RATE, RATE, RATE, RATE, AMOUNT, RATE, RATE),
-                  note=(None if result.extrapolation_warning is None else
-                        f"G > {result.max_samples:,}: past every prompt's samples (extrapolated through the prior)"))
-    return Section(f"G sweep at R = {R:,} rollouts per step", tables=(table,))
+                  digits=(RATE, RATE, RATE, RATE, AMOUNT, RATE, RATE))
+    past = ("" if result.extrapolation_warning is None else
+            f"; G > {result.max_samples:,} past every prompt's samples, extrapolated")
+    return Section(f"G sweep at R = {R:,} rollouts per step{past}", tables=(table,))
 
 
 def full_sweep(result: PlanResult) -> Section:
