@@ -95,5 +95,9 @@ def take(values: dict[str, Any], own: set[str]) -> None:
     """Move the global flags out of a command's parsed ``values`` into :data:`current` (a flag the command
     declares itself stays in ``values`` too: the command reads it as before)."""
     for name in NAMES:
-        if name in values:
-            setattr(current, name, values[name] if name in own else values.pop(name))
+        if name not in values:
+            continue
+        if name not in own:
+            setattr(current, name, values.pop(name))
+        elif name != "quiet":  # a command's own -q decides which of its lines are notes (check's verdict is not)
+            setattr(current, name, values[name])

@@ -54,6 +54,7 @@ def _check_options(*, max_p_silent: float | None, target_saving: float | None, s
 @reads_logs(validate=_check_options)
 def forecast(
     loaded: LoadedCounts,
+    quiet: bool,
     G: Annotated[int | None, group_size_option(
         "Group size of the next visit (default: the log's most common group size).")] = None,
     max_p_silent: Annotated[float | None, max_p_silent_option(
@@ -98,7 +99,8 @@ def forecast(
         if G is None:
             raise SchemaError("this log has no groups, so there is no group size to default to",
                               location="-G/--group-size", remedy="give the next visit's group size, e.g. -G 8")
-        note(f"-G not given: forecasting groups of G = {G}, the log's most common group size")
+        if not quiet:
+            note(f"-G not given: forecasting groups of G = {G}, the log's most common group size")
     from dataclasses import replace
 
     from ...audits.drift import context
