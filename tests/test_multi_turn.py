@@ -217,3 +217,4 @@ def test_skyrl_step_wise_steps_fold_into_one_sample_per_trajectory(tmp_path):
     got = {p: (n, k) for p, n, k in loaded.per_prompt.select("prompt", "n", "k").iter_rows()}
     assert got == {p: (len(r), int(sum(r))) for p, r in truth.items()}
     assert any("later steps of step-wise trajectories" in n and "12 trajectories" in n for n in loaded.notes)
+
