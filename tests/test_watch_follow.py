@@ -10,6 +10,8 @@ import io
 import json
 import os
 import random
+import subprocess
+import sys
 import threading
 import time
 from collections import defaultdict
@@ -489,3 +491,83 @@ def test_fuzz_a_live_watch_loses_nothing(tmp_path, seed):
     total = sum(g for g, _ in truth.values())
     assert (summary.cumulative.groups, summary.late_groups) == (total, 0)
     assert summary.cumulative.silent == sum(q for _, q in truth.values()) / total
+
+
+# ---- items 31, 34: pipes -----------------------------------------------------------------------------------
+
+def _sigmaudit(*argv: str, **kwargs) -> subprocess.CompletedProcess:  # noqa: ANN003
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    kwargs.setdefault("capture_output", "stdout" not in kwargs)
+    return subprocess.run([sys.executable, "-m", "sigmaudit", *argv], env=env, timeout=120, **kwargs)
+
+
+def _fifo_fed(tmp_path: Path, data: bytes, name: str = "log") -> Path:
+    """A named pipe that a thread writes ``data`` into (once a reader opens it)."""
+    fifo = tmp_path / name
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with open(fifo, "wb") as fh:
+            half = len(data) // 2
+            fh.write(data[:half])
+            fh.flush()
+            time.sleep(0.2)
+            fh.write(data[half:])
+
+    threading.Thread(target=feed, daemon=True).start()
+    return fifo
+
+
+def test_scan_reads_a_pipe_path_as_it_reads_the_file(tmp_path):
+    """Item 31: ``scan <(zcat log.csv.gz)`` (a /dev/fd pipe) and a FIFO were refused as "no such file"."""
+    folder, rows = _run_folder(tmp_path)
+    log = folder / "2.jsonl"
+    want = json.loads(_run("scan", str(log), "-f", "json", "-q")[1])["observed_silent"]
+    code, out, err = _run("scan", str(_fifo_fed(tmp_path, log.read_bytes())), "-f", "json", "-q")
+    assert code == 0, err
+    assert json.loads(out)["observed_silent"] == want
+    import gzip
+
+    (tmp_path / "log.jsonl.gz").write_bytes(gzip.compress(log.read_bytes()))
+    proc = subprocess.run(["bash", "-c", f'"{sys.executable}" -m sigmaudit scan <(zcat "{tmp_path}/log.jsonl.gz") '
+                           "-f json -q"], env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["observed_silent"] == want
+
+
+@pytest.mark.parametrize("how", ["stdin", "fifo"])
+def test_watch_follows_standard_input_and_a_fifo_to_their_end(tmp_path, how):
+    """Item 31: ``watch -`` and ``watch FIFO``: each step as it arrives, then the end of the stream ends it."""
+    folder, rows = _run_folder(tmp_path)
+    data = b"".join((folder / f"{s}.jsonl").read_bytes() for s in (1, 2, 3))
+    truth = _truth(rows)
+    if how == "stdin":
+        proc = _sigmaudit("watch", "-", "--interval", "0.02", "-f", "json", input=data)
+    else:
+        proc = _sigmaudit("watch", str(_fifo_fed(tmp_path, data)), "--interval", "0.02", "-f", "json")
+    assert proc.returncode == 0, proc.stderr
+    objs = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [(o["step"], o["observed"]["groups"], o["observed"]["silent"]) for o in objs[:-1]] == \
+        [(s, g, q / g) for s, (g, q) in truth.items()]
+    assert objs[-1]["summary"]["ended_by"] == "eof"
+    assert "stream" not in proc.stderr.decode()  # the copy is never named, its source is
+
+
+@pytest.mark.parametrize("argv", [["scan", str(ROOT / "sample_logs" / "rollouts.parquet")],
+                                  ["watch", str(ROOT / "sample_logs" / "verl"), "--once", "--interval", "0.01"]])
+def test_a_closed_pipe_ends_as_unix_tools_do(argv):
+    """Item 34: ``sigmaudit scan ... | head -1`` exited 2 ("could not run") with no message: now it is
+    killed by SIGPIPE, silently (the shell's 141), as ``yes | head -1`` ends ``yes``."""
+    import signal
+
+    read, write = os.pipe()
+    os.close(read)  # the reader has gone before the first line
+    try:
+        proc = _sigmaudit(*argv, "-q", stdout=write, stderr=subprocess.PIPE)
+    finally:
+        os.close(write)
+    assert proc.returncode == -signal.SIGPIPE and proc.stderr == b""
+    shell = subprocess.run(["bash", "-c", f'"{sys.executable}" -m sigmaudit {" ".join(argv)} -q | true; '
+                            'echo "${PIPESTATUS[0]}"'], env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                           capture_output=True, text=True, timeout=120)
+    assert shell.stdout.strip() == "141" and shell.stderr == ""

@@ -148,7 +148,7 @@ class WatchSummary:
     unstepped_groups: int
     """Groups without a step value (left out)."""
     ended_by: str
-    """once, idle, guard, interrupt (Ctrl-C) or terminate (SIGTERM)."""
+    """once, idle, guard, interrupt (Ctrl-C), terminate (SIGTERM) or eof (every input stream ended)."""
     late_steps: tuple[int, ...] = ()
     """Steps reported late."""
     late_step_groups: int = 0

@@ -27,12 +27,39 @@ def run() -> None:
         code = _run()
     except (signals.Stop, KeyboardInterrupt) as stop:  # before main() took over (start-up, the imports)
         code = signals.report(stop)
+    code = _flushed(code)
     signals.decided(code)
     signals.finished()
     from . import startup
 
     startup.finish()
+    if code == 141:  # standard output closed early: end as Unix tools do, by SIGPIPE (exitcodes.CLOSED_PIPE)
+        _die_of_sigpipe()
     sys.exit(code)
+
+
+def _flushed(code: int) -> int:
+    """``code`` once standard output is flushed; a reader that went away (``| head -1``) makes it 141."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        from .app import closed_pipe
+
+        return closed_pipe()
+    except (OSError, ValueError):
+        pass
+    return code
+
+
+def _die_of_sigpipe() -> None:
+    """Be killed by SIGPIPE (the default action), as ``yes | head`` kills ``yes``; exit 141 where it cannot."""
+    import signal
+
+    sys.stderr.flush()
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGPIPE)
+    os._exit(141)
 
 
 def _run() -> int:

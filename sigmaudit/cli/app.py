@@ -317,6 +317,7 @@ def _main(argv: list[str] | None) -> int:
     from typer.exceptions import TyperException
 
     from ..writers import guarding_inputs
+    from .output import ClosedPipe
     from .signals import MESSAGES, Stop
 
     try:
@@ -345,8 +346,8 @@ def _main(argv: list[str] | None) -> int:
         return _fail(_flag_first(str(exc)))
     except KeyboardInterrupt:
         return _fail(MESSAGES[signal.SIGINT])
-    except BrokenPipeError:
-        return int(ExitCode.ERROR)
+    except (BrokenPipeError, ClosedPipe):
+        return closed_pipe()
     except OSError as exc:
         return _fail(_os_error(exc))
     except SystemExit as exc:  # a library calling sys.exit: never let it read as "gate failed"
@@ -360,6 +361,20 @@ def _main(argv: list[str] | None) -> int:
     if rv == TYPER_CTRL_C:  # Typer's own Ctrl-C handling: a silent return of 130
         return _fail(MESSAGES[signal.SIGINT])
     return int(rv) if isinstance(rv, int) else int(ExitCode.OK)
+
+
+def closed_pipe() -> int:
+    """Standard output was closed early (a pipe into ``head``): nothing more goes there (its descriptor now
+    points at /dev/null, so Python's flush at exit cannot fail), and the exit is :data:`ExitCode.CLOSED_PIPE`."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # a stream without a descriptor (in-process): nothing to redirect
+        pass
+    return int(ExitCode.CLOSED_PIPE)
 
 
 def run() -> None:

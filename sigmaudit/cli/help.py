@@ -106,7 +106,7 @@ class Command(TyperCommand):
 
         from ..writers import run_outputs
         from . import startup
-        from .output import planned_outputs
+        from .output import ClosedPipe, planned_outputs
 
         startup.over()  # the command's own work runs with the collector as Python sets it
         from . import settings
@@ -122,14 +122,17 @@ class Command(TyperCommand):
             for line in sources(self.name or "", ctx):
                 sys.stderr.write(f"sigmaudit: debug: {line}\n")
 
-        with run_outputs(planned_outputs(self.name or "", ctx.params)) as commit:
-            try:
-                result = super().invoke(ctx)
-            except typer.Exit as exc:
-                if exc.exit_code in (0, 1):
-                    commit()
-                raise
-            commit()
+        try:
+            with run_outputs(planned_outputs(self.name or "", ctx.params)) as commit:
+                try:
+                    result = super().invoke(ctx)
+                except typer.Exit as exc:
+                    if exc.exit_code in (0, 1):
+                        commit()
+                    raise
+                commit()
+        except BrokenPipeError as exc:  # Typer would make it exit 1 ("gate failed")
+            raise ClosedPipe from exc
         return result
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:

@@ -208,7 +208,14 @@ def _load_paths(
 
     load = load_counts if by is None else functools.partial(load_by, column=by)
     with contextlib.ExitStack() as stack:
-        paths, stdin_file = _stdin_to_file(paths, stack)
+        paths, names = _stdin_to_file(paths, stack)
+        stdin_file = next((t for t, name in names.items() if name == STDIN_NAME), None)
+
+        def named(text: str) -> str:
+            for tmp, name in names.items():
+                text = text.replace(tmp, name)
+            return text
+
         try:
             if progress and runner is None:
                 from .progress import rows_progress
@@ -218,14 +225,13 @@ def _load_paths(
             else:
                 loaded = load(paths, opts=opts) if runner is None else load_counts(paths, opts, engine=runner)
         except SigmauditError as exc:
-            if stdin_file is not None:
-                exc.message = exc.message.replace(stdin_file, STDIN_NAME)
-                exc.location = None if exc.location is None else exc.location.replace(stdin_file, STDIN_NAME)
+            exc.message = named(exc.message)
+            exc.location = None if exc.location is None else named(exc.location)
             raise
         protect([*loaded.files, *(_stdin_descriptor() if stdin_file is not None else [])])
-        if stdin_file is not None:
-            loaded = replace(loaded, files=tuple(STDIN_NAME if f == stdin_file else f for f in loaded.files),
-                             notes=tuple(n.replace(stdin_file, STDIN_NAME) for n in loaded.notes))
+        if names:
+            loaded = replace(loaded, files=tuple(names.get(f, f) for f in loaded.files),
+                             notes=tuple(map(named, loaded.notes)))
     if any(redact(t) != t for t in (*loaded.files, *loaded.notes)):  # URLs' secrets never reach an output
         loaded = replace(loaded, files=tuple(map(redact, loaded.files)), notes=tuple(map(redact, loaded.notes)))
     return loaded
@@ -253,34 +259,74 @@ def _stdin_descriptor() -> list[int]:
         return []
 
 
-def _stdin_to_file(paths: list[str] | list[Path], stack: contextlib.ExitStack) -> tuple[list[Any], str | None]:
+def is_pipe(path: str | Path) -> bool:
+    """A named pipe, a character device or a socket (``<(zcat log.csv.gz)`` is ``/dev/fd/63``, a pipe):
+    read once, in full, as standard input is."""
+    import os
+    import stat
+
+    if str(path) == "-" or "://" in str(path):
+        return False
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)
+
+
+def _stdin_to_file(paths: list[str] | list[Path], stack: contextlib.ExitStack) -> tuple[list[Any], dict[str, str]]:
     """Paths with ``-`` replaced by a file holding standard input (parquet, jsonl or csv, told apart by
-    their first bytes; gzip-compressed too), kept in this run's private temp folder until the load ends."""
-    if not any(str(p) == "-" for p in paths):
-        return list(paths), None
-    from ..errors import ConfigError, InputError
-    from ..loaders.tempdirs import run_folder, temp_failure
+    their first bytes; gzip-compressed too), and each pipe path (:func:`is_pipe`) by a file holding what
+    it gave, kept in this run's private temp folder until the load ends; and the name of each such file
+    (:data:`STDIN_NAME`, or the pipe's path) for errors, notes and the files read."""
+    if not any(str(p) == "-" or is_pipe(p) for p in paths):
+        return list(paths), {}
+    from ..errors import ConfigError
 
     if sum(str(p) == "-" for p in paths) > 1:
         raise ConfigError("standard input can be read once", location="-", remedy="give '-' once")
-    from ..loaders.inputs import stdin_suffix
+    out, names = [], {}
+    for i, p in enumerate(paths):
+        if str(p) == "-" or is_pipe(p):
+            name = STDIN_NAME if str(p) == "-" else str(p)
+            tmp = _stream_to_file(None if str(p) == "-" else Path(p), name, "stdin" if str(p) == "-" else f"pipe{i}",
+                                  stack)
+            names[tmp] = name
+            out.append(tmp)
+        else:
+            out.append(p)
+    return out, names
 
-    remedy = "pipe a log into sigmaudit, or give its path instead of '-'"
+
+def _stream_to_file(pipe: Path | None, name: str, stem: str, stack: contextlib.ExitStack) -> str:
+    """Standard input (``pipe`` None) or a pipe read to its end into a file of the run's temp folder."""
+    from ..errors import InputError
+    from ..loaders.inputs import stdin_suffix
+    from ..loaders.tempdirs import run_folder, temp_failure
+
+    remedy = "pipe a log into sigmaudit, or give its path instead of '-'" if pipe is None else \
+        "give the log's own path, or make sure the command feeding the pipe writes one"
     try:
-        data = sys.stdin.buffer.read()  # sys.stdin is None when it is closed (`scan - <&-`)
+        if pipe is None:
+            data = sys.stdin.buffer.read()  # sys.stdin is None when it is closed (`scan - <&-`)
+        else:
+            with open(pipe, "rb") as fh:
+                data = fh.read()
     except (AttributeError, OSError, ValueError) as exc:
-        raise InputError("standard input is closed", location=STDIN_NAME, remedy=remedy) from exc
+        what = "standard input is closed" if pipe is None else f"cannot be read ({getattr(exc, 'strerror', exc)})"
+        raise InputError(what, location=name, remedy=remedy) from exc
     if not data.strip():
-        raise InputError("no data on standard input", location=STDIN_NAME, remedy=remedy)
-    target = stack.enter_context(run_folder()) / f"stdin{stdin_suffix(data, STDIN_NAME)}"
+        raise InputError("no data on standard input" if pipe is None else "the pipe gave no data", location=name,
+                         remedy=remedy)
+    target = stack.enter_context(run_folder()) / f"{stem}{stdin_suffix(data, name)}"
     try:
         target.write_bytes(data)
     except OSError as exc:
-        own = temp_failure(exc, target.parent, STDIN_NAME)
+        own = temp_failure(exc, target.parent, name)
         if own is None:
             raise
         raise own from exc
-    return [str(target) if str(p) == "-" else p for p in paths], str(target)
+    return str(target)
 
 
 LAYOUT_OPTIONS: dict[str, Any] = {

@@ -23,6 +23,10 @@ SUFFIX_FORMATS = {".json": Format.json, ".md": Format.markdown, ".markdown": For
 """Report formats named by an ``-o`` file's suffix."""
 
 
+class ClosedPipe(Exception):  # noqa: N818 - not an error: the reader of standard output went away
+    """Standard output was closed early (``| head -1``): raised past Typer, which would make it exit 1."""
+
+
 def is_stdout(output: Path | None) -> bool:
     """No ``-o``, or ``-o -``."""
     return output is None or str(output) == "-"

@@ -58,7 +58,7 @@ def summary_lines(s: WatchSummary, max_silent: float | None, for_steps: int) -> 
     """The summary printed when the watch ends."""
     how = {"once": "processed what was there (--once)", "idle": "the logs stopped changing (--until-idle)",
            "guard": "the guard tripped", "interrupt": "interrupted (Ctrl-C)",
-           "terminate": "terminated (SIGTERM)"}[s.ended_by]
+           "terminate": "terminated (SIGTERM)", "eof": "the input stream ended"}[s.ended_by]
     lines = [f"watch ended: {how}"]
     if s.steps == 0:
         lines.append("no completed step")

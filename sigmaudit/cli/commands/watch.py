@@ -134,6 +134,7 @@ def watch(
           --events watch.jsonl --skip-out skip.csv
     """
     from ...audits.watch import Watch
+    from ...errors import SigmauditError
     from ...loaders import LoadOptions
     from ...loaders.follow import Follower
     from ...render import Format
@@ -148,8 +149,15 @@ def watch(
     state = Watch(G=G, window=window, max_p_silent=max_p_silent, max_silent=max_silent, for_steps=for_steps)
     live = _Live(chosen is Format.json, events, skip_out, quiet)
     live.dapo, live.warn_at = dapo_settings(train_batch, gen_batch, max_gen_batches, 100), warn_p_raises
-    with Follower(paths, opts, outputs=outputs) as follower, live:
-        ended_by = _follow(follower, state, live, once=once, interval=interval, until_idle=until_idle)
+    with _Streams(paths) as streams, Follower(streams.paths, opts, outputs=outputs) as follower, live:
+        live.rename = streams.named
+        try:
+            ended_by = _follow(follower, state, live, once=once, interval=interval, until_idle=until_idle,
+                               streams=streams)
+        except SigmauditError as exc:  # a stream's copy named by its source
+            exc.message = streams.named(exc.message)
+            exc.location = None if exc.location is None else streams.named(exc.location)
+            raise
     summary = state.summary(ended_by)
     live.finish(summary, output, max_silent, for_steps)
     if state.failed:
@@ -175,7 +183,7 @@ def _check_outputs(output: Path | None, skip_out: Path | None, events: Path | No
 
 
 def _follow(follower: Follower, state: Watch, live: _Live, *, once: bool, interval: float,
-            until_idle: float | None) -> str:
+            until_idle: float | None, streams: _Streams) -> str:
     """Poll until the end; returns what ended the watch (once, idle, guard, interrupt, terminate)."""
     import signal
     import threading
@@ -185,7 +193,8 @@ def _follow(follower: Follower, state: Watch, live: _Live, *, once: bool, interv
     if threading.current_thread() is threading.main_thread():
         previous = {sig: signal.signal(sig, signals.handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        return _loop(follower, state, live, signals, once=once, interval=interval, until_idle=until_idle)
+        return _loop(follower, state, live, signals, once=once, interval=interval, until_idle=until_idle,
+                     streams=streams)
     except (KeyboardInterrupt, _Stop):
         return signals.how or "interrupt"
     finally:
@@ -193,8 +202,9 @@ def _follow(follower: Follower, state: Watch, live: _Live, *, once: bool, interv
             signal.signal(sig, handler)
 
 
+# long: the loop's one sequence (poll, notes, end test, reports, guard, signals), each step a line or two
 def _loop(follower: Follower, state: Watch, live: _Live, signals: _Signals, *, once: bool, interval: float,
-          until_idle: float | None) -> str:
+          until_idle: float | None, streams: _Streams) -> str:
     """Poll every ``interval`` seconds. ``--once`` ends at the second poll, ``--until-idle`` once nothing
     changed for that long; either way the last step is completed only if nothing changed since the poll
     before and no file ends in a half-written line. A signal ends the loop after the poll in progress."""
@@ -215,7 +225,8 @@ def _loop(follower: Follower, state: Watch, live: _Live, signals: _Signals, *, o
             raise SchemaError(NO_STEPS, remedy=STEPS_REMEDY)
         if snap.changed:
             last_change = time.monotonic()
-        end = (once and polls >= 2) or (
+        ended = streams.ended() and not snap.changed  # every stream read to its end, and read here
+        end = (once and polls >= 2) or ended or (
             until_idle is not None and polls >= 2 and time.monotonic() - last_change >= until_idle)
         settled = end and not snap.changed and not snap.pending and signals.how is None
         # --once reports at its second poll only: the steps there are one history, forecast once
@@ -231,7 +242,7 @@ def _loop(follower: Follower, state: Watch, live: _Live, signals: _Signals, *, o
             return signals.how
         if end:
             live.notes(tuple(f"still being written when the watch ended: {w}" for w in snap.waiting))
-            return "once" if once else "idle"
+            return "once" if once else "eof" if ended else "idle"
         if not told and not snap.files:
             told = True
             live.notes((_waiting_for(follower, snap, interval),))
@@ -248,12 +259,103 @@ def _waiting_for(follower: Follower, snap: Any, interval: float) -> str:
     return f"waiting for {what}; polling every {interval:g} s, Ctrl-C ends"
 
 
+class _Streams:
+    """``-`` (standard input) and pipe paths (``<(zcat log.jsonl.gz)``, a FIFO) followed as files: each copied,
+    as it arrives, into a file of a private temp folder (named by its first bytes, as ``scan -`` names it),
+    which the follower follows; notes and errors name the source. Once every stream has ended, the watch
+    ends as soon as it has read everything (``ended_by`` eof)."""
+
+    def __init__(self, paths: list[str]) -> None:
+        from ..inputs import is_pipe
+
+        self.sources = [p for p in paths if str(p) == "-" or is_pipe(p)]
+        self.paths: list[str] = list(paths)
+        self.names: dict[str, str] = {}
+        self._threads: list[Any] = []
+        self._stack: Any = None
+
+    def __enter__(self) -> _Streams:
+        if not self.sources:
+            return self
+        import contextlib
+        import threading
+
+        from ...loaders.tempdirs import run_folder
+        from ..inputs import STDIN_NAME
+
+        self._stack = contextlib.ExitStack()
+        folder = self._stack.enter_context(run_folder())
+        for i, p in enumerate(self.paths):
+            if p not in self.sources:
+                continue
+            name = STDIN_NAME if str(p) == "-" else str(p)
+            where = folder / f"stream{i}"
+            where.mkdir()
+            self.names[str(where)] = name
+            self.paths[i] = str(where)
+            thread = threading.Thread(target=_copy_stream, args=(p, name, where), daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._stack is not None:
+            self._stack.close()
+
+    def ended(self) -> bool:
+        """Every stream read to its end (False without streams)."""
+        return bool(self._threads) and not any(t.is_alive() for t in self._threads)
+
+    def named(self, text: str) -> str:
+        """``text`` naming each stream by its source, not its copy."""
+        for tmp, name in self.names.items():
+            text = text.replace(tmp, name)
+        return text
+
+
+def _copy_stream(source: str, name: str, folder: Path) -> None:
+    """Append what ``source`` (``-`` or a pipe) gives to ``folder/<name>.<suffix>`` as it arrives; the suffix
+    from its first bytes (a stream that gives nothing leaves no file)."""
+    import os
+
+    from ...loaders.inputs import stdin_suffix
+
+    fd = sys.stdin.fileno() if source == "-" else os.open(source, os.O_RDONLY)
+    out = None
+    head = b""
+    try:
+        while chunk := os.read(fd, 1 << 16):
+            if out is None:
+                head += chunk
+                if len(head) < 64 and not head.endswith(b"\n"):
+                    continue
+                try:
+                    suffix = stdin_suffix(head, name)
+                except Exception:  # noqa: BLE001 - the follower reads the bytes and says what is wrong
+                    suffix = ".jsonl"
+                out = open(folder / f"stream{suffix}", "ab")  # noqa: SIM115 - closed in finally
+                chunk, head = head, b""
+            out.write(chunk)
+            out.flush()
+        if out is None and head.strip():
+            with open(folder / f"stream{stdin_suffix(head, name)}", "ab") as fh:
+                fh.write(head)
+    except (OSError, ValueError):
+        pass
+    finally:
+        if out is not None:
+            out.close()
+        if source != "-":
+            os.close(fd)
+
+
 class _Live:
     """Where each completed step goes: stdout (a line, or a JSON object), --events, --skip-out."""
 
     def __init__(self, as_json: bool, events: Path | None, skip_out: Path | None, quiet: bool) -> None:
         self.as_json, self.events_path, self.skip_out, self.quiet = as_json, events, skip_out, quiet
         self._events: Any = None
+        self.rename: Any = str  # names a stream's copy by its source (_Streams.named)
         self.dapo: Any = None  # DapoSettings with --train-batch (the next step's P(raises) warning)
         self.warn_at = 0.05
 
@@ -274,7 +376,7 @@ class _Live:
         from ..output import note
 
         for line in lines:
-            note(line)
+            note(self.rename(line))
 
     def step(self, report: StepReport, state: Watch) -> None:
         """Send one completed step everywhere it goes (skip list first: a reader of the line finds it current)."""
