@@ -202,7 +202,6 @@ def _follow(follower: Follower, state: Watch, live: _Live, *, once: bool, interv
             signal.signal(sig, handler)
 
 
-# long: the loop's one sequence (poll, notes, end test, reports, guard, signals), each step a line or two
 def _loop(follower: Follower, state: Watch, live: _Live, signals: _Signals, *, once: bool, interval: float,
           until_idle: float | None, streams: _Streams) -> str:
     """Poll every ``interval`` seconds. ``--once`` ends at the second poll, ``--until-idle`` once nothing
