@@ -102,6 +102,7 @@ def _check(capsys, log: str, *extra: str) -> tuple[int, dict]:
     return code, json.loads(out)
 
 
+@pytest.mark.slow  # three checks, each replaying the forecast (~7 s)
 def test_check_gates_p_step_raises_on_the_larger_reading(capsys, saturating) -> None:
     _, d = _check(capsys, saturating, "--max-silent", "1")
     dapo = d["dapo"]
