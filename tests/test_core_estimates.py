@@ -112,7 +112,7 @@ def test_extreme_share_is_positive_and_labelled_on_small_n_logs(capsys, path):
     d = json.loads(out)
     assert code == 0 and d["samples_per_prompt"]["max"] <= 10
     assert d["mass_share"]["basis"] == "posterior" and d["mass_share"]["grpo"]["extreme"] > 0.01
-    code, out, _ = run(capsys, "scan", str(path), "-q")
+    code, out, _ = run(capsys, "scan", str(path), "-q", "--full")
     assert "never solved in the log (k = 0)" in out and "never solved (p = 0): range the data allow" in out
     assert "extreme (p < 0.1 or p > 0.9)" in out
     code, out, _ = run(capsys, "check", str(path), "-G", "8", "--max-extreme-share", "1", "-f", "json", "-q",
@@ -211,7 +211,7 @@ def test_posterior_never_always_shares_print_only_with_their_interval(capsys):
     code, out, _ = run(capsys, "scan", str(crux), "-f", "json", "-q")
     plain = json.loads(out)["pass_rate"]
     assert code == 0 and plain["never_solved_range"] == [0.0, 0.58125] and plain["never_solved_posterior_ci"] is None
-    code, out, _ = run(capsys, "scan", str(crux), "-q")
+    code, out, _ = run(capsys, "scan", str(crux), "-q", "--full")
     assert "0.0000 – 0.5813" in out and "posterior P(p = 0)" not in out
     code, out, _ = run(capsys, "scan", str(crux), "-f", "json", "-q", "--bootstrap", "40")
     d = json.loads(out)

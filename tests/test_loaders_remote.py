@@ -268,7 +268,7 @@ def test_s3_odd_key_is_named_not_blamed_on_credentials(s3, capsys):
     assert (json.loads(out)["files"], json.loads(out)["rollouts"]) == (1, want["rollouts"])
     assert "skipped s3://bucket/odd/run//x.csv: an object key with an empty path segment" in err
     assert "credentials" not in err
-    code, out, err = run(capsys, "scan", "s3://bucket/globby/", "-G", "8", "-f", "json")
+    code, out, err = run(capsys, "scan", "s3://bucket/globby/", "-G", "8", "-f", "json", "--pool-prompts")
     assert code == 0, err
     got = json.loads(out)
     assert (got["files"], got["rollouts"], got["prompts"]) == (3, 3 * want["rollouts"], want["prompts"])

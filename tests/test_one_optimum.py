@@ -154,7 +154,7 @@ def test_one_sample_per_prompt_prints_the_range_not_a_posterior(capsys, tmp_path
     rate = json.loads(out)["pass_rate"]
     assert rate["never_solved_posterior"] is None and rate["always_solved_posterior"] is None
     assert rate["never_solved_range"] == [0.0, rate["never_solved"]]
-    code, out, _ = run(capsys, "scan", str(log), "-G", "1", "--g-main", "1", "-q")
+    code, out, _ = run(capsys, "scan", str(log), "-G", "1", "--g-main", "1", "-q", "--full")
     assert "range the data allow" in out and "posterior P(p = 0)" not in out
 
 
