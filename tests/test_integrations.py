@@ -16,6 +16,7 @@ import pytest
 
 import sigmaudit
 from sigmaudit.audits.forecast import forecast
+from sigmaudit.errors import ConfigError
 from sigmaudit.integrations.core import SilentGroupMetrics, SkipPolicy, group_counts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,7 +32,7 @@ def test_group_counts_by_blocks_and_by_ids():
     p2, n2, k2, s2 = group_counts([prompts[i] for i in shuffled], [rewards[i] for i in shuffled],
                                   group_ids=[f"g{i // 3}" for i in shuffled], threshold=1.0)
     assert (p2, n2.tolist(), k2.tolist(), s2.tolist()) == (p, n.tolist(), k.tolist(), silent.tolist())
-    with pytest.raises(ValueError, match="not whole groups of 4"):
+    with pytest.raises(ConfigError, match="not whole groups of 4"):
         group_counts(prompts, rewards, group_size=4)
 
 
@@ -88,7 +89,7 @@ def test_skip_policy_draws_skip_listed_prompts_at_the_floor():
     assert abs(kept - 0.1) < 4 * np.sqrt(0.1 * 0.9 / draws)
     assert all(policy.keep(p) for p in free for _ in range(50))
     assert (policy.weight(listed[0]), policy.weight(free[0])) == (0.1, 1.0)
-    with pytest.raises(ValueError, match="floor must lie in"):
+    with pytest.raises(ConfigError, match="floor must lie in"):
         SkipPolicy(floor=1.5)
 
 
@@ -105,3 +106,63 @@ def test_docs_name_the_trainer_commits_the_adapters_follow():
         (commit,) = set(re.findall(r"\b[0-9a-f]{40}\b", source))
         assert commit in page and "NOT TESTED AGAINST" in source
     assert sigmaudit.Forecaster is not None
+
+
+def test_steps_with_no_scored_group_or_no_group_at_all():
+    """An all-NaN step (every prompt unscorable) counts its groups, none silent (TRL's rule); an
+    empty step has no share to give (NaN), with group ids or a group size alike."""
+    for kwargs in ({"group_ids": ["g1"] * 4 + ["g2"] * 4}, {"group_size": 4}):
+        m = SilentGroupMetrics()
+        out = m.step(1, ["a"] * 4 + ["b"] * 4, [np.nan] * 8, **kwargs)
+        assert out["sigmaudit/groups"] == 2.0
+        assert (out["sigmaudit/silent_observed"], out["sigmaudit/all_wrong_observed"],
+                out["sigmaudit/all_correct_observed"]) == (0.0, 0.0, 0.0)
+        assert m.forecaster.groups == 0
+        empty = m.step(2, [], [], **{key: [] if key == "group_ids" else v for key, v in kwargs.items()})
+        assert empty["sigmaudit/groups"] == 0.0
+        assert all(np.isnan(empty[f"sigmaudit/{k}_observed"]) for k in ("silent", "all_wrong", "all_correct"))
+    m = SilentGroupMetrics()
+    m.step(1, ["a"] * 4, [1, 1, 1, 1], group_ids=["x"] * 4)
+    m.step(2, ["a"] * 4, [0, 1, 0, 1], group_ids=["y"] * 4)
+    out = m.step(3, ["a"] * 4, [np.nan] * 4, group_ids=["z"] * 4)  # no scored group: G from what was fed
+    assert out["sigmaudit/silent_forecast_next_G4"] == m.forecaster.expected_silent_share(4)
+
+
+@pytest.mark.parametrize("bad", [-4, 0, 2.5, True, "4"])
+def test_group_size_must_be_a_whole_number_of_at_least_one(bad):
+    with pytest.raises(ConfigError, match="group_size must be a whole number"):
+        group_counts(["a"] * 4, [1, 0, 1, 0], group_size=bad)
+    with pytest.raises(ConfigError, match="group_size must be a whole number"):
+        SilentGroupMetrics().step(1, ["a"] * 4, [1, 0, 1, 0], group_size=bad)
+
+
+def test_the_zero_std_rule_is_trls_on_every_group():
+    """TRL's frac_reward_zero_std rule, brute force per group: two or more scored rewards whose
+    sample std (ddof 1) is <= 1e-8; unscorable and single-scored groups are not silent."""
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        G = int(rng.integers(1, 6))
+        groups = int(rng.integers(0, 6))
+        r = rng.choice([0.0, 1.0, 0.5, np.nan, 1.0 + 1e-9], size=groups * G)
+        _, n, k, silent = group_counts(["p"] * r.size, r, group_size=G, zero_std_atol=1e-8)
+        for g in range(groups):
+            block = r[g * G:(g + 1) * G]
+            scored = block[~np.isnan(block)]
+            want = scored.size >= 2 and np.std(scored, ddof=1) <= 1e-8
+            assert (bool(silent[g]), int(n[g]), int(k[g])) == (want, scored.size, int((scored >= 1).sum()))
+        _, n2, _, equal = group_counts(["p"] * r.size, r, group_size=G)
+        for g in range(groups):
+            block = r[g * G:(g + 1) * G]
+            scored = block[~np.isnan(block)]
+            assert bool(equal[g]) == (scored.size >= 1 and np.unique(scored).size == 1)
+
+
+def test_skip_policy_state_round_trips():
+    policy = SkipPolicy(max_p_silent=0.5, floor=0.3, seed=5)
+    for step, ids, rewards in _steps(seed=4):
+        policy.observe(step, ids, rewards, group_size=4)
+    copy = SkipPolicy(max_p_silent=0.5, floor=0.3, seed=99)
+    copy.load_state_dict(policy.state_dict())
+    assert copy.skipped == policy.skipped and copy.forecaster.per_group.equals(policy.forecaster.per_group)
+    listed = sorted(policy.skipped)
+    assert [copy.keep(p) for p in listed * 20] == [policy.keep(p) for p in listed * 20]

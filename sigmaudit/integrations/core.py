@@ -16,72 +16,122 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..audits.forecaster import Forecaster
+from ..errors import ConfigError
 
 PREFIX = "sigmaudit/"
 """Prefix of every metric name the hooks log."""
 
 
+ZERO_STD_ATOL = 1e-8
+"""TRL's test for a zero-spread group: ``torch.isclose(std, 0)``, i.e. sample std <= 1e-8 (its default atol)."""
+
+
+def _whole(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ConfigError(f"{name} must be a whole number >= 1, got {value!r}", location=name)
+    return int(value)
+
+
 def group_counts(prompt_ids: Sequence[Hashable], rewards: ArrayLike, group_ids: Sequence[Hashable] | None = None,
-                 group_size: int | None = None, threshold: float = 1.0) -> tuple[list[str], np.ndarray, np.ndarray,
-                                                                                    np.ndarray]:
-    """Per group: its prompt, n, k (rewards >= threshold) and whether it is silent (all rewards equal).
+                 group_size: int | None = None, threshold: float = 1.0,
+                 zero_std_atol: float | None = None) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """Per group: its prompt, n (scored samples), k (rewards >= threshold) and whether it is silent.
 
     Groups are given by ``group_ids`` (one per sample, e.g. verl's ``uid``), else by consecutive blocks
     of ``group_size`` samples (TRL's layout: G completions of a prompt next to each other). NaN rewards
-    (unscorable samples) are left out of their group."""
+    (unscorable samples) are left out of n and k; a group all of whose rewards are NaN is kept with
+    n = 0, never silent (TRL counts it so). Silent: with ``zero_std_atol`` None, every scored reward
+    equal (n >= 1); with a float, TRL's ``frac_reward_zero_std`` rule: at least two scored rewards and
+    their sample std (ddof 1) <= ``zero_std_atol`` (one scored reward gives TRL a NaN std: not silent)."""
     r = np.asarray(rewards, dtype=np.float64).ravel()
     ids = [str(p) for p in prompt_ids]
     if len(ids) != r.size:
-        raise ValueError(f"{len(ids)} prompt ids but {r.size} rewards")
+        raise ConfigError(f"{len(ids)} prompt ids but {r.size} rewards", location="rewards")
     if group_ids is not None:
+        if len(group_ids) != r.size:
+            raise ConfigError(f"{len(group_ids)} group ids but {r.size} rewards", location="group_ids")
         gid = np.unique(np.asarray([str(g) for g in group_ids], dtype=object), return_inverse=True)[1]
-    elif group_size:
-        if r.size % group_size:
-            raise ValueError(f"{r.size} rewards are not whole groups of {group_size}")
-        gid = np.arange(r.size) // group_size
+        gid = np.asarray(gid, dtype=np.int64).ravel()
+    elif group_size is not None:
+        size = _whole(group_size, "group_size")
+        if r.size % size:
+            raise ConfigError(f"{r.size} rewards are not whole groups of {size}", location="group_size")
+        gid = np.arange(r.size, dtype=np.int64) // size
     else:
-        raise ValueError("give group_ids or group_size")
-    ok = ~np.isnan(r)
-    gid, r, ids_ok = gid[ok], r[ok], [p for p, keep in zip(ids, ok, strict=True) if keep]
+        raise ConfigError("give group_ids or group_size", location="group_counts")
     order = np.argsort(gid, kind="stable")
     gid, r = gid[order], r[order]
     starts = np.flatnonzero(np.r_[True, gid[1:] != gid[:-1]]) if gid.size else np.zeros(0, dtype=np.int64)
-    n = np.diff(np.r_[starts, gid.size]).astype(np.int64)
-    k = np.add.reduceat((r >= threshold).astype(np.int64), starts) if gid.size else np.zeros(0, dtype=np.int64)
-    lo, hi = (np.minimum.reduceat(r, starts), np.maximum.reduceat(r, starts)) if gid.size else (n, n)
-    prompts = [ids_ok[order[s]] for s in starts]
-    return prompts, n, k, lo == hi
+    prompts = [ids[order[s]] for s in starts]
+    if not gid.size:
+        return prompts, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
+    ok = ~np.isnan(r)
+    n = np.add.reduceat(ok.astype(np.int64), starts)
+    k = np.add.reduceat((ok & (r >= threshold)).astype(np.int64), starts)
+    filled = np.where(ok, r, 0.0)
+    mean = np.add.reduceat(filled, starts) / np.maximum(n, 1)
+    dev = np.where(ok, r - np.repeat(mean, np.diff(np.r_[starts, gid.size])), 0.0)
+    if zero_std_atol is None:
+        silent = (n >= 1) & (np.maximum.reduceat(np.abs(dev), starts) == 0.0)
+    else:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            std = np.sqrt(np.add.reduceat(dev * dev, starts) / (n - 1))
+        silent = (n >= 2) & (std <= zero_std_atol)
+    return prompts, n, k, silent
+
+
+def _feed(forecaster: Forecaster, step: int, prompts: list[str], n: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Feed the groups with a scored sample to ``forecaster``; which groups those are."""
+    scored = n >= 1
+    if scored.any():
+        forecaster.update_counts(step, [p for p, s in zip(prompts, scored, strict=True) if s], n[scored], k[scored])
+    return scored
 
 
 @dataclass
 class SilentGroupMetrics:
     """Per training step: the observed silent share of its groups (all wrong / all correct), the next
     step's forecast at the trainer's G, and the forecast at other group sizes; as a flat dict of
-    ``sigmaudit/...`` metrics a trainer logs (so W&B, TensorBoard, Trackio get them)."""
+    ``sigmaudit/...`` metrics a trainer logs (so W&B, TensorBoard, Trackio get them).
+
+    Shares are over every group of the step, unscorable ones (n = 0) included, as TRL counts them; a
+    step with no group gets NaN shares (nothing to share out; TRL's log leaves NaN values out). Only
+    groups with a scored sample reach the forecaster. ``zero_std_atol``: see :func:`group_counts`."""
 
     other_G: tuple[int, ...] = (4, 16)
     threshold: float = 1.0
     forecast: bool = True
     forecaster: Forecaster = field(default_factory=Forecaster)
+    zero_std_atol: float | None = None
 
     def step(self, step: int, prompt_ids: Sequence[Hashable], rewards: ArrayLike, *,
              group_size: int | None = None, group_ids: Sequence[Hashable] | None = None) -> dict[str, float]:
         """Feed one step's scored samples; the metrics to log for it."""
-        prompts, n, k, silent = group_counts(prompt_ids, rewards, group_ids, group_size, self.threshold)
-        self.forecaster.update_counts(step, prompts, n, k)
-        groups = max(int(n.size), 1)
-        out = {f"{PREFIX}groups": float(n.size),
-               f"{PREFIX}silent_observed": float(silent.sum() / groups),
-               f"{PREFIX}all_wrong_observed": float((k == 0).sum() / groups),
-               f"{PREFIX}all_correct_observed": float((k == n).sum() / groups)}
+        prompts, n, k, silent = group_counts(prompt_ids, rewards, group_ids, group_size, self.threshold,
+                                             self.zero_std_atol)
+        scored = _feed(self.forecaster, step, prompts, n, k)
+        groups = int(n.size)
+        share = (lambda hits: float(hits.sum() / groups)) if groups else (lambda hits: float("nan"))
+        out = {f"{PREFIX}groups": float(groups),
+               f"{PREFIX}silent_observed": share(silent),
+               f"{PREFIX}all_wrong_observed": share(scored & (k == 0)),
+               f"{PREFIX}all_correct_observed": share(scored & (k == n))}
         if self.forecast and len(self.forecaster.steps) >= 2:
-            G = group_size or int(np.bincount(n).argmax())
+            G = self._size(group_size, n[scored])
             out[f"{PREFIX}silent_forecast_next_G{G}"] = self.forecaster.expected_silent_share(G)
             for g in self.other_G:
                 if g != G:
                     out[f"{PREFIX}silent_forecast_next_G{g}"] = self.forecaster.expected_silent_share(g)
             out[f"{PREFIX}skip_list"] = float(len(self.forecaster.skip_list(G)))
         return out
+
+    def _size(self, group_size: int | None, n: np.ndarray) -> int:
+        """The trainer's G: ``group_size``, else this step's most common group size, else the forecaster's."""
+        if group_size is not None:
+            return int(group_size)
+        if n.size:
+            return int(np.bincount(n).argmax())
+        return self.forecaster._size(None)
 
 
 @dataclass
@@ -102,7 +152,7 @@ class SkipPolicy:
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.floor <= 1.0:
-            raise ValueError(f"floor must lie in [0, 1], got {self.floor!r}")
+            raise ConfigError(f"floor must lie in [0, 1], got {self.floor!r}", location="floor")
         self.forecaster = Forecaster(self.G, max_p_silent=self.max_p_silent)
         self._rng = np.random.default_rng(self.seed)
 
@@ -110,7 +160,7 @@ class SkipPolicy:
                 group_ids: Sequence[Hashable] | None = None, group_size: int | None = None) -> None:
         """Feed one step's scored samples; the skip list is refreshed (from the second step on)."""
         prompts, n, k, _ = group_counts(prompt_ids, rewards, group_ids, group_size, self.threshold)
-        self.forecaster.update_counts(step, prompts, n, k)
+        _feed(self.forecaster, step, prompts, n, k)
         if len(self.forecaster.steps) >= 2:
             self._skip = frozenset(self.forecaster.skip_list())
 
@@ -126,3 +176,21 @@ class SkipPolicy:
     def keep(self, prompt_id: Hashable) -> bool:
         """Whether to draw this prompt now (a skip-listed one with probability ``floor``)."""
         return str(prompt_id) not in self._skip or bool(self._rng.random() < self.floor)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything fed, the skip list and the random state, as plain Python (for a trainer's checkpoint)."""
+        groups = self.forecaster.per_group
+        return {"groups": {c: groups[c].to_list() for c in ("step", "prompt", "n", "k")},
+                "skip": sorted(self._skip), "rng": self._rng.bit_generator.state}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`'s output: the same forecasts, skip list and draws follow."""
+        self.forecaster = Forecaster(self.G, max_p_silent=self.max_p_silent)
+        g = state["groups"]
+        steps = np.asarray(g["step"], dtype=np.int64)
+        for step in np.unique(steps):
+            at = np.flatnonzero(steps == step)
+            self.forecaster.update_counts(int(step), [g["prompt"][i] for i in at],
+                                          np.asarray(g["n"])[at], np.asarray(g["k"])[at])
+        self._skip = frozenset(state["skip"])
+        self._rng.bit_generator.state = state["rng"]
