@@ -1,8 +1,8 @@
 """The trainer hooks' own logic (sigmaudit/integrations/core.py), with no trainer installed.
 
-The TRL callback and the verl sampler themselves are NOT tested against TRL or verl (both need torch,
-beyond this project's CI budget); docs/integrations.md says so and names the commits they follow. What
-is tested here is every number they log or act on, computed from the rewards they read.
+The TRL callback and the verl dataset themselves are tested inside the real trainers in
+tests/test_trainers_trl.py and tests/test_trainers_verl.py (the [trainers] extra); what is tested here,
+with no trainer installed, is every number they log or act on, computed from the rewards they read.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import sigmaudit
 from sigmaudit.audits.forecast import forecast
 from sigmaudit.errors import ConfigError
 from sigmaudit.integrations.core import SilentGroupMetrics, SkipPolicy, group_counts
@@ -99,13 +98,20 @@ def test_the_integrations_package_imports_no_trainer():
     assert not {"transformers", "trl", "verl", "torch"} & set(sys.modules)
 
 
-def test_docs_name_the_trainer_commits_the_adapters_follow():
+def test_docs_name_the_trainer_commits_and_the_versions_tested():
+    """The adapters, docs/integrations.md and the [trainers] extra name the same commits and releases."""
+    import tomllib
+
     page = (ROOT / "docs" / "integrations.md").read_text(encoding="utf-8")
-    for module in ("trl", "verl"):
+    pins = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    for module, package in (("trl", "trl"), ("verl", "verl")):
         source = (ROOT / "sigmaudit" / "integrations" / f"{module}.py").read_text(encoding="utf-8")
-        (commit,) = set(re.findall(r"\b[0-9a-f]{40}\b", source))
-        assert commit in page and "NOT TESTED AGAINST" in source
-    assert sigmaudit.Forecaster is not None
+        commits = set(re.findall(r"\b[0-9a-f]{40}\b", source))
+        assert commits and all(c in page for c in commits)
+        (version,) = {r.split("==")[1] for r in pins["trainers"] if r.startswith(f"{package}==")}
+        assert f"{package} {version}" in source and f"{package} **{version}**" in page
+    (torch,) = {r.split("==")[1] for r in pins["trainers"] if r.startswith("torch==")}
+    assert f"torch **{torch}+cpu**" in page
 
 
 def test_steps_with_no_scored_group_or_no_group_at_all():

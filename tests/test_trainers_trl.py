@@ -20,14 +20,13 @@ import pytest
 pytest.importorskip("trl", reason="the [trainers] extra is not installed (pip install -e '.[trainers]')")
 
 import torch  # noqa: E402
+from cli_runner import run as run_cli  # noqa: E402
 from datasets import Dataset  # noqa: E402
 from tokenizers import Tokenizer, models, pre_tokenizers  # noqa: E402
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer, RLOOConfig, RLOOTrainer  # noqa: E402
 
 from sigmaudit.integrations.trl import SigmauditCallback  # noqa: E402
-
-from cli_runner import run as run_cli  # noqa: E402
 
 WORDS = ["<pad>", "<eos>", "<bos>"] + [f"w{i}" for i in range(29)]
 G = 4
