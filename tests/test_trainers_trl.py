@@ -159,6 +159,7 @@ def test_grpo_gradient_accumulation_counts_every_generation_batch_of_the_step(tm
     assert trainer.args.generation_batch_size == 8
     truth = rec.truth(weights)
     assert all(t["groups"] == 4 for t in truth.values())  # 2 generation batches x 2 prompts
+    assert any(p.startswith("w2") for c in rec.calls for p in c["prompts"])  # an unscorable prompt was drawn
     table = _check_steps(logged, truth, 4)
     print("GA=2 spg=1:", table)
     assert callback.metrics.forecaster.groups == sum(1 for c in rec.calls if c["function"] == "mixed"
