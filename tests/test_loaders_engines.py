@@ -16,6 +16,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from cli_runner import run
 
 from sigmaudit.errors import ConfigError
 from sigmaudit.loaders import LoadOptions, load_counts
@@ -24,7 +25,6 @@ from sigmaudit.loaders.engines import get_engine, reduce_with
 from sigmaudit.loaders.engines.sql import DUCKDB, SPARK, reduce_sql
 from sigmaudit.loaders.readers import scan
 from sigmaudit.loaders.reduce import reduce_samples
-from tests.cli_runner import run
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_logs"

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from cli_runner import run
 
 from sigmaudit.errors import InputError
 from sigmaudit.loaders import load_counts
 from sigmaudit.loaders.paths import expand_paths
 from sigmaudit.loaders.remote import is_remote, parse_url
-from tests.cli_runner import run
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
 

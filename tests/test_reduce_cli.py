@@ -8,10 +8,10 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from cli_runner import run
 
 from sigmaudit.loaders import load_counts
 from sigmaudit.loaders.handoff import counts_table
-from tests.cli_runner import run
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_logs"
