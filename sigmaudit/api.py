@@ -89,7 +89,8 @@ def scan(paths: PathsLike, *, G: Sequence[int] = DEFAULT_SCAN_G, g_main: int | N
 def check(paths: PathsLike, *, G: int | None = None, max_silent: float | None = None,
           max_all_wrong: float | None = None, max_all_correct: float | None = None,
           max_extreme_share: float | None = None, min_fidelity: float | None = None,
-          max_never_solved: float | None = None, estimator: str = "auto", bootstrap: int = 200, level: float = 0.9,
+          max_never_solved: float | None = None, max_silent_tokens: float | None = None, estimator: str = "auto",
+          bootstrap: int = 200, level: float = 0.9,
           confidence: float | None = None, post_filter: bool = False, groups_generated: int | None = None,
           allow_filtered: bool = False, by: str | None = None, basis: str | None = None,
           consecutive: int | None = None, silent_by: str | None = None, steps: str | None = None,
@@ -104,9 +105,9 @@ def check(paths: PathsLike, *, G: int | None = None, max_silent: float | None = 
 
     given = {"max_silent": max_silent, "max_all_wrong": max_all_wrong, "max_all_correct": max_all_correct,
              "max_extreme_share": max_extreme_share, "min_fidelity": min_fidelity,
-             "max_never_solved": max_never_solved}
+             "max_never_solved": max_never_solved, "max_silent_tokens": max_silent_tokens}
     names = dict(zip(given, ("silent_rate", "all_wrong_rate", "all_correct_rate", "extreme_share", "fidelity",
-                             "never_solved_rate"), strict=True))
+                             "never_solved_rate", "silent_token_share"), strict=True))
     thresholds = [Threshold(names[arg], a.rate(v, arg)) for arg, v in given.items() if v is not None]
     if not thresholds:
         raise ConfigError("give at least one threshold", location="check", remedy="e.g. max_silent=0.4")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from sigmaudit.audits.check import METRICS, Check, CheckResult, Threshold, check, evaluate, passes
+from sigmaudit.audits.check import METRICS, OBSERVED_ONLY, Check, CheckResult, Threshold, check, evaluate, passes
 from sigmaudit.core.corpus import Corpus
 from sigmaudit.views.check import github_annotations, sentence, worded
 
@@ -105,7 +105,7 @@ def _posterior_refs(corpus: Corpus) -> tuple[float, float]:
 
 def test_metric_values_match_references():
     corpus = Corpus(N, K)
-    thresholds = [Threshold(name, 0.5) for name in METRICS]
+    thresholds = [Threshold(name, 0.5) for name in METRICS if name not in OBSERVED_ONLY]
     res = check(corpus, 4, thresholds)
     assert res.estimator == "unbiased"  # n >= 4 everywhere
     values = {c.name: c.value for c in res.checks}
@@ -125,8 +125,8 @@ def test_metric_values_match_references():
 
 
 def test_plugin_shares_are_those_in_the_log():
-    plug = {c.name: c.value for c in check(Corpus(N, K), 4, [Threshold(m, 0.5) for m in METRICS],
-                                           estimator="plugin").checks}
+    thresholds = [Threshold(m, 0.5) for m in METRICS if m not in OBSERVED_ONLY]
+    plug = {c.name: c.value for c in check(Corpus(N, K), 4, thresholds, estimator="plugin").checks}
     assert plug["never_solved_rate"] == pytest.approx(1 / 7)  # k = 0 in the log
     # GRPO mass sqrt(p̂(1−p̂)); only p̂ = 1/20 lies in the extreme band with non-zero mass
     p_hat = K / N

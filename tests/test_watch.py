@@ -156,10 +156,11 @@ def test_each_step_equals_scan_on_the_prefix(followed, scanned):
         s = e["step"]
         theirs = prefix[s]
         assert e["cumulative"] == {"groups": theirs["groups"], "silent": theirs["fraction"],
-                                   "all_wrong": theirs["all_wrong"], "all_correct": theirs["all_correct"]}
+                                   "all_wrong": theirs["all_wrong"], "all_correct": theirs["all_correct"],
+                                   "tokens": theirs["token_fraction"]}  # no lengths logged: None in both
         silent, wrong, right, groups = step[s]
         assert e["observed"] == {"groups": groups, "silent": silent / groups, "all_wrong": wrong / groups,
-                                 "all_correct": right / groups}
+                                 "all_correct": right / groups, "tokens": None}
         assert groups == PROMPTS_PER_STEP and e["G"] == theirs["G"] == G
         assert f"{groups} groups G={G} · observed silent {pct(silent / groups)} " in line
         # the rolling window (--window 2): this step's and the previous step's groups pooled

@@ -32,7 +32,11 @@ class CalcRow:
     fidelity: float
     """φ = E[σ] / sqrt(p (1 − p)), the share of the large-G update delivered."""
     attenuation: float | None
-    """Large-G approximation 1 − 1/(8 G p (1 − p)); None at p ∈ {0, 1}."""
+    """Large-G approximation 1 − 1/(8 G p (1 − p)); None at p ∈ {0, 1} and outside its range
+    (``attenuation_in_range``)."""
+    attenuation_in_range: bool
+    """(G + 1) p (1 − p) > 7/16: the range of the large-G approximation (docs/theory.md); outside it
+    ``attenuation`` is None, not a number (φ exact is the figure)."""
     difficulty_weight: float | None
     """GRPO's extra weight 1/sqrt(p (1 − p)); None (infinite) at p ∈ {0, 1}."""
     group_size_closed_form: int | None
@@ -74,6 +78,7 @@ def calc(p: Sequence[float], G: Sequence[int], eps: float = 0.05) -> CalcResult:
     ac, aw = sil.all_correct_rate(pp, GG), sil.all_wrong_rate(pp, GG)
     es, es2 = fid.expected_sigma(pp, GG), fid.expected_sigma_squared(pp, GG)
     phi, att = fid.fidelity(pp, GG), fid.attenuation(pp, GG)
+    in_range = np.atleast_1d(fid.attenuation_in_range(pp, GG))
     w = difficulty_weight(pp)
     g_closed = gs.group_size_closed_form(pp, eps)
     g_exact = gs.group_size_exact(pp, eps)
@@ -92,7 +97,8 @@ def calc(p: Sequence[float], G: Sequence[int], eps: float = 0.05) -> CalcResult:
                 expected_sigma=float(es[i]),
                 expected_sigma_squared=float(es2[i]),
                 fidelity=float(phi[i]),
-                attenuation=none_if_nan(att[i]),
+                attenuation=none_if_nan(att[i]) if in_range[i] else None,
+                attenuation_in_range=bool(in_range[i]),
                 difficulty_weight=none_if_nan(w[i]),
                 group_size_closed_form=None if np.isnan(g_closed[i]) else int(g_closed[i]),
                 group_size_exact=ge,

@@ -48,6 +48,7 @@ METRICS: dict[str, tuple[Kind, str, str]] = {
     "extreme_share": ("max", "--max-extreme-share", f"share of GRPO gradient mass on {EXTREME.describe('p')}"),
     "fidelity": ("min", "--min-fidelity", "mean fidelity φ at G (weighted by GRPO mass)"),
     "never_solved_rate": ("max", "--max-never-solved", "share of prompts never solved (p = 0)"),
+    "silent_token_share": ("max", "--max-silent-tokens", "share of the logged generated tokens in silent groups"),
 }
 """Every metric of the corpus at G the gate knows: its kind (max/min limit), CLI option and meaning, in report order."""
 LOOP_METRICS: dict[str, tuple[Kind, str, str]] = {
@@ -245,7 +246,7 @@ class CheckResult:
 def estimate_metrics(corpus: Corpus, G: int, names: Sequence[str] | None = None, estimator: str = "auto",
                      replicates: int = 0) -> CorpusEstimates:
     """Every requested metric at G by the shared estimator rule, with bootstrap replicates."""
-    wanted = [m for m in METRICS if names is None or m in names]
+    wanted = [m for m in METRICS if (names is None or m in names) and m not in OBSERVED_ONLY]
     return corpus.estimates(wanted, [int(G)], estimator, replicates=replicates)  # type: ignore[arg-type]
 
 
@@ -263,7 +264,11 @@ def _silent_used(corpus: Corpus, G: int, estimator: str) -> str:
     return resolve("silent_rate", int(G), estimator, corpus.min_samples)  # type: ignore[arg-type]
 
 
-FILTER_SENSITIVE = ("silent_rate", "all_wrong_rate", "all_correct_rate", "never_solved_rate", "extreme_share")
+OBSERVED_ONLY = ("silent_token_share",)
+"""Metrics only the logged groups give (no estimate from the per-prompt counts): the observed basis only."""
+
+FILTER_SENSITIVE = ("silent_rate", "all_wrong_rate", "all_correct_rate", "never_solved_rate", "extreme_share",
+                    "silent_token_share")
 """Metrics a post-filter dump misstates: ``check`` refuses them on such a dump. The silent rates read
 low; the filter removes the groups of never-solved and always-solved prompts, so the never-solved share
 and the gradient mass on p < 0.1 or p > 0.9 read low too (issue 23 item 27)."""
@@ -293,7 +298,8 @@ def check(corpus: Corpus, G: int, thresholds: Sequence[Threshold], *, estimator:
         raise ValueError("--confidence needs bootstrap replicates (--bootstrap N with N > 0)")
     order = {name: i for i, name in enumerate(METRICS)}
     thresholds = sorted(thresholds, key=lambda t: order[t.name])
-    est = estimate_metrics(corpus, G, [t.name for t in thresholds], estimator, replicates)
+    est = estimate_metrics(corpus, G, [t.name for t in thresholds if t.name not in OBSERVED_ONLY], estimator,
+                           replicates)
     checks, intervals = _checks(thresholds, est, G, replicates=replicates, level=level, confidence=confidence,
                                 pre_filter=pre_filter if use_pre else None)
     used = {c.estimator for c in checks}
@@ -341,6 +347,10 @@ def _checks(
     checks = []
     intervals: dict[str, tuple[float, float]] = {}
     for t in thresholds:
+        if t.name in OBSERVED_ONLY:  # filled in from the logged groups (_observed_checks): undefined until then
+            checks.append(Check(name=t.name, value=None, limit=t.limit, kind=t.kind, passed=False,
+                                estimator="observed"))
+            continue
         v = est.value(t.name, G)
         ci = est.interval(t.name, G, level) if replicates else None
         if ci is not None:
@@ -418,6 +428,35 @@ def _step_shares(groups: pl.DataFrame, masks: Mapping[str, NDArray[np.bool_]]) -
     return {name: frame[name].to_list() for name in masks}
 
 
+def _token_steps(groups: pl.DataFrame, silent: NDArray[np.bool_]) -> list[float]:
+    """The share of each step's generated tokens in its ``silent`` groups, in step order (as :func:`_step_shares`)."""
+    import polars as pl
+
+    frame = groups.select("step", "tokens").with_columns(quiet=pl.Series(silent))
+    frame = frame.filter(pl.col("step").is_not_null()).group_by("step").agg(
+        (pl.col("tokens").filter(pl.col("quiet")).sum() / pl.col("tokens").sum()).alias("share")).sort("step")
+    return frame["share"].fill_null(float("nan")).to_list()
+
+
+def _tokens_known(loaded: LoadedCounts, thresholds: Sequence[Threshold], used: str) -> None:
+    """ConfigError (exit 2) for ``--max-silent-tokens`` where it cannot run: a model basis, or a log whose
+    rollouts' generated tokens are not all known."""
+    if not any(t.name in OBSERVED_ONLY for t in thresholds):
+        return
+    flag = METRICS["silent_token_share"][1]
+    if used != "observed":
+        raise ConfigError("compares the logged groups' generated tokens, so it needs the observed basis (the log's "
+                          "groups at the logged G)", location=flag, remedy="drop -G/--basis model, or drop " + flag)
+    groups = loaded.per_group
+    if loaded.length_source is None or groups is None or "tokens" not in groups.columns:
+        raise ConfigError("the log carries no token count per rollout (a character count of its text is not a "
+                          "token count)", location=flag, remedy="name a column of generated tokens with --length-col")
+    missing = int(groups["tokens_missing"].sum())
+    if missing:
+        raise ConfigError(f"{missing:,} rollouts with a reward have no length ({loaded.length_source}), so the "
+                          "share of tokens is not known", location=flag, remedy="drop " + flag)
+
+
 def _observed_checks(result: CheckResult, loaded: LoadedCounts, consecutive: int | None,
                      silent_by: str | None = None) -> CheckResult:
     """``result`` with its silent/all-wrong/all-correct checks compared on what the logged groups did
@@ -436,6 +475,12 @@ def _observed_checks(result: CheckResult, loaded: LoadedCounts, consecutive: int
     values = {name: float(m.mean()) for name, m in masks.items()}
     steps = _step_shares(groups, masks) if consecutive is not None else {}
     short = consecutive is not None and len(steps["silent_rate"]) < consecutive
+    if "tokens" in groups.columns and loaded.length_source is not None:
+        tokens = groups["tokens"].to_numpy()
+        silent = masks["silent_rate"]
+        values["silent_token_share"] = float(tokens[silent].sum() / tokens.sum()) if tokens.sum() else float("nan")
+        if consecutive is not None:
+            steps["silent_token_share"] = _token_steps(groups, silent)
     checks = []
     for c in result.checks:
         if c.name not in values or (result.pre_filter is not None and c.name == "silent_rate"):
@@ -517,6 +562,7 @@ def check_logs(loaded: LoadedCounts, G: int, thresholds: Sequence[Threshold], *,
     opts: dict[str, Any] = {"estimator": estimator, "replicates": replicates, "level": level,
                             "confidence": confidence, "G_source": G_source}
     used = resolve_basis(loaded, G, basis)
+    _tokens_known(loaded, thresholds, used)
     if consecutive is not None and (used != "observed" or not loaded.has_steps):
         raise ConfigError("--consecutive counts logged steps, so it needs the observed basis on a log with steps",
                           location="--consecutive",

@@ -12,6 +12,7 @@ estimate where it exists for every prompt (n >= G), else the model-based one
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -134,6 +135,8 @@ class StepSilent:
     """Share with k = n."""
     rollout_share: float
     """Share of the step's rollouts in silent groups."""
+    token_share: float | None = None
+    """Share of the step's generated tokens in silent groups (None: tokens not known)."""
 
 
 @dataclass(frozen=True)
@@ -170,6 +173,22 @@ class ObservedSilent:
     threshold), which a format bonus can break without any gradient. None: rewards were read as 0/1."""
     zero_spread_rollout_share: float | None = None
     """Share of logged rollouts in zero-spread groups (None as ``zero_spread``)."""
+    token_fraction: float | None = None
+    """Share of the generated tokens of the logged rollouts (those with a reward) that sit in silent groups;
+    None when the log carries no token counts (``token_source``) or some rollout has none (``tokens_missing``)."""
+    all_wrong_token_share: float | None = None
+    """Part of ``token_fraction`` in all-wrong groups."""
+    all_correct_token_share: float | None = None
+    """Part of ``token_fraction`` in all-correct groups."""
+    zero_spread_token_share: float | None = None
+    """With ``--threshold``: share of the generated tokens in zero-spread groups (None as ``token_fraction``)."""
+    tokens: int | None = None
+    """Generated tokens of the logged rollouts with a reward (None: not known)."""
+    tokens_missing: int = 0
+    """Logged rollouts with a reward but no length (the token shares are then None)."""
+    token_source: str | None = None
+    """Where each rollout's generated tokens came from (None: the log carries no token counts; a character
+    count of logged text is not a token count)."""
 
 
 @dataclass(frozen=True)
@@ -255,6 +274,8 @@ class GroupSizeRow:
     """Smallest G with fidelity φ(p̂, G) >= 1 − ε."""
     met: bool
     """Whether the chosen G reaches ``exact``."""
+    fidelity: float | None = None
+    """φ(p̂, G) at this quantile and the chosen G."""
 
 
 @dataclass(frozen=True)
@@ -280,6 +301,8 @@ class GroupSize:
     figure as plan's (DAPO fills its batch with fresh prompts drawn at random); None when every group is silent."""
     least_need: int | None = None
     """The exact need at p = 1/2, the least any prompt needs (φ is largest there)."""
+    fidelity_ceiling: float | None = None
+    """φ(1/2, G): the largest fidelity any prompt has at G (a G below ``least_need`` meets no prompt's need)."""
 
 
 @dataclass(frozen=True)
@@ -484,6 +507,7 @@ def _observed(loaded: LoadedCounts, corpus: Corpus, rows: dict[int, SilentRow]) 
         all_correct_rollout_share=float(n[(k == n) & (k > 0)].sum() / n.sum()),
         by_step=observed_by_step(frame) if loaded.has_steps else (),
         **_zero_spread(frame, n),
+        **_token_shares(frame, loaded.length_source),
         expected=expected,
         expected_estimator=expected_estimator,
         expected_groups=expected * groups,
@@ -516,6 +540,25 @@ def _zero_spread(frame: pl.DataFrame, n: NDArray[np.int64]) -> dict[str, float |
     return {"zero_spread": float(flat.mean()), "zero_spread_rollout_share": float(n[flat].sum() / n.sum())}
 
 
+def _token_shares(frame: pl.DataFrame, source: str | None) -> dict[str, Any]:
+    """The shares of the logged groups' generated tokens in silent (all-wrong, all-correct, zero-spread)
+    groups: each group's tokens over the rollouts with a reward, summed; None where tokens are not known."""
+    if source is None or "tokens" not in frame.columns:
+        return {}
+    missing = int(frame["tokens_missing"].sum())
+    tokens = frame["tokens"].to_numpy().astype(np.int64)
+    total = int(tokens.sum())
+    out: dict[str, Any] = {"token_source": source, "tokens_missing": missing, "tokens": None if missing else total}
+    if missing or total == 0:
+        return out
+    n, k = frame["n"].to_numpy(), frame["k"].to_numpy()
+    flat = zero_spread_mask(frame)
+    return out | {"token_fraction": float(tokens[(k == 0) | (k == n)].sum() / total),
+                  "all_wrong_token_share": float(tokens[k == 0].sum() / total),
+                  "all_correct_token_share": float(tokens[(k == n) & (k > 0)].sum() / total),
+                  "zero_spread_token_share": None if flat is None else float(tokens[flat].sum() / total)}
+
+
 def observed_by_step(per_group: pl.DataFrame) -> tuple[StepSilent, ...]:
     """What the logged groups (``step, n, k``) did, step by step (groups without a step left out)."""
     import polars as pl
@@ -525,10 +568,22 @@ def observed_by_step(per_group: pl.DataFrame) -> tuple[StepSilent, ...]:
              .agg(pl.len().alias("groups"), silent.mean().alias("fraction"),
                   (pl.col("k") == 0).mean().alias("all_wrong"),
                   ((pl.col("k") == pl.col("n")) & (pl.col("k") > 0)).mean().alias("all_correct"),
-                  (pl.col("n").filter(silent).sum() / pl.col("n").sum()).alias("rollout_share"))
+                  (pl.col("n").filter(silent).sum() / pl.col("n").sum()).alias("rollout_share"),
+                  *_step_tokens(per_group, silent))
              .sort("step"))
-    return tuple(StepSilent(int(r[0]), int(r[1]), float(r[2]), float(r[3]), float(r[4]), float(r[5]))
+    return tuple(StepSilent(int(r[0]), int(r[1]), float(r[2]), float(r[3]), float(r[4]), float(r[5]),
+                            None if len(r) < 7 or r[6] is None or math.isnan(r[6]) else float(r[6]))
                  for r in frame.iter_rows())
+
+
+def _step_tokens(per_group: pl.DataFrame, silent: pl.Expr) -> tuple[pl.Expr, ...]:
+    """A step's share of generated tokens in silent groups (null where a rollout of the step has no length)."""
+    import polars as pl
+
+    if "tokens" not in per_group.columns:
+        return ()
+    share = pl.col("tokens").filter(silent).sum() / pl.col("tokens").sum()
+    return (pl.when(pl.col("tokens_missing").sum() == 0).then(share).otherwise(None).alias("token_share"),)
 
 
 def statistical_filter(loaded: LoadedCounts) -> Filtered | None:
@@ -618,6 +673,7 @@ def _mass_share(corpus: Corpus, G: int, estimator: str = "auto", replicates: int
 
 def _group_size(corpus: Corpus, G: int, eps: float, silent: float) -> GroupSize:
     """The group-size law over the in-between prompts; DAPO's draws from the corpus silent rate ``silent`` at G."""
+    from ..core.fidelity import fidelity
     from ..core.group_size import group_size_closed_form, group_size_exact
 
     p, w = corpus.p_hat, corpus.weight
@@ -633,7 +689,8 @@ def _group_size(corpus: Corpus, G: int, eps: float, silent: float) -> GroupSize:
             pq = corpus.quantile(p, q, where=inner)
             closed = group_size_closed_form(pq, eps)
             exact = group_size_exact(pq, eps)
-            quantiles.append(GroupSizeRow(q, pq, closed, exact, exact is not None and G >= exact))  # type: ignore[arg-type]
+            quantiles.append(GroupSizeRow(q, pq, closed, exact, exact is not None and G >= exact,  # type: ignore[arg-type]
+                                          float(fidelity(pq, G))))
     return GroupSize(
         eps=float(eps),
         G=G,
@@ -645,6 +702,7 @@ def _group_size(corpus: Corpus, G: int, eps: float, silent: float) -> GroupSize:
         # at G = 1 every group is silent: 1 - silent is 0, or 1e-16 by rounding (numpy 1.26): no draws figure
         dapo_groups_per_kept_group=1.0 / (1.0 - silent) if silent < 1.0 - 1e-12 else None,
         least_need=group_size_exact(0.5, eps),  # type: ignore[arg-type]
+        fidelity_ceiling=float(fidelity(0.5, G)),
     )
 
 

@@ -58,6 +58,9 @@ class Shares:
     """Share with k = 0."""
     all_correct: float
     """Share with k = n."""
+    tokens: float | None = None
+    """Share of the set's generated tokens in silent groups (None: the log carries no lengths, or some
+    rollout has none)."""
 
 
 @dataclass(frozen=True)
@@ -364,15 +367,18 @@ def _by_step(frame: pl.DataFrame) -> dict[str, np.ndarray]:
 
     silent = (pl.col("rmin") == pl.col("rmax")).fill_null(False) if "rmin" in frame.columns else \
         (pl.col("k") == 0) | (pl.col("k") == pl.col("n"))
+    tokens = "tokens" in frame.columns  # the groups' generated tokens, where the log carries lengths
     sums = frame.group_by("step").agg(
         pl.len().alias("groups"), silent.sum().alias("silent"), (pl.col("k") == 0).sum().alias("wrong"),
-        (pl.col("k") == pl.col("n")).sum().alias("right"))
+        (pl.col("k") == pl.col("n")).sum().alias("right"),
+        *((pl.col("tokens").sum().alias("tok"), pl.col("tokens").filter(silent).sum().alias("tok_silent"),
+           pl.col("tokens_missing").sum().alias("tok_missing")) if tokens else ()))
     sizes = (frame.group_by("step", "n").len().sort(["step", "len", "n"], descending=[False, True, False])
              .group_by("step", maintain_order=True).first().select("step", pl.col("n").alias("G")))
     firsts = frame.group_by("prompt").agg(pl.col("step").min()).group_by("step").len(name="new_prompts")
     table = (sums.join(sizes, on="step").join(firsts, on="step", how="left").sort("step")
              .with_columns(pl.col("new_prompts").fill_null(0)))
-    counts = ("groups", "silent", "wrong", "right")
+    counts = ("groups", "silent", "wrong", "right", *(("tok", "tok_silent", "tok_missing") if tokens else ()))
     table = table.with_columns(*(pl.col(c).cum_sum().alias(f"c_{c}") for c in counts),
                                pl.col("new_prompts").cum_sum().alias("prompts"))
     return {c: table[c].to_numpy() for c in table.columns}
@@ -386,7 +392,9 @@ def _shares_at(table: dict[str, np.ndarray], i: int, first: int) -> Shares:
     groups = total("groups")
     if groups == 0:
         return Shares(0, float("nan"), float("nan"), float("nan"))
-    return Shares(groups, total("silent") / groups, total("wrong") / groups, total("right") / groups)
+    known = "c_tok" in table and total("tok_missing") == 0 and total("tok") > 0
+    return Shares(groups, total("silent") / groups, total("wrong") / groups, total("right") / groups,
+                  total("tok_silent") / total("tok") if known else None)
 
 
 def _logged_size(per_group: pl.DataFrame) -> int:

@@ -82,6 +82,12 @@ RateScaleOpt = Annotated[
                  "e.g. a leaderboard's pass@1); rates are divided by it.", rich_help_panel=_LAYOUT,
                  show_default=False),
 ]
+LengthColOpt = Annotated[
+    str | None,
+    typer.Option("--length-col", help="Per-rollout column of generated tokens: the share of tokens in silent groups "
+                 "is reported beside the share of rollouts (prime-rl and NeMo-RL dumps carry their own).",
+                 rich_help_panel=_LAYOUT, show_default=False),
+]
 ThresholdOpt = Annotated[
     float | None,
     typer.Option("--threshold", help="Reward >= T counts as correct (needed for non-binary rewards).",
@@ -340,6 +346,7 @@ LAYOUT_OPTIONS: dict[str, Any] = {
     "samples": SamplesOpt,
     "rate_scale": RateScaleOpt,
     "threshold": ThresholdOpt,
+    "length_col": LengthColOpt,
     "keep_duplicates": KeepDuplicatesOpt,
     "pool_runs": PoolRunsOpt,
     "pool_prompts": PoolPromptsOpt,

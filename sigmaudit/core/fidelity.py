@@ -4,7 +4,7 @@ docs/theory.md, "Expected update, fidelity and the group-size law":
 
     E[σ](p, G) = Σ_k Binom(k; G, p) · sqrt(k (G − k)) / G        (exact)
     φ(p, G)    = E[σ] / sqrt(p (1 − p))          ∈ [0, 1], → 1 as G → ∞
-    attenuation  φ ≈ 1 − 1 / (8 G p (1 − p))     (large G)
+    attenuation  φ ≈ 1 − 1 / (8 G p (1 − p))     (large G; in range while (G + 1) p (1 − p) > 7/16)
 
 The sum runs over log-binomial weights (lgamma plus a log-ratio recurrence,
 so importing this module costs no scipy start-up) restricted to the
@@ -172,11 +172,32 @@ def fidelity(p: ArrayLike, G: ArrayLike) -> NDArray[np.float64] | float:
     return scalar_or_array(np.clip(phi, 0.0, 1.0), (p, G))
 
 
+ATTENUATION_RANGE = 7.0 / 16.0
+"""The large-G series φ = 1 − 1/(8Gv) − (7 − 16v)/(128 G² v²) + … (v = p(1 − p), docs/theory.md) is an
+asymptotic series in 1/(Gv): its truncation after the first correction is used only while the next term is
+smaller than that correction, (7 − 16v)/(128 G² v²) < 1/(8 G v), i.e. (G + 1) v > 7/16."""
+
+
+def attenuation_in_range(p: ArrayLike, G: ArrayLike) -> NDArray[np.bool_] | bool:
+    """Whether ``(p, G)`` lies in the range of :func:`attenuation`: (G + 1) p (1 − p) > 7/16
+    (:data:`ATTENUATION_RANGE`; beyond it the series' next term outgrows the correction it truncates, and
+    the value can be negative: 1 − 1/(8·2·0.0475) = −0.3158 at p = 0.05, G = 2, where φ = 0.2179).
+
+    >>> attenuation_in_range(0.05, 2), attenuation_in_range(0.05, 16), attenuation_in_range(0.5, 2)
+    (False, True, True)
+    """
+    pa, Ga = as_prob(p), as_group_size(G)
+    out = (Ga + 1.0) * pa * (1.0 - pa) > ATTENUATION_RANGE
+    if np.ndim(out) == 0:
+        return bool(out)
+    return np.asarray(out, dtype=bool)
+
+
 def attenuation(p: ArrayLike, G: ArrayLike) -> NDArray[np.float64] | float:
     """Large-G approximation of φ: 1 − 1 / (8 G p (1 − p)); NaN at p ∈ {0, 1}.
 
-    Not clipped: a negative value means G is far too small for the
-    approximation (use :func:`fidelity`).
+    Not clipped: outside :func:`attenuation_in_range` the value means nothing (it can be negative;
+    use :func:`fidelity`).
     """
     pa, Ga = as_prob(p), as_group_size(G)
     v = pa * (1.0 - pa)

@@ -15,7 +15,7 @@ from . import trainers
 from .columns import ColumnMap, key_note
 from .numbered import steps_from_names
 from .options import FileCounts, LoadedCounts
-from .reduce import PARTIAL_SCHEMA, SPREAD_COLUMNS
+from .reduce import LENGTH_COLUMNS, PARTIAL_SCHEMA, SPREAD_COLUMNS
 from .rules import GENERIC, copies_note, skip_notes
 from .runs import separate
 
@@ -37,8 +37,8 @@ def conclude(files: Sequence[Any], counted: Sequence[FileCounts], copies: Sequen
                           location=", ".join(str(f) for f in files),
                           remedy="pick the key column with --prompt-col")
     missing = sum(c.missing for c in counted)
-    loaded = assemble(list(files), plans, [c.frame for c in counted], sum(c.duplicates for c in counted),
-                      read, missing)
+    frames, length_source = _lengths_of(counted)
+    loaded = assemble(list(files), plans, frames, sum(c.duplicates for c in counted), read, missing)
     mine = []
     if null_keys:
         mine.append(f"{null_keys} rows with a null prompt key ({key_note(plans[0].prompt)}) dropped")
@@ -54,8 +54,21 @@ def conclude(files: Sequence[Any], counted: Sequence[FileCounts], copies: Sequen
     notes.extend(skip_notes(skipped))
     source = norms[0][1] if norms else loaded.reward_source
     where = [c.missing_at for c in counted if c.missing_at is not None and c.missing_at.height]
+    if length_source is not None:
+        notes.append(f"generated tokens per rollout from {length_source}")
     return dataclasses.replace(loaded, notes=tuple(notes), filtered=filtered, reward_source=source,
-                               n_null_keys=null_keys, missing_at=pl.concat(where) if where else None)
+                               n_null_keys=null_keys, missing_at=pl.concat(where) if where else None,
+                               length_source=length_source)
+
+
+def _lengths_of(counted: Sequence[FileCounts]) -> tuple[list[pl.DataFrame], str | None]:
+    """The files' frames and where their token counts came from: kept only when every file has them from
+    one source (else dropped from every frame: tokens are then not known for the load)."""
+    frames = [c.frame for c in counted]
+    sources = {c.length_source for c in counted}
+    if len(sources) == 1 and None not in sources and all(set(LENGTH_COLUMNS) <= set(f.columns) for f in frames):
+        return frames, sources.pop()
+    return [f.drop([c for c in LENGTH_COLUMNS if c in f.columns]) for f in frames], None
 
 
 def _may_overlap(partials: list[pl.DataFrame], plans: list[ColumnMap]) -> bool:
@@ -98,8 +111,10 @@ SLICE_ROWS = 2_000_000
 
 
 def _spread_merged(frame: pl.DataFrame) -> tuple[pl.Expr, ...]:
-    """The raw-reward range of a group read in parts (its smallest minimum, its largest maximum)."""
-    return (pl.col("rmin").min(), pl.col("rmax").max()) if "rmin" in frame.columns else ()
+    """The raw-reward range of a group read in parts (its smallest minimum, its largest maximum), and its
+    tokens (summed)."""
+    spread = (pl.col("rmin").min(), pl.col("rmax").max()) if "rmin" in frame.columns else ()
+    return (*spread, *(pl.col(c).sum() for c in LENGTH_COLUMNS if c in frame.columns))
 
 
 def _sum_by_prompt(frame: pl.DataFrame) -> pl.DataFrame:
@@ -127,7 +142,8 @@ def assemble(files: list[Path], plans: list[ColumnMap], partials: list[pl.DataFr
                     .agg(pl.col("n").sum(), pl.col("k").sum(), *_spread_merged(allp))
                     .sort(["step", "prompt", "gid"], nulls_last=True))
             split = _split_note(before - allp.height, len(files), plans[0].layout)
-        per_group = allp.select("step", "prompt", "n", "k", *(c for c in SPREAD_COLUMNS if c in allp.columns))
+        per_group = allp.select("step", "prompt", "n", "k",
+                                *(c for c in (*SPREAD_COLUMNS, *LENGTH_COLUMNS) if c in allp.columns))
         mixed = _ids_over_prompts(allp, plans)
         if (per_group["n"] == 0).any():  # filter only when needed: it copies every column
             per_group = per_group.filter(pl.col("n") > 0)

@@ -55,6 +55,9 @@ class ColumnMap:
     """The one-line detection note."""
     row_filter: pl.Expr | None = None
     """Rows to keep, after ``derived`` (verl v1: the last output of each session)."""
+    length: str | None = None
+    """Per-sample column of generated tokens (``--length-col``, or the framework reader's ``length``);
+    None: the log carries no token counts."""
 
     @property
     def key_columns(self) -> list[str]:
@@ -63,9 +66,9 @@ class ColumnMap:
 
     @property
     def value_columns(self) -> list[str]:
-        """The columns read as numbers: reward (not a list), n, k, rate."""
+        """The columns read as numbers: reward (not a list), n, k, rate, length."""
         reward = None if self.list_rewards else self.reward
-        return [c for c in (reward, self.n, self.k, self.rate) if c]
+        return [c for c in (reward, self.n, self.k, self.rate, self.length) if c]
 
     @property
     def has_groups(self) -> bool:

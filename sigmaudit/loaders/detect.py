@@ -103,7 +103,25 @@ def _detect(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> Co
     if plan.reward and not plan.list_rewards:
         require_columns(cols, [plan.reward], where)
         check_reward_dtype(schema[plan.reward], plan.reward, where)
-    return plan
+    return with_length(plan, schema, opts, where)
+
+
+def with_length(plan: ColumnMap, schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> ColumnMap:
+    """The plan with ``--length-col`` (generated tokens per rollout) as its length column: a numeric column
+    of a layout with one row per rollout."""
+    column = opts.length_col
+    if column is None:
+        return plan
+    require_columns(list(schema), [column], where)
+    if plan.list_rewards or plan.layout == "counts":
+        raise ConfigError(f"the {plan.layout} layout has no row per rollout, so a per-rollout length column cannot "
+                          f"be read", location="--length-col", remedy="drop --length-col, or give a log with one "
+                                                                        "row per rollout")
+    if not schema[column].is_numeric():
+        raise SchemaError(f"length column {column!r} holds {schema[column]} values, not token counts",
+                          location=f"{where}: column {column}",
+                          remedy="pass --length-col with a column of generated tokens per rollout")
+    return dataclasses.replace(plan, length=column)
 
 
 def _generic(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> ColumnMap:

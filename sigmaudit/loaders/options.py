@@ -12,6 +12,11 @@ LAYOUTS = ("long", "grouped", "counts", "verl", "trl", "open-instruct", "prime-r
 FILTER_SOURCES = ("structure", "statistics", "flag")
 
 
+def length_flag(column: str) -> str:
+    """How a length column named with ``--length-col`` reads in the notes and the JSON."""
+    return f"column {column} (--length-col)"
+
+
 @dataclass(frozen=True)
 class Filtered:
     """Why a log is read as written after zero-variance filtering (a post-filter dump)."""
@@ -81,6 +86,9 @@ class LoadOptions:
     keep_duplicates: bool = False
     """Keep rows written twice (a log's block repeated) and byte-for-byte copies of an input file,
     which are dropped by default."""
+    length_col: str | None = None
+    """Per-rollout column of generated tokens (for logs whose writer's own token field is not read, or
+    that have none): the share of generated tokens in silent groups is reported beside the share of rollouts."""
     pool_runs: bool = False
     """Pool several runs whose group keys meet (refused by default: see :mod:`.runs`), each logged
     group, and each run's prompts, kept its own."""
@@ -104,7 +112,9 @@ class LoadedCounts:
     per_group: pl.DataFrame | None
     """Columns ``step`` (Int64, null without steps), ``prompt``, ``n``, ``k``: one row per
     logged group; None when group membership is unknown. With ``--threshold`` on the Polars engine also
-    ``rmin``, ``rmax`` (Float64): the group's smallest and largest raw reward (zero spread: rmin = rmax)."""
+    ``rmin``, ``rmax`` (Float64): the group's smallest and largest raw reward (zero spread: rmin = rmax).
+    When the log carries token counts (``length_source``) also ``tokens`` (Int64: generated tokens of the
+    group's rollouts with a reward) and ``tokens_missing`` (Int64: of those rollouts, how many had no length)."""
     layout: str
     """One of ``LAYOUTS``: ``long``, ``grouped``, ``counts``, a trainer (``verl``, ``trl``,
     ``open-instruct``, ``prime-rl``, ``nemo-rl``, ``areal``, ``roll``, ``skyrl``, ``inspect-ai``)
@@ -141,6 +151,9 @@ class LoadedCounts:
     ``structure``); None otherwise. Audits may add the ``statistics``/``flag`` sources."""
     window: Window | None = None
     """The steps the counts cover (see :mod:`.window`): set for a log with steps, None without."""
+    length_source: str | None = None
+    """Where each rollout's generated-token count came from (``--length-col x``, a writer's field such as
+    ``calls[].usage.completion_tokens``); None: the log carries none (``per_group`` has no ``tokens``)."""
 
 
 
@@ -172,3 +185,5 @@ class FileCounts:
     """sha256 of the file's bytes, when asked (to drop byte-for-byte copies)."""
     error: Exception | None = None
     phase: str = ""
+    length_source: str | None = None
+    """Where its rollouts' token counts came from (see :attr:`LoadedCounts.length_source`)."""

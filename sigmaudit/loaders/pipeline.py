@@ -14,7 +14,7 @@ from .assemble import conclude
 from .engines import Engine
 from .engines.polars import count_file, load_local, load_remote, open_file, remote_plan
 from .inputs import Inputs, resolve
-from .options import FileCounts, LoadedCounts, LoadOptions
+from .options import FileCounts, LoadedCounts, LoadOptions, length_flag
 from .readers import NoDataError, remote_schema, scan
 from .rules import (
     GENERIC,
@@ -95,7 +95,8 @@ def load_on(engine: Engine, inputs: Inputs, opts: LoadOptions) -> LoadedCounts:
         raise misnamed
     result = reduce_with(engine, plan, opts, kept, schema)
     one = FileCounts(kept[0], plan, result.frame, result.rows, result.missing, result.duplicates,
-                     missing_at=result.missing_at)
+                     missing_at=result.missing_at,
+                     length_source=None if plan.length is None else length_flag(plan.length))
     return conclude(kept, [one], copies, inputs.skipped)
 
 

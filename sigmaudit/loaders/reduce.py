@@ -94,7 +94,8 @@ def _finish(src: Source, plan: ColumnMap, df: pl.DataFrame, gid: pl.Expr) -> pl.
         out = df.lazy().sort(list(dict.fromkeys(order)), nulls_last=True).select(
             step.cast(pl.Int64).alias("step"), gid.cast(pl.Utf8).alias("gid"),
             prompt.alias("prompt"), *(pl.col(c).cast(pl.Int64) for c in ("n", "k", "missing", "rows")),
-            *(pl.col(c).cast(pl.Float64) for c in SPREAD_COLUMNS if c in df.columns)).collect()
+            *(pl.col(c).cast(pl.Float64) for c in SPREAD_COLUMNS if c in df.columns),
+            *(pl.col(c).cast(pl.Int64) for c in LENGTH_COLUMNS if c in df.columns)).collect()
     except POLARS_ERRORS as exc:
         raise _key_error(src, plan, df, exc) from exc
     return out  # rows with a null prompt key are counted and dropped by Partial.of
@@ -128,6 +129,30 @@ SPREAD_COLUMNS = ("rmin", "rmax")
 group whose rewards have zero spread (no gradient at all) is told from one silent only on correctness."""
 
 
+LENGTH_COLUMNS = ("tokens", "tokens_missing")
+"""With a length column (generated tokens per rollout): each group's tokens over its rollouts with a reward,
+and how many of those rollouts had no length (then the group's tokens are not known in full)."""
+
+
+def _lengths(plan: ColumnMap, valid: pl.Expr) -> tuple[pl.Expr, ...]:
+    """A group's token aggregations (none without a length column): ``tokens``, ``tokens_missing`` and
+    ``bad_length`` (lengths that are no token count: negative, fractional or infinite)."""
+    if plan.length is None:
+        return ()
+    length = pl.col(plan.length).cast(pl.Float64)
+    known = valid & length.is_not_null() & ~length.is_nan()
+    bad = known & ((length < 0) | length.is_infinite() | (length != length.round(0)))
+    return (length.filter(known).sum().alias("tokens"), (valid & ~known).sum().alias("tokens_missing"),
+            bad.sum().alias("bad_length"))
+
+
+def bad_length_error(column: str, where: str) -> SchemaError:
+    """The error for a length column whose values are not token counts (the same on every engine)."""
+    return SchemaError(f"length column {column!r} holds values that are not token counts (negative, fractional "
+                       "or infinite): a length is a whole number of tokens >= 0", location=where,
+                       remedy="pass --length-col with a column of generated tokens per rollout")
+
+
 def _spread(valid_rewards: pl.Expr, threshold: float | None) -> tuple[pl.Expr, ...]:
     """The raw-reward range aggregations of a group (none without a threshold: rewards are 0/1 there)."""
     if threshold is None:
@@ -157,7 +182,7 @@ def reduce_samples(src: Source, plan: ColumnMap, threshold: float | None,
     if plan.dedupe:
         # TRL writes a step's rows twice; any other log is checked for the whole file appended to itself
         trl = plan.layout == "trl"
-        may_repeat, held = _screen(src, lf, plan, [*keys, plan.reward])
+        may_repeat, held = _screen(src, lf, plan, [*keys, plan.reward, *([plan.length] if plan.length else [])])
         if held is not None:
             rows = held.lazy()
         if may_repeat:  # the full check, on every column (the screen held only the needed ones)
@@ -170,7 +195,8 @@ def reduce_samples(src: Source, plan: ColumnMap, threshold: float | None,
     x = pl.col(plan.reward).cast(pl.Float64)
     valid, correct, bad = reward_flags(x, threshold)
     aggs = (valid.sum().alias("n"), correct.sum().alias("k"), (~valid).sum().alias("missing"),
-            pl.len().alias("rows"), bad.sum().alias("bad"), *_spread(x.filter(valid), threshold))
+            pl.len().alias("rows"), bad.sum().alias("bad"), *_spread(x.filter(valid), threshold),
+            *_lengths(plan, valid))
     gid = pl.col(plan.group) if plan.group and plan.has_groups else pl.lit(None)
 
     def reduced(part: pl.LazyFrame) -> Partial:
@@ -178,6 +204,8 @@ def reduce_samples(src: Source, plan: ColumnMap, threshold: float | None,
         if df["bad"].sum():
             sample = _collect(src, lf.select(x).filter(bad).unique(maintain_order=True).head(5)).to_series().to_list()
             raise non_binary_error(sorted(sample), plan.reward, str(src.path))
+        if plan.length is not None and df["bad_length"].sum():
+            raise bad_length_error(plan.length, str(src.path))
         return Partial.of([_finish(src, plan, df, gid)], duplicates)
 
     ranges = None if deduped or rows is not lf else step_ranges(src, plan)

@@ -18,6 +18,10 @@ def calc_view(result: CalcResult) -> View:
         f"fidelity φ = E[σ]/sqrt(p(1−p)); group sizes for φ ≥ 1 − ε with ε = {eps:g}; "
         "— means unreachable/undefined (p ∈ {0, 1})"
     )
+    if len(result.rows) == 1 and not result.rows[0].attenuation_in_range and 0.0 < result.rows[0].p < 1.0:
+        note += ("; attenuation: a large-G approximation, in range only while (G + 1)p(1−p) > 7/16 (its next "
+                 "term is then smaller than its correction; docs/theory.md): here it is not, so no number is shown "
+                 "— φ exact is the figure")
     if len(result.rows) == 1:
         r = result.rows[0]
         rows = (
@@ -27,7 +31,8 @@ def calc_view(result: CalcResult) -> View:
             ("E[σ] (GRPO update size)", r.expected_sigma),
             ("E[σ²] (Dr. GRPO update size)", r.expected_sigma_squared),
             ("fidelity φ (exact)", r.fidelity),
-            ("attenuation 1 − 1/(8Gp(1−p))", r.attenuation),
+            ("attenuation 1 − 1/(8Gp(1−p))",
+             r.attenuation if r.attenuation_in_range or not 0.0 < r.p < 1.0 else "outside its range"),
             ("difficulty weight 1/sqrt(p(1−p))", r.difficulty_weight),
             (f"group size, closed form (ε={eps:g})", r.group_size_closed_form),
             (f"group size, exact (ε={eps:g})", r.group_size_exact),

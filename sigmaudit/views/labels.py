@@ -24,3 +24,19 @@ def filtered_line(filtered: Filtered, consequence: str = "silent rates read from
     if filtered.source == "statistics":
         return f"WARNING: {filtered.message}" + (f"; {consequence}" if consequence not in filtered.message else "")
     return f"WARNING: post-filter dump ({filtered.source}): {filtered.message}; {consequence}"
+
+
+TOKENS_UNKNOWN = ("not known: the log has no token count per rollout (a character count is not one; --length-col "
+                  "names one)")
+"""What every view says when a log carries no lengths."""
+
+
+def tokens_words(missing: int, source: str | None) -> str:
+    """Why the share of generated tokens in silent groups is not known, after ``generated tokens:``: no lengths
+    logged, some rollouts without one, or none generated."""
+    if source is None:
+        return TOKENS_UNKNOWN
+    if missing:
+        have = "rollout with a reward has" if missing == 1 else "rollouts with a reward have"
+        return f"not known in full: {missing:,} {have} no length ({source})"
+    return f"none logged ({source})"

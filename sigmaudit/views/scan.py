@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ..core.identify import NOT_IDENTIFIED
 from ..core.weighting import EXTREME, MIDDLE
 from ..fmt import AMOUNT, RATE, format_count, format_value, pct
-from .labels import QUANTILE_NAMES, filtered_line
+from .labels import QUANTILE_NAMES, filtered_line, tokens_words
 from .model import Section, Table, View
 
 if TYPE_CHECKING:
@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from ..audits.scan import MassBands, ObservedSilent, ScanReport
 
 SILENT_TABLE = "predicted silent-group rate of a future group of G"
+SILENT_MEANS = ("Silent = no advantage gradient, not no gradient: with a KL loss (verl use_kl_loss, TRL beta > 0) or "
+                "an entropy bonus (verl entropy_coeff) on, a silent group still moves the policy, toward the reference "
+                "or higher entropy, not toward the verifier's answers (docs/theory.md).")
+"""What "silent" means when the loss has terms beside the advantage."""
 """Title of the table ``--format csv`` writes."""
 
 
@@ -140,19 +144,38 @@ def _silent(r: ScanReport) -> Section:
                 ("  all-wrong", o.all_wrong),
                 ("  all-correct", o.all_correct),
                 ("rollouts in silent groups", o.rollout_share),
+                ("generated tokens in silent groups", o.token_fraction),
                 *((("zero-spread groups (raw rewards all equal)", o.zero_spread),)
                   if o.zero_spread is not None else ()),
                 (f"predicted silent rate at G = {o.G:,} from pooled counts ({o.expected_estimator})", o.expected),
                 ("predicted silent groups", o.expected_groups),
             ),
-            row_digits=(None, None, None, None, *((None,) if o.zero_spread is not None else ()), None, AMOUNT),
+            row_digits=(None, None, None, None, None, *((None,) if o.zero_spread is not None else ()), None, AMOUNT),
+            note=_tokens_note(o),
         ))
     lines.extend(n for n in r.notes if NOT_IDENTIFIED in n)  # the sizes a thin log leaves out, and why
     if r.filtered_warning and (r.filtered is None or r.filtered.source != "statistics"):
         lines.append(f"WARNING: {r.filtered_warning}")
     if r.filtered is not None:
         lines.append(filtered_line(r.filtered))
+    lines.append(SILENT_MEANS)
     return Section("silent groups", tuple(lines), tuple(tables))
+
+
+def _tokens(o: ObservedSilent) -> str:
+    """The observed share of generated tokens in silent groups in words (or why it is not known)."""
+    if o.token_fraction is None:
+        return tokens_words(o.tokens_missing, o.token_source)
+    spread = "" if o.zero_spread_token_share is None else f", zero-spread groups {pct(o.zero_spread_token_share)}"
+    return (f"{pct(o.token_fraction)} of {o.tokens:,} sat in silent groups (all-wrong {pct(o.all_wrong_token_share)}, "
+            f"all-correct {pct(o.all_correct_token_share)}{spread}; lengths from {o.token_source})")
+
+
+def _tokens_note(o: ObservedSilent) -> str:
+    """The observed table's note on its token row."""
+    if o.token_fraction is not None:
+        return f"generated tokens: over the rollouts with a reward, lengths from {o.token_source}"
+    return "generated tokens: — = not known (see wasted compute)"
 
 
 def _per_step_line(o: ObservedSilent) -> str:
@@ -175,6 +198,7 @@ def _wasted(r: ScanReport) -> Section:
                "observed" else ")."),
             f"Prediction for a fresh budget in groups of G = {w.G:,} from the pooled per-prompt counts: "
             f"{pct(w.predicted)} ({w.predicted_estimator}, mean over {r.prompts:,} prompts).",
+            *((f"Generated tokens: {_tokens(r.observed_silent)}.",) if r.observed_silent is not None else ()),
         )
     else:
         lines = (
@@ -202,7 +226,7 @@ def _wasted(r: ScanReport) -> Section:
 def _mass(r: ScanReport) -> Section:
     m = r.mass_share
     rules: tuple[MassBands, ...] = (m.grpo, m.drgrpo, m.grpo_finite, m.drgrpo_finite)
-    cols = ("GRPO", "Dr. GRPO", f"GRPO G={m.G:,}", f"Dr. GRPO G={m.G:,}")
+    cols = ("GRPO G→∞", "Dr. GRPO G→∞", f"GRPO G={m.G:,}", f"Dr. GRPO G={m.G:,}")
     post = m.basis == "posterior"
     v = "p" if post else "p̂"
     basis = (f"Per-prompt mass as a posterior expectation under the corpus prior over {r.prompts:,} prompts "
@@ -216,7 +240,8 @@ def _mass(r: ScanReport) -> Section:
             (f"middle ({MIDDLE.describe(v)})", *(b.middle for b in rules)),
         ),
         note=(
-            f"{basis}: GRPO ∝ sqrt({v}(1−{v})) (large G) or E[σ]({v}, G); "
+            f"{basis}: GRPO ∝ sqrt({v}(1−{v})) (the G → ∞ limit) or E[σ]({v}, G) (at G = {m.G:,}: the run's "
+            f"share when G = {m.G:,} is what it samples); "
             f"Dr. GRPO ∝ {v}(1−{v}); prompts with {v} ∈ {{0, 1}} carry none."
             + ("" if m.grpo_extreme_ci is None else
                f" GRPO extreme share {m.grpo.extreme:.4f}: {r.level:.0%} bootstrap interval "
@@ -241,7 +266,10 @@ def _group_size(r: ScanReport) -> Section:
     ]
     floor = g.least_need  # computed by the audit: views do not compute
     if g.met_prompts == 0 and floor is not None and g.G < floor:
-        lines.append(f"G = {g.G:,} cannot meet φ ≥ {1 - g.eps:g} for any prompt (even p = 1/2 needs G ≥ {floor:,}).")
+        ceiling = ("" if g.fidelity_ceiling is None else
+                   f": φ ≤ φ(1/2, {g.G:,}) = {format_value(g.fidelity_ceiling, RATE)}")
+        lines.append(f"G = {g.G:,} cannot meet φ ≥ {1 - g.eps:g} for any prompt{ceiling} (even p = 1/2 needs "
+                     f"G ≥ {floor:,}).")
     else:
         lines.append(f"G = {g.G:,} meets the exact need of {g.met_prompts:,} of {r.prompts:,} prompts "
                      f"({pct(g.met_share)}; unreachable prompts count as unmet).")
@@ -254,9 +282,9 @@ def _group_size(r: ScanReport) -> Section:
     if g.quantiles:
         tables = (Table(
             f"group size needed at quantiles of p̂ (ε = {g.eps:g})",
-            ("p̂ quantile", "p̂", "G closed form", "G exact", f"met by G = {g.G:,}"),
-            tuple((QUANTILE_NAMES.get(q.quantile, f"q = {q.quantile:g}"), q.p_hat, q.closed_form, q.exact, q.met)
-                  for q in g.quantiles),
+            ("p̂ quantile", "p̂", f"φ at G = {g.G:,}", "G closed form", "G exact", f"met by G = {g.G:,}"),
+            tuple((QUANTILE_NAMES.get(q.quantile, f"q = {q.quantile:g}"), q.p_hat, q.fidelity, q.closed_form, q.exact,
+                   q.met) for q in g.quantiles),
         ),)
         lines.append("Closed form ceil(1/(8 ε p̂(1−p̂))) understates the need near p̂ ∈ {0, 1}; exact = smallest G "
                      "with φ(p̂, G) ≥ 1 − ε.")
@@ -334,9 +362,27 @@ def _by(r: ScanReport) -> Section:
     return by_section(r.by)
 
 
+def _group_size_summary(r: ScanReport) -> str:
+    """The group-size line of the summary: how many prompts G meets, or (when none can be met at G: every
+    φ at G is below 1 − ε) the ceiling at G, with the median prompt's φ at G and the G it needs."""
+    g = r.group_size
+    head = f"group size for φ ≥ {1 - g.eps:g}: "
+    if g.met_prompts == 0 and g.least_need is not None and g.G < g.least_need and g.fidelity_ceiling is not None:
+        head += (f"out of reach at G = {g.G:,} for every prompt (φ ≤ φ(1/2, {g.G:,}) = "
+                 f"{format_value(g.fidelity_ceiling, RATE)})")
+    else:
+        head += f"G = {g.G:,} meets {g.met_prompts:,} of {r.prompts:,} prompts ({pct(g.met_share)})"
+    if len(g.quantiles) == len(QUANTILE_NAMES):
+        mid = g.quantiles[1]
+        head += (f"; φ at G = {g.G:,} at the p̂ quartiles of the in-between prompts "
+                 f"{', '.join(format_value(q.fidelity, RATE) for q in g.quantiles)} (lower, median, upper)"
+                 + (f"; the median prompt needs G = {mid.exact:,}" if mid.exact else ""))
+    return head
+
+
 def scan_summary(r: ScanReport) -> list[str]:
     """The dozen lines a person needs from a scan, what happened first (``sigmaudit scan --summary``)."""
-    pr, w, m, g = r.pass_rate, r.wasted, r.mass_share, r.group_size
+    pr, w, m = r.pass_rate, r.wasted, r.mass_share
     est = {s.G: s for s in r.silent}
     rates = ", ".join(f"G={s.G:,} {pct(s.estimate)}" for s in est.values())
     post = (f"; range the data allow: p = 0 {pct(pr.never_solved_range[0])}–{pct(pr.never_solved_range[1])}, "
@@ -362,17 +408,15 @@ def scan_summary(r: ScanReport) -> list[str]:
           [f"zero-spread groups (raw rewards all equal, no gradient): {pct(o.zero_spread)}; silent on correctness "
            f"(--threshold): {pct(o.fraction)}"]),
         *([] if o is None or not o.by_step else [_per_step_line(o)]),
+        *([] if o is None else [f"generated tokens: {_tokens(o)}"]),
         (f"wasted at G = {w.G:,}: {pct(w.silent_rollout_share)} of logged rollouts in silent groups ({w.estimator}); "
          f"predicted from pooled counts {pct(w.predicted)} ({w.predicted_estimator})" if w.basis == "observed" else
          f"wasted at G = {w.G:,}: {pct(w.silent_rollout_share)} of rollouts in silent groups "
          f"(predicted, {w.estimator})"),
         f"predicted silent-group rate of a fresh group ({r.estimator}, pooled counts): {rates}",
-        f"extreme-band share of gradient mass ({EXTREME.describe('p')}, {m.basis}): GRPO {pct(m.grpo.extreme)}"
-        + ("" if m.grpo_extreme_ci is None else f" ({pct(m.grpo_extreme_ci[0])}–{pct(m.grpo_extreme_ci[1])})") + ", "
-        f"Dr. GRPO {pct(m.drgrpo.extreme)}",
-        f"group size for φ ≥ {1 - g.eps:g}: G = {g.G:,} meets {g.met_prompts:,} of {r.prompts:,} prompts"
-        + (f"; median prompt needs G = {g.quantiles[1].exact}" if len(g.quantiles) > 1 and g.quantiles[1].exact
-           else ""),
+        f"extreme-band share of gradient mass at G = {m.G:,} ({EXTREME.describe('p')}, {m.basis}): "
+        f"GRPO {pct(m.grpo_finite.extreme)}, Dr. GRPO {pct(m.drgrpo_finite.extreme)} (the G → ∞ limit: full view)",
+        _group_size_summary(r),
         ("no filtering detected in the log" if r.filtered is None
          else f"warning: post-filter log ({r.filtered.source}): {r.filtered.message}"),
         *(f"warning: {n}" for n in r.notes if NOT_IDENTIFIED in n),  # the sizes a thin log leaves out

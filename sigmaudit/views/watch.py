@@ -25,7 +25,8 @@ def step_line(r: StepReport) -> str:
                  f"last {r.window_steps} steps {pct(r.window.silent)} (mean of the logged shares)"]
         return " · ".join(parts + _over(r))
     parts = [f"step {r.step}" + (" (late: logged after a later step)" if r.late else ""), f"{o.groups} groups G={r.G}",
-             f"observed silent {pct(o.silent)} (all-wrong {pct(o.all_wrong)}, all-correct {pct(o.all_correct)})",
+             f"observed silent {pct(o.silent)} (all-wrong {pct(o.all_wrong)}, all-correct {pct(o.all_correct)}"
+             + ("" if o.tokens is None else f"; {pct(o.tokens)} of generated tokens") + ")",
              f"last {r.window_steps} steps {pct(r.window.silent)}"]
     if r.forecast is None:
         # none before the second step; of the steps already complete when the watch started, only the last
@@ -70,7 +71,8 @@ def summary_lines(s: WatchSummary, max_silent: float | None, for_steps: int) -> 
                          f"logged silent share {pct(c.silent)}")
         else:
             lines.append(f"{s.steps} completed steps ({s.first_step}–{s.last_step}), {c.groups} groups: observed "
-                         f"silent {pct(c.silent)} (all-wrong {pct(c.all_wrong)}, all-correct {pct(c.all_correct)})")
+                         f"silent {pct(c.silent)} (all-wrong {pct(c.all_wrong)}, all-correct {pct(c.all_correct)})"
+                         + ("" if c.tokens is None else f", holding {pct(c.tokens)} of the generated tokens"))
             lines.append(f"skip list: {s.skipped} prompts")
     if max_silent is not None:
         verdict = (f"FAILED at step {s.failed_at}" if s.failed_at is not None else "held")

@@ -43,7 +43,7 @@ _RATE: dict[str, Any] = {"rich_help_panel": _GATE, "show_default": False, "metav
 def _thresholds(
     *, max_silent: float | None, max_all_wrong: float | None, max_all_correct: float | None,
     max_extreme_share: float | None, min_fidelity: float | None, max_never_solved: float | None,
-    max_p_raises: float | None = None, **_: object,
+    max_p_raises: float | None = None, max_silent_tokens: float | None = None, **_: object,
 ) -> list[Threshold]:
     """The thresholds given (each already checked to lie in [0, 1]); at least one is required."""
     from ...audits.check import Threshold
@@ -51,7 +51,7 @@ def _thresholds(
 
     given = {"silent_rate": max_silent, "all_wrong_rate": max_all_wrong, "all_correct_rate": max_all_correct,
              "extreme_share": max_extreme_share, "fidelity": min_fidelity, "never_solved_rate": max_never_solved,
-             "dapo_p_step_raises": max_p_raises}
+             "dapo_p_step_raises": max_p_raises, "silent_token_share": max_silent_tokens}
     thresholds = [Threshold(name, v) for name, v in given.items() if v is not None]
     if not thresholds:
         raise ConfigError("give at least one threshold", location="check",
@@ -77,6 +77,9 @@ MaxPRaisesOpt = Annotated[float | None, typer.Option(
     "--max-p-raises", help="With --train-batch: fail when P(a DAPO step raises 'Generated too many') in verl's loop "
                            "exceeds X (the larger of the current difficulty's and the next-step forecast's).",
     **_RATE)]
+MaxSilentTokensOpt = Annotated[float | None, typer.Option(
+    "--max-silent-tokens", help="Fail when the share of the logged generated tokens in silent groups exceeds X "
+                                "(observed basis; needs token counts: prime-rl, NeMo-RL or --length-col).", **_RATE)]
 GroupsGeneratedOpt = Annotated[int | None, typer.Option(
     "--groups-generated", min=1, show_default=False, metavar="INT",
     help="Groups sampled before the zero-variance filter (the log is then read as post-filter): --max-silent "
@@ -143,6 +146,7 @@ def check(
     max_extreme_share: MaxExtremeShareOpt = None,
     min_fidelity: MinFidelityOpt = None,
     max_never_solved: MaxNeverSolvedOpt = None,
+    max_silent_tokens: MaxSilentTokensOpt = None,
     max_p_raises: MaxPRaisesOpt = None,
     train_batch: TrainBatchOpt = None,
     gen_batch: GenBatchOpt = None,
@@ -182,7 +186,8 @@ def check(
 
     thresholds = _thresholds(max_silent=max_silent, max_all_wrong=max_all_wrong, max_all_correct=max_all_correct,
                              max_extreme_share=max_extreme_share, min_fidelity=min_fidelity,
-                             max_never_solved=max_never_solved, max_p_raises=max_p_raises)
+                             max_never_solved=max_never_solved, max_p_raises=max_p_raises,
+                             max_silent_tokens=max_silent_tokens)
     dapo = dapo_settings(train_batch, gen_batch, max_gen_batches, 100)
     if loaded.layout == "series":
         result = _series(loaded, thresholds, G, basis, groups_generated, consecutive, dapo)

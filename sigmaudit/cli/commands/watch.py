@@ -35,6 +35,7 @@ import typer
 from ..inputs import (
     GroupColOpt,
     KeepDuplicatesOpt,
+    LengthColOpt,
     PathsArg,
     PromptColOpt,
     QuietOpt,
@@ -112,6 +113,7 @@ def watch(
     step_col: StepColOpt = None,
     group_col: GroupColOpt = None,
     threshold: ThresholdOpt = None,
+    length_col: LengthColOpt = None,
     keep_duplicates: KeepDuplicatesOpt = False,
     train_batch: TrainBatchOpt = None,
     gen_batch: GenBatchOpt = None,
@@ -145,7 +147,7 @@ def watch(
     outputs = {Path(p): flag for p, flag in ((events, "--events"), (skip_out, "--skip-out"), (output, "-o"))
                if p is not None and str(p) != "-"}
     opts = LoadOptions(prompt_col=prompt_col, reward_col=reward_col, step_col=step_col, group_col=group_col,
-                       threshold=threshold, keep_duplicates=keep_duplicates)
+                       threshold=threshold, length_col=length_col, keep_duplicates=keep_duplicates)
     state = Watch(G=G, window=window, max_p_silent=max_p_silent, max_silent=max_silent, for_steps=for_steps)
     live = _Live(chosen is Format.json, events, skip_out, quiet)
     live.dapo, live.warn_at = dapo_settings(train_batch, gen_batch, max_gen_batches, 100), warn_p_raises

@@ -112,7 +112,7 @@ def kind_of(dtype: pl.DataType) -> str:
 
 def needed_columns(plan: ColumnMap) -> list[str]:
     """The top-level columns the reduction reads (struct parents for derived fields)."""
-    names = [*plan.prompt, plan.step, plan.group, plan.reward, plan.n, plan.k, plan.rate]
+    names = [*plan.prompt, plan.step, plan.group, plan.reward, plan.n, plan.k, plan.rate, plan.length]
     derived = dict(plan.derived)
     out: list[str] = []
     for name in names:
@@ -151,6 +151,10 @@ def reduce_with(engine: Engine, plan: ColumnMap, opts: LoadOptions, files: list[
                               remedy="fix the file, or pick other columns with --n-col/--k-col")
     elif int(raw["bad"].sum() or 0):
         raise non_binary_error(engine_bad_values(engine, plan, opts, files, schema), plan.reward or "", where)
+    elif plan.length is not None and int(raw["bad_length"].sum() or 0):
+        from ..reduce import bad_length_error
+
+        raise bad_length_error(plan.length, where)
     frame = _labelled(raw.filter(pl.col("prompt").is_not_null()).sort("step", "prompt", "gid", "n", "k",
                                                                         nulls_last=True), plan, where)
     rows, missing = int(frame["rows"].sum()), int(frame["missing"].sum())
@@ -166,7 +170,8 @@ def _labelled(raw: pl.DataFrame, plan: ColumnMap, where: str) -> pl.DataFrame:
         return raw.select(pl.col("step").cast(pl.Int64), pl.col("gid").cast(pl.Utf8), pl.col("prompt").cast(pl.Utf8),
                           pl.col("n").cast(pl.Int64), pl.col("k").cast(pl.Int64),
                           pl.col("missing").cast(pl.Int64), pl.col("rows").cast(pl.Int64),
-                          *(pl.col(c).cast(pl.Float64) for c in ("rmin", "rmax") if c in raw.columns))
+                          *(pl.col(c).cast(pl.Float64) for c in ("rmin", "rmax") if c in raw.columns),
+                          *(pl.col(c).cast(pl.Int64) for c in ("tokens", "tokens_missing") if c in raw.columns))
     except (pl.exceptions.InvalidOperationError, pl.exceptions.ComputeError) as exc:
         raise SchemaError(f"step column {plan.step!r} is not an integer step", location=f"{where}: column {plan.step}",
                           remedy="pass --step-col with an integer column") from exc

@@ -18,13 +18,13 @@ from pathlib import Path
 
 import polars as pl
 
-from ...errors import SchemaError, SigmauditError
+from ...errors import ConfigError, SchemaError, SigmauditError
 from .. import trainers
 from ..assemble import conclude
 from ..columns import K_NAMES, N_NAMES, RATE_NAMES, REWARD_NAMES, ColumnMap
 from ..detect import detect
 from ..inputs import Inputs
-from ..options import FileCounts, LoadedCounts, LoadOptions
+from ..options import FileCounts, LoadedCounts, LoadOptions, length_flag
 from ..readers import (
     NoDataError,
     Source,
@@ -84,6 +84,10 @@ def open_file(path: Path, tmp: Path, opts: LoadOptions, series_ok: bool,
         return module
     trainers.refuse_ignored(module, opts, path)
     norm = module.read(path, opts)
+    if opts.length_col is not None and norm.length_source != length_flag(opts.length_col):
+        raise ConfigError(f"the {norm.layout} reader does not read a length column of its own choosing"
+                          + (f" (it reads {norm.length_source})" if norm.length_source else ""),
+                          location="--length-col", remedy="drop --length-col")
     src, plan = norm.source(path)
     return Opened(path, src, plan, norm)
 
@@ -91,9 +95,10 @@ def open_file(path: Path, tmp: Path, opts: LoadOptions, series_ok: bool,
 def _reward_like(schema: dict[str, pl.DataType], opts: LoadOptions) -> list[str]:
     """The columns that may hold a csv's rewards or counts: the ones named by an option, else those named like one."""
     named = [c for c in (opts.reward_col, opts.n_col, opts.k_col, opts.rate_col) if c]
+    length = [opts.length_col] if opts.length_col else []
     if named:
-        return named
-    return [c for c in schema if c.lower() in (*REWARD_NAMES, *N_NAMES, *K_NAMES, *RATE_NAMES)]
+        return named + length
+    return [c for c in schema if c.lower() in (*REWARD_NAMES, *N_NAMES, *K_NAMES, *RATE_NAMES)] + length
 
 
 def with_dedupe(src: Source, plan: ColumnMap, opts: LoadOptions) -> ColumnMap:
@@ -137,7 +142,9 @@ def counted(item: Opened, part: Partial, plan: ColumnMap | None = None, digest: 
                       part.duplicates + (norm.duplicates if norm else 0), part.null_keys,
                       framework=norm is not None, filtered=norm.filtered if norm else None,
                       reward_source=norm.reward_source if norm else None,
-                      extra_notes=norm.extra_notes if norm else (), missing_at=part.missing_at, digest=digest)
+                      extra_notes=norm.extra_notes if norm else (), missing_at=part.missing_at, digest=digest,
+                      length_source=norm.length_source if norm else
+                      None if (plan or item.plan).length is None else length_flag(str((plan or item.plan).length)))
 
 
 def count_file(path: Path, opts: LoadOptions, index: int = 0, digest: bool = False) -> FileCounts:
@@ -279,7 +286,8 @@ def load_remote(inputs: Inputs, opts: LoadOptions, progress: Progress | None = N
             part = reduce_file(src, plan, opts, index, tick)
             shutil.rmtree(own, ignore_errors=True)
             out.append(FileCounts(url, plan, part.frame, part.rows, part.missing, part.duplicates, part.null_keys,
-                                  missing_at=part.missing_at))
+                                  missing_at=part.missing_at,
+                                  length_source=None if plan.length is None else length_flag(plan.length)))
             if progress is not None:
                 progress(sum(c.rows for c in out))
     return conclude(files, out, [], inputs.skipped, pooling=opts.pooling)

@@ -230,10 +230,11 @@ class SparkEngine:
         parts = table.filter(pl.col("pos") >= 0).sort("i", "pos").partition_by("i", as_dict=True)
         out = []
         for i, blob in zip(metas["i"], metas["meta"], strict=True):
-            part = parts.get((i,))
-            frame = (part.select(*PARTIAL_COLUMNS) if part is not None
-                     else pl.DataFrame(schema=dict(zip(PARTIAL_COLUMNS, PARTIAL_TYPES, strict=True))))
-            out.append(dataclasses.replace(pickle.loads(blob), frame=frame))
+            part, meta = parts.get((i,)), pickle.loads(blob)
+            columns = (*PARTIAL_COLUMNS, *(LENGTH_COLUMNS if meta.length_source is not None else ()))
+            frame = (part.select(*columns) if part is not None
+                     else pl.DataFrame(schema=dict(zip(columns, (*PARTIAL_TYPES, pl.Int64, pl.Int64), strict=False))))
+            out.append(dataclasses.replace(meta, frame=frame))
         if len(out) != len(files):
             raise InputError(f"Spark returned {len(out)} of {len(files)} files", location=where)
         return out
@@ -374,7 +375,10 @@ BYTES_PER_TASK = 64 << 20
 """A dump read file by file is spread over at most this many tasks, of about this many bytes each."""
 PARTIAL_COLUMNS = ("step", "gid", "prompt", "n", "k")
 PARTIAL_TYPES = (pl.Int64, pl.Utf8, pl.Utf8, pl.Int64, pl.Int64)
-COUNTS_DDL = "i INT, pos BIGINT, step BIGINT, gid STRING, prompt STRING, n BIGINT, k BIGINT, meta BINARY"
+LENGTH_COLUMNS = ("tokens", "tokens_missing")
+"""A file's token counts per group (``reduce.LENGTH_COLUMNS``), null in transit for a file without them."""
+COUNTS_DDL = ("i INT, pos BIGINT, step BIGINT, gid STRING, prompt STRING, n BIGINT, k BIGINT, tokens BIGINT, "
+              "tokens_missing BIGINT, meta BINARY")
 """What :func:`_count_partition` yields: a file's counts (``pos`` >= 0, in order) and its meta row (``pos`` -1)."""
 BATCH_ROWS = 65_536
 
@@ -397,7 +401,8 @@ def _count_partition(count, batches):  # noqa: ANN001, ANN201
     import pyarrow as pa
 
     schema = pa.schema([("i", pa.int32()), ("pos", pa.int64()), ("step", pa.int64()), ("gid", pa.string()),
-                        ("prompt", pa.string()), ("n", pa.int64()), ("k", pa.int64()), ("meta", pa.binary())])
+                        ("prompt", pa.string()), ("n", pa.int64()), ("k", pa.int64()), ("tokens", pa.int64()),
+                        ("tokens_missing", pa.int64()), ("meta", pa.binary())])
     for batch in batches:
         cols = batch.to_pydict()
         for i, path, digest in zip(cols["i"], cols["path"], cols["digest"], strict=True):
@@ -406,11 +411,12 @@ def _count_partition(count, batches):  # noqa: ANN001, ANN201
             meta = pickle.dumps(dataclasses.replace(result, frame=None))
             yield pa.RecordBatch.from_pydict(
                 {"i": [i], "pos": [-1], "step": [None], "gid": [None], "prompt": [None], "n": [None], "k": [None],
-                 "meta": [meta]}, schema=schema)
+                 "tokens": [None], "tokens_missing": [None], "meta": [meta]}, schema=schema)
             if frame is None or frame.height == 0:
                 continue
             rows = frame.select(pl.lit(i, pl.Int32).alias("i"), pl.int_range(pl.len(), dtype=pl.Int64).alias("pos"),
-                                *PARTIAL_COLUMNS, pl.lit(None, pl.Binary).alias("meta"))
+                                *PARTIAL_COLUMNS, *(pl.col(c) if c in frame.columns else pl.lit(None, pl.Int64).alias(c)
+                                                    for c in LENGTH_COLUMNS), pl.lit(None, pl.Binary).alias("meta"))
             yield from rows.to_arrow().cast(schema).to_batches(max_chunksize=BATCH_ROWS)
 
 

@@ -152,6 +152,8 @@ def reduce_sql(plan: ColumnMap, opts: LoadOptions, d: Dialect, table: str,
         prompt = _prompt(plan, d, types)
     if plan.layout == "counts":
         return _counts_sql(plan, opts, d, table, step, prompt, col)
+    if plan.length is not None and (plan.list_rewards or plan.layout == "counts"):
+        raise refuse(plan, engine, "a length column needs one row per rollout")
     if plan.list_rewards:
         if opts.threshold is not None:
             raise refuse(plan, engine, "with --threshold it counts each group's reward spread (zero-spread groups) "
@@ -183,15 +185,27 @@ def _samples_sql(plan: ColumnMap, opts: LoadOptions, d: Dialect, table: str, ste
     # with --threshold, each group's raw reward range (zero spread: no gradient at all), as reduce._spread
     spread = (f"  MIN(CASE WHEN {valid} THEN x END) AS rmin,\n  MAX(CASE WHEN {valid} THEN x END) AS rmax,\n"
               if opts.threshold is not None else "")
+    length = f", CAST({col(plan.length)} AS DOUBLE) AS len" if plan.length else ""
     return (
-        f"SELECT step, gid, prompt,\n{spread}"
+        f"SELECT step, gid, prompt,\n{spread}{_tokens_sql(valid) if plan.length else ''}"
         f"  SUM(CASE WHEN {valid} THEN 1 ELSE 0 END) AS n,\n"
         f"  SUM(CASE WHEN {correct} THEN 1 ELSE 0 END) AS k,\n"
         f"  SUM(CASE WHEN {valid} THEN 0 ELSE 1 END) AS missing,\n"
         f"  COUNT(*) AS rows,\n"
         f"  SUM(CASE WHEN {bad} THEN 1 ELSE 0 END) AS bad\n"
-        f"FROM (SELECT {step} AS step, {gid} AS gid, {prompt} AS prompt, {x} AS x FROM {table}) s\n"
+        f"FROM (SELECT {step} AS step, {gid} AS gid, {prompt} AS prompt, {x} AS x{length} FROM {table}) s\n"
         f"GROUP BY step, gid, prompt")
+
+
+def _tokens_sql(valid: str) -> str:
+    """A group's ``tokens``, ``tokens_missing`` and ``bad_length`` from the DOUBLE length ``len``, as
+    ``reduce._lengths``: tokens of the rollouts with a reward and a length, the rollouts with a reward and no
+    length, and the lengths that are no token count (negative, fractional, infinite)."""
+    known = f"({valid} AND len IS NOT NULL AND NOT isnan(len))"
+    odd = "(len < 0 OR NOT (len - len = 0) OR len <> ROUND(len, 0))"  # len - len is NaN for an infinite len
+    return (f"  CAST(SUM(CASE WHEN {known} THEN len ELSE 0 END) AS BIGINT) AS tokens,\n"
+            f"  SUM(CASE WHEN {valid} AND NOT {known} THEN 1 ELSE 0 END) AS tokens_missing,\n"
+            f"  SUM(CASE WHEN {known} AND {odd} THEN 1 ELSE 0 END) AS bad_length,\n")
 
 
 RATE_TOLERANCE = 5e-5  # the local engine's (reduce.RATE_TOLERANCE), kept here to avoid importing reduce

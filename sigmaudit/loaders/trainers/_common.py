@@ -4,7 +4,8 @@ A framework whose files are not one row per sample with plain columns (ROLL's on
 of parallel lists, inspect_ai's zip, prime-rl's nested episodes, NeMo-RL's one-element lists...)
 reads a file into a :class:`Normalised` long frame: one row per rollout with ``step`` (Int64,
 may be null), ``group`` (Utf8, unique within the load), ``prompt`` (Utf8) and ``reward``
-(Float64; null = missing), plus any pass-through columns (``data_source``, ``dataset``...).
+(Float64; null = missing), plus any pass-through columns (``data_source``, ``dataset``...) and, when the
+writer logs each rollout's generated tokens, ``length`` (Int64; null = not logged for that rollout).
 The ordinary reduction then counts it like any long log.
 """
 
@@ -51,6 +52,9 @@ class Normalised:
     """Rows dropped as written twice."""
     extra_notes: tuple[str, ...] = ()
     """Further one-line notes (e.g. a re-logged batch counted once)."""
+    length_source: str | None = None
+    """Where the frame's ``length`` column (generated tokens per rollout) came from, e.g.
+    ``traces[].calls[].usage.completion_tokens``; None: no ``length`` column (the writer logs none)."""
 
     def source(self, path: Path) -> tuple[Source, ColumnMap]:
         """A :class:`Source` over the frame and the column map the reduction needs."""
@@ -60,7 +64,7 @@ class Normalised:
                 frame.with_columns(pl.lit(None, dtype).alias(name))
         lf = frame.lazy()
         plan = ColumnMap(self.layout, ("prompt",), reward="reward", step="step", group="group",
-                         note=self.note)
+                         note=self.note, length="length" if "length" in frame.columns else None)
         return Source(path, path, "frame", lf, dict(frame.schema)), plan
 
 

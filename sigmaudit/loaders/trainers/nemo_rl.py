@@ -5,7 +5,8 @@
 ``{log_dir}/train_data_step{N}.jsonl`` (and ``val_data_step{N}.jsonl``). The batch is written
 through ``make_microbatch_iterator(1)``, so every field is a one-element list, plus ``idx``:
 ``content`` [[message strings]] (no roles), ``rewards`` [r], ``advantages``, ``token_ids``...
-No step field (the file name has it), no prompt id, no group id. Rows come from
+No step field (the file name has it), no prompt id, no group id. A sample's generated tokens are the
+sum of its ``token_loss_mask`` (validation files log ``content`` and ``rewards`` only: no lengths). Rows come from
 ``repeat_interleave(num_generations_per_prompt)``: a group is G consecutive lines of one prompt.
 
 - prompt = the trajectory's first turn: the tokens of ``token_ids`` before the first token
@@ -124,6 +125,20 @@ def _keyed(rows: list[dict], keys: tuple[str, ...], what: str, path: Path) -> li
     return [" | ".join(str(_one(r.get(k))) for k in keys) for r in rows]
 
 
+LENGTH_KEY = "token_loss_mask"
+"""A sample's generated tokens: ``token_loss_mask`` is 1 on the tokens of the assistant messages the rollout
+generated (``add_grpo_token_loss_masks_and_generation_logprobs``), 0 on the prompt's and on the padding
+(``batched_message_log_to_flat_message`` pads with 0); ``input_lengths`` is prompt + response, not generated."""
+
+
+def _generated(mask) -> int | None:  # noqa: ANN001
+    """The sum of a line's ``token_loss_mask`` (a one-element list of the padded row), None when absent."""
+    mask = _one(mask)
+    if not isinstance(mask, list) or not all(isinstance(v, int | float) for v in mask):
+        return None
+    return int(sum(mask))
+
+
 def read(path: Path, opts: LoadOptions) -> Normalised:
     """One ``*_data_step{N}.jsonl`` as a long frame."""
     m = FILE.fullmatch(plain_name(path))
@@ -150,6 +165,10 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
                           "prompt": prompts,
                           "reward": pl.Series([None if v is None else float(v) for v in rewards],
                                               dtype=pl.Float64)})
+    lengths = [_generated(r.get(LENGTH_KEY)) for r in rows]
+    known = any(v is not None for v in lengths)
+    if known:
+        frame = frame.with_columns(pl.Series("length", lengths, dtype=pl.Int64))
     filtered = None
     if key == "filtered_rewards":
         filtered = Filtered("structure", "NeMo-RL dynamic sampling (filtered_rewards): only "
@@ -158,7 +177,8 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
     most = max((_turns(r) for r in rows), default=1)
     turns = f"; multi-turn: up to {most} generated turns per line, one line per trajectory" if most > 1 else ""
     return Normalised(frame, NAME, f"detected NeMo-RL {m.group(1)} data: {group}, prompt = {how}, "
-                      f"step from the file name, reward from {key}{turns}", key, filtered=filtered)
+                      f"step from the file name, reward from {key}{turns}", key, filtered=filtered,
+                      length_source=f"sum of {LENGTH_KEY}" if known else None)
 
 
 class NeMoRL(TrainerReader):

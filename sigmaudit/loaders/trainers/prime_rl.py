@@ -6,11 +6,14 @@ a60a606ecc4d309247edf9ff92c3eabca362781f.
 ``{output_dir}/rollouts/step_{N}/{train,eval}/{all,effective}/traces.jsonl``, plus the metrics
 file ``metrics.jsonl`` (skipped). One line per episode: ``id``, ``env``, ``task`` {``type``,
 ``data``, ``key``, ``hash``}, ``group`` {``id``}, ``run`` {..., ``work`` {``step``}}, ``ok``,
-``errors``, ``traces`` [{..., ``rewards`` {name: {``score``, ``weight``} or null}, ...}].
+``errors``, ``traces`` [{..., ``rewards`` {name: {``score``, ``weight``} or null}, ``calls`` [{...,
+``usage`` {``prompt_tokens``, ``completion_tokens``, ...}}], ...}].
 
 - a rollout is a trace, its reward ``Trace.reward`` = sum of score x weight over its non-null
   rewards (what prime-rl's advantages use); all rewards null = missing. ``--reward-col NAME``
   takes ``rewards.NAME.score`` instead.
+- a trace's generated tokens = the sum of ``calls[].usage.completion_tokens`` (``Trace.usage`` in
+  ``verifiers/v1/trace.py``: each model call once); a file whose traces report no usage has no lengths.
 - group = ``group.id`` (a uuid per group); prompt = ``task.key`` (else ``task.hash``); step =
   ``run.work.step`` (the group's dispatch step, one value per group: ``dispatcher.py`` stamps
   ``group.step`` on each of its episodes), else the ``step_{N}`` folder. The folder is not the
@@ -105,6 +108,23 @@ def _trace_reward(trace: dict, name: str | None) -> float | None:
     return float(sum(float(r.get("score", 0.0)) * float(r.get("weight", 1.0)) for r in present))
 
 
+LENGTH_SOURCE = "traces[].calls[].usage.completion_tokens"
+"""Where a trace's generated tokens are: verifiers' ``Trace.usage`` sums ``completion_tokens`` over the
+trace's model calls (each call once), and ``Episode.to_record()`` writes ``calls`` with their ``usage``
+(``exclude_none``: a call without usage has none)."""
+
+
+def _trace_tokens(trace: dict) -> int | None:
+    """The trace's generated tokens (``Trace.usage.completion_tokens``), None when no call reports usage."""
+    usages = [c["usage"] for c in trace.get("calls") or [] if isinstance(c, dict) and isinstance(c.get("usage"), dict)]
+    if not usages:
+        return None
+    try:
+        return sum(int(u["completion_tokens"]) for u in usages)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def read(path: Path, opts: LoadOptions) -> Normalised:
     """One traces.jsonl of episodes as a long frame (one row per trace)."""
     kind, subset = _subset(path)
@@ -123,10 +143,13 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
         # pass-through fields are text whatever their JSON type (a field the layout does not use never
         # fails a read)
         gid, env = (None if v is None else str(v) for v in (gid, env))
-        rows.extend((step, gid, key, _trace_reward(t, name), env)
+        rows.extend((step, gid, key, _trace_reward(t, name), env, _trace_tokens(t))
                     for t in episode.get("traces") or [])
     frame = pl.DataFrame(rows, schema={"step": pl.Int64, "group": pl.Utf8, "prompt": pl.Utf8,
-                                       "reward": pl.Float64, "env": pl.Utf8}, orient="row")
+                                       "reward": pl.Float64, "env": pl.Utf8, "length": pl.Int64}, orient="row")
+    lengths = LENGTH_SOURCE if frame["length"].null_count() < frame.height else None
+    if lengths is None:
+        frame = frame.drop("length")
     if frame.height and frame["prompt"].null_count() == frame.height:
         raise SchemaError("prime-rl episodes without task.key or task.hash", location=str(path),
                           remedy="write episodes with verifiers' Episode.to_record()")
@@ -139,7 +162,7 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
     where = f"{kind}/{subset}" if kind else "episodes"
     return Normalised(frame, NAME, f"detected prime-rl episodes ({where}): group = group.id, "
                       f"prompt = task.key, step from run.work.step (else step_N), reward from {source}", source,
-                      filtered=filtered)
+                      filtered=filtered, length_source=lengths)
 
 
 def recognize(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> ColumnMap | None:

@@ -10,6 +10,9 @@ Each ``log`` call writes ``{output_dir}/completions/completions_{global_step:05d
 (``RepeatSampler`` repeats each prompt ``num_generations`` times in a row). So a file holds the
 last generation batch, each row once.
 
+No token count: ``completion`` is decoded text (``batch_decode``; a character count is not a token
+count); a reward function can log one through ``log_extra``, read with ``--length-col``.
+
 - group = a run of consecutive rows with one prompt (runs split into blocks of the gcd of the run
   lengths, for a prompt drawn twice in a row); G identical completions are one silent group, never
   a repeat.
@@ -35,7 +38,7 @@ import polars as pl
 
 from ...errors import InputError, SchemaError
 from ..columns import split_cols
-from ..options import LoadOptions
+from ..options import LoadOptions, length_flag
 from ..readers import POLARS_ERRORS
 from ..rewards import is_reward_dtype
 from ._common import Normalised, Repeats, TrainerReader, run_groups
@@ -52,7 +55,8 @@ def _reward(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> st
                               f"{', '.join(schema)}", location=where,
                               remedy="pick one of the listed columns")
         return opts.reward_col
-    candidates = [c for c, t in schema.items() if c not in NON_REWARD and is_reward_dtype(t)]
+    candidates = [c for c, t in schema.items()
+                  if c not in NON_REWARD and c != opts.length_col and is_reward_dtype(t)]
     if not candidates:
         raise SchemaError("TRL completions file has no reward columns (older TRL versions log none)",
                           location=where, remedy="log rewards, or pass --reward-col COLUMN")
@@ -92,6 +96,18 @@ def prompt_key(df: pl.DataFrame, prompt: Sequence[str]) -> pl.Series:
         raise SchemaError(f"prompt column {prompt[0]!r} holds {df.schema[prompt[0]]} values that cannot be read as "
                           f"a prompt key", location=f"--prompt-col {','.join(prompt)}",
                           remedy="pass --prompt-col with a text or id column") from exc
+
+
+def _length(df: pl.DataFrame, column: str, where: str) -> pl.Series:
+    """The ``--length-col`` column of a completions table as the frame's ``length`` (numeric, else refused)."""
+    if column not in df.columns:
+        raise SchemaError(f"column {column!r} not found; columns: {', '.join(df.columns)}", location=where,
+                          remedy="pick one of the listed columns")
+    if not df.schema[column].is_numeric():
+        raise SchemaError(f"length column {column!r} holds {df.schema[column]} values, not token counts",
+                          location=f"{where}: column {column}",
+                          remedy="pass --length-col with a column of generated tokens per rollout")
+    return df[column].cast(pl.Float64).alias("length")
 
 
 @dataclass(frozen=True)
@@ -227,6 +243,8 @@ class TRL(TrainerReader):
                   if opts.group_col else run_groups(key, str(path)))
         frame = pl.DataFrame({"step": step, "group": groups, "prompt": key,
                               "reward": df[reward].cast(pl.Float64)})
+        if opts.length_col is not None:  # TRL logs text only; a reward function's log_extra column may hold lengths
+            frame = frame.with_columns(_length(df, opts.length_col, where))
         half = df.height // 2
         notes: tuple[str, ...] = ()
         if half and df.height % 2 == 0 and groups.head(half).n_unique() >= 2 and \
@@ -238,7 +256,8 @@ class TRL(TrainerReader):
         grouping = f"group = {opts.group_col}" if opts.group_col else \
             "group = a run of consecutive rows with one prompt"
         return Normalised(frame, NAME, f"detected TRL completions layout: {grouping}, prompt = {said}, step from "
-                          f"step, reward from {reward}", reward, extra_notes=notes)
+                          f"step, reward from {reward}", reward, extra_notes=notes,
+                          length_source=None if opts.length_col is None else length_flag(opts.length_col))
 
 
 READER = TRL()

@@ -1,0 +1,116 @@
+"""Issue 33 item 4: labels that say what they mean. The summary's extreme-band share at the scan's G (the
+G → ∞ limit labelled in the full view); an informative group-size line instead of "G = 8 meets 0 of N"
+(every φ at G = 8 is below 0.95); the large-G attenuation flagged outside its range, not printed; what
+"silent" means with a KL loss or an entropy bonus. Checked against direct binomial sums."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sigmaudit.core.fidelity import ATTENUATION_RANGE, attenuation, attenuation_in_range
+from tests.cli_runner import run
+
+ROOT = Path(__file__).resolve().parents[1]
+ROLLOUTS = ROOT / "sample_logs" / "rollouts.parquet"
+
+
+def phi(p: float, G: int) -> float:
+    """Fidelity by the binomial sum, written out (independent of sigmaudit.core.fidelity)."""
+    es = sum(math.comb(G, k) * p**k * (1 - p) ** (G - k) * math.sqrt(k * (G - k)) / G for k in range(G + 1))
+    return es / math.sqrt(p * (1 - p))
+
+
+@pytest.mark.parametrize("p", [0.5, 0.3, 0.1])
+def test_the_attenuation_series_second_term(p):
+    """φ = 1 − 1/(8Gv) − (7 − 16v)/(128 G² v²) + O(1/(Gv)³): the remainder after two terms, times G², tends
+    to the second coefficient (docs/theory.md's derivation)."""
+    v = p * (1 - p)
+    want = -(7 - 16 * v) / (128 * v * v)
+    got = [(phi(p, G) - (1 - 1 / (8 * G * v))) * G * G for G in (400, 800)]
+    assert got[1] == pytest.approx(want, rel=0.02)
+    assert abs(got[1] - want) < abs(got[0] - want)  # converging
+
+
+def test_attenuation_range_is_where_the_next_term_is_smaller():
+    """In range exactly where |second term| < |first correction| (brute force over a grid)."""
+    assert ATTENUATION_RANGE == 7 / 16
+    for p in np.linspace(0.005, 0.995, 67):
+        v = p * (1 - p)
+        for G in (1, 2, 3, 4, 6, 8, 16, 32, 64, 256):
+            first, second = 1 / (8 * G * v), (7 - 16 * v) / (128 * G * G * v * v)
+            if abs(abs(second) - first) > 1e-12:
+                assert attenuation_in_range(p, G) == (abs(second) < first), (p, G)
+    # every negative attenuation (an impossible fidelity) is out of range
+    for p in np.linspace(0.001, 0.999, 200):
+        for G in range(1, 40):
+            if attenuation(p, G) < 0:
+                assert not attenuation_in_range(p, G)
+
+
+def test_calc_flags_the_attenuation_outside_its_range(capsys):
+    code, out, _ = run(capsys, "calc", "-p", "0.05", "-G", "2", "-f", "json")
+    (r,) = json.loads(out)["results"]
+    assert code == 0 and r["attenuation"] is None and r["attenuation_in_range"] is False
+    assert r["fidelity"] == pytest.approx(phi(0.05, 2), abs=1e-12)  # 0.2179: the figure to read
+    code, out, _ = run(capsys, "calc", "-p", "0.05", "-G", "2")
+    assert "outside its range" in out and "-0.3158" not in out and "−0.3158" not in out
+    code, out, _ = run(capsys, "calc", "-p", "0.3", "-G", "16", "-f", "json")
+    (r,) = json.loads(out)["results"]
+    assert r["attenuation_in_range"] is True
+    assert r["attenuation"] == pytest.approx(1 - 1 / (8 * 16 * 0.21), abs=1e-12)
+
+
+def _scan(capsys, *extra: str) -> tuple[dict, list[str]]:
+    code, out, err = run(capsys, "scan", str(ROLLOUTS), "-f", "json", *extra)
+    assert code == 0, err
+    code, summary, err = run(capsys, "scan", str(ROLLOUTS), "--summary", *extra)
+    assert code == 0, err
+    return json.loads(out), summary.splitlines()
+
+
+def test_summary_extreme_band_share_is_at_the_logged_G(capsys):
+    d, lines = _scan(capsys)
+    m = d["mass_share"]
+    (line,) = [x for x in lines if x.startswith("extreme-band share")]
+    assert m["G"] == 8 and "at G = 8" in line
+    assert f"GRPO {100 * m['grpo_finite']['extreme']:.1f}%" in line
+    assert f"{100 * m['grpo']['extreme']:.1f}%" not in line  # the limit (18.8 %) is the full view's
+    assert m["grpo_finite"]["extreme"] < m["grpo"]["extreme"] / 1.5
+    code, full, _ = run(capsys, "scan", str(ROLLOUTS))
+    assert "GRPO G→∞" in full and "GRPO G=8" in full
+
+
+def test_summary_group_size_line_is_informative_where_no_prompt_can_meet_the_need(capsys):
+    """At G = 8 no prompt reaches φ ≥ 0.95 (φ ≤ φ(1/2, 8) = 0.9278): the line says so and gives the φ at
+    the quartiles and the median prompt's need, instead of "meets 0 of 200"."""
+    d, lines = _scan(capsys)
+    (line,) = [x for x in lines if x.startswith("group size for")]
+    assert "meets 0 of" not in line and "out of reach at G = 8" in line
+    assert f"{phi(0.5, 8):.4f}" in line and f"{phi(0.5, 8):.4f}" == "0.9278"
+    qs = d["group_size"]["quantiles"]
+    for q in qs:
+        assert q["fidelity"] == pytest.approx(phi(q["p_hat"], 8), abs=1e-12)
+        assert f"{q['fidelity']:.4f}" in line
+    need = next(G for G in range(1, 200) if phi(qs[1]["p_hat"], G) >= 0.95)
+    assert line.endswith(f"the median prompt needs G = {need}")
+
+
+def test_summary_group_size_line_counts_the_prompts_met_where_some_are(capsys):
+    d, lines = _scan(capsys, "--g-main", "16")
+    (line,) = [x for x in lines if x.startswith("group size for")]
+    import polars as pl
+
+    df = pl.read_parquet(ROLLOUTS).group_by("prompt_id").agg(pl.len().alias("n"), pl.col("reward").sum().alias("k"))
+    met = sum(1 for n, k in zip(df["n"], df["k"], strict=True) if 0 < k < n and phi(k / n, 16) >= 0.95)
+    assert met > 0 and f"G = 16 meets {met:,} of {df.height:,} prompts" in line
+
+
+def test_scan_says_what_silent_means_with_kl_or_entropy(capsys):
+    code, out, _ = run(capsys, "scan", str(ROLLOUTS), "-f", "markdown")
+    words = " ".join(out.split())
+    assert code == 0 and "no advantage gradient, not no gradient" in words and "entropy bonus" in words
