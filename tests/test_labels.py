@@ -81,7 +81,7 @@ def test_summary_extreme_band_share_is_at_the_logged_G(capsys):
     assert f"GRPO {100 * m['grpo_finite']['extreme']:.1f}%" in line
     assert f"{100 * m['grpo']['extreme']:.1f}%" not in line  # the limit (18.8 %) is the full view's
     assert m["grpo_finite"]["extreme"] < m["grpo"]["extreme"] / 1.5
-    code, full, _ = run(capsys, "scan", str(ROLLOUTS))
+    code, full, _ = run(capsys, "scan", str(ROLLOUTS), "--full")
     assert "GRPO G→∞" in full and "GRPO G=8" in full
 
 
