@@ -301,7 +301,7 @@ def scan_view(r: ScanReport) -> View:
     return View("sigmaudit scan", sections, csv_table=SILENT_TABLE, brief=brief)
 
 
-_FULL_ONLY = ("samples per prompt", "pass rate p̂", "no filtering detected")
+_FULL_ONLY = ("samples per prompt", "pass rate p̂", "no filtering detected", "generated tokens: not known")
 """Summary lines left to ``--summary`` and ``--full`` (the corpus panel): the first screen keeps to 30 lines."""
 _LEAD = ("wasted at", "observed silent groups", "zero-spread groups", "per step", "token")
 """The summary lines the first screen leads with: what the logged groups wasted, observed."""
