@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from sigmaudit.core.fidelity import ATTENUATION_RANGE, attenuation, attenuation_in_range
-from tests.cli_runner import run
+from cli_runner import run
 
 ROOT = Path(__file__).resolve().parents[1]
 ROLLOUTS = ROOT / "sample_logs" / "rollouts.parquet"

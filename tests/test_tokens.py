@@ -21,7 +21,7 @@ import pytest
 
 from sigmaudit.audits.watch import Watch
 from sigmaudit.loaders import LoadOptions, load_counts
-from tests.cli_runner import run
+from cli_runner import run
 
 ROOT = Path(__file__).resolve().parents[1]
 WRITERS = ROOT / "tests" / "fixtures" / "writers"
