@@ -170,6 +170,17 @@ def _range_ends(f: NDArray[np.float64], grid: NDArray[np.float64], means: NDArra
     return ends[0], ends[1]
 
 
+SINGULAR = 1e-9
+"""Smallest eigenvalue of the moments' covariance, relative to its largest, below which the estimates are
+collinear (fewer distinct prompts than moments): their ellipsoid is flat, not a confidence region, and the
+highest moment is left out."""
+
+
+def _degenerate(cov: NDArray[np.float64]) -> bool:
+    eig = np.linalg.eigvalsh(cov)
+    return bool(eig[0] <= SINGULAR * max(float(eig[-1]), 0.0))
+
+
 def silent_interval(n: ArrayLike, k: ArrayLike, weight: ArrayLike, G: int) -> tuple[float, float]:
     """(lowest, highest) corpus silent rate E[p^G + (1 − p)^G] over the distributions of p whose
     moments lie in the joint confidence region of :func:`moment_covariance` (coverage :data:`COVERAGE`).
@@ -187,6 +198,8 @@ def silent_interval(n: ArrayLike, k: ArrayLike, weight: ArrayLike, G: int) -> tu
     grid = np.linspace(0.0, 1.0, GRID_POINTS)
     f = grid**g + (1.0 - grid) ** g
     means, cov = moment_covariance(n, k, weight)
+    while means.size > 1 and _degenerate(cov):  # e.g. two prompts: their moment estimates lie on a line
+        means, cov = means[:-1], cov[:-1, :-1]
     radius2 = 2.0 * float(gammaincinv(max(means.size, 1) / 2.0, COVERAGE))  # χ²_d quantile
     for widen in (1.0, 4.0, 16.0, 64.0):  # moments from different prompt subsets may clash: widen
         ends = _range_ends(f, grid, means, cov, widen * radius2)

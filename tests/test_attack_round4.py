@@ -1,0 +1,26 @@
+"""Round-4 attack findings: hostile inputs a sceptical user tries, each checked against a value computed
+independently (by hand or brute force)."""
+
+from __future__ import annotations
+
+from cli_runner import run
+
+from sigmaudit.core.identify import silent_interval
+
+
+def test_two_prompts_collinear_moments_give_the_one_moment_range():
+    # Two prompts with 2 samples each, k = 1 and k = 2: per-prompt unbiased (p, p²) estimates (0.5, 0) and
+    # (1, 1) lie on a line, so their 2×2 covariance is singular (it raised numpy's "Singular matrix").
+    # With E[p] alone: mean 0.75, SE = sqrt(var(0.5, 1) / 2) = 0.25, ±3 SE covers all of [0, 1], so the
+    # silent rate at G = 4 ranges over [min_p p⁴ + (1 − p)⁴, 1] = [2 · 0.5⁴, 1] = [0.125, 1].
+    lo, hi = silent_interval([2, 2], [1, 2], [1, 1], 4)
+    assert abs(lo - 0.125) < 1e-6 and hi == 1.0
+
+
+def test_scan_with_a_nan_reward_on_a_tiny_log_refuses_in_one_line(tmp_path, capsys):
+    # After the NaN is dropped: prompt a has (1, 0), prompt b (1, 1): the case above, through the CLI.
+    f = tmp_path / "nan.csv"
+    f.write_text("step,prompt_id,reward\n1,a,1\n1,a,nan\n1,a,0\n1,b,1\n1,b,1\n")
+    code, out, err = run(capsys, "scan", str(f), "-G", "4")
+    assert code == 2 and out == ""
+    assert "Singular" not in err and "not identified" in err and "0.1250 to 1.0000" in err
