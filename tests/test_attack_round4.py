@@ -24,3 +24,18 @@ def test_scan_with_a_nan_reward_on_a_tiny_log_refuses_in_one_line(tmp_path, caps
     code, out, err = run(capsys, "scan", str(f), "-G", "4")
     assert code == 2 and out == ""
     assert "Singular" not in err and "not identified" in err and "0.1250 to 1.0000" in err
+
+
+def test_plan_on_a_one_rollout_per_step_log_refuses_naming_the_flag(tmp_path, capsys):
+    # One row: the log's median rollouts per step R = 1, so N = floor(R / G) = 0 prompts at every G >= 2
+    # (it divided by floor(1 / 2) = 0: an internal ZeroDivisionError).
+    f = tmp_path / "one.csv"
+    f.write_text("step,prompt_id,reward\n1,a,1\n")
+    code, out, err = run(capsys, "plan", str(f))
+    assert code == 2 and out == ""
+    assert "internal error" not in err and "R = 1" in err and "--rollouts-per-step" in err
+
+
+def test_plan_rollouts_per_step_below_two_is_refused_by_the_flag(capsys):
+    code, out, err = run(capsys, "plan", "sample_logs/rollouts.parquet", "--rollouts-per-step", "1")
+    assert code == 2 and out == "" and "internal error" not in err and "--rollouts-per-step" in err

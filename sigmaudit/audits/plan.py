@@ -44,6 +44,8 @@ MAX_PLAN_G = 65_536
 """The largest G ``plan`` evaluates: no trainer samples more answers per prompt in one step, and the exact
 binomial sums cost time in proportion to G (docs/theory.md)."""
 ESTIMATOR = "auto"
+MIN_ROLLOUTS_PER_STEP = 2
+"""Smallest R a plan can search: one group of two rollouts (a group of one is always silent)."""
 """The default estimator rule (:data:`sigmaudit.core.estimates.DEFAULT_ESTIMATOR`)."""
 FIDELITY_DEFINITION = (
     "Σ_i E[E[σ](p, G) | n_i, k_i] / Σ_i E[sqrt(p(1−p)) | n_i, k_i]: mean φ weighted by GRPO mass, "
@@ -573,6 +575,13 @@ def plan(
                         "given" if rollouts_per_step is not None else
                         f"--batch-prompts {DEFAULT_BATCH_PROMPTS} × G = {ref0}")
     R = budget.rollouts_per_step
+    if R < MIN_ROLLOUTS_PER_STEP:
+        from ..errors import ConfigError
+
+        raise ConfigError(f"rollouts per step R = {R:,} ({budget.description}): a step holds no group of "
+                          f"G >= {MIN_ROLLOUTS_PER_STEP}, the smallest whose answers can disagree",
+                          location="--rollouts-per-step",
+                          remedy=f"give --rollouts-per-step R with R >= {MIN_ROLLOUTS_PER_STEP}")
     conv = {"advantage": opts.advantage, "std": opts.std}
     shown, thin, ref = _grid(corpus, Gs, reference_G, R)
     G_max = shown[-1]

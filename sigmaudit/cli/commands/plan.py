@@ -102,7 +102,7 @@ def plan(
         "Group size to show in the sweep (repeatable; the largest is the search's end, at most R and 65,536). "
         "Default: 2 4 8 12 16 24 32 48 64 96 128 192 256.")] = None,
     rollouts_per_step: Annotated[int | None, typer.Option(
-        "--rollouts-per-step", min=1, show_default=False, metavar="R",
+        "--rollouts-per-step", min=2, show_default=False, metavar="R",
         help="Rollouts per step R, held fixed across G (N = ⌊R/G⌋ prompts per step). Default: the log's median "
              "rollouts per step where it has steps, else --batch-prompts × the logged G.")] = None,
     batch_prompts: Annotated[int, typer.Option(
