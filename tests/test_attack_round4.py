@@ -39,3 +39,18 @@ def test_plan_on_a_one_rollout_per_step_log_refuses_naming_the_flag(tmp_path, ca
 def test_plan_rollouts_per_step_below_two_is_refused_by_the_flag(capsys):
     code, out, err = run(capsys, "plan", "sample_logs/rollouts.parquet", "--rollouts-per-step", "1")
     assert code == 2 and out == "" and "internal error" not in err and "--rollouts-per-step" in err
+
+
+def test_watch_summary_counts_only_the_steps_it_reported(tmp_path, capsys):
+    # Two prompts, G = 2. Step 1: both (1, 0), informative; step 2: a (1, 1), b (0, 0), both silent;
+    # step 3: informative again. The guard (> 50% for 1 step) trips at step 2 and the watch stops there,
+    # so its summary covers steps 1–2: 4 groups, 2 silent (50.0%), all-wrong 1 (25.0%), all-correct 1 (25.0%)
+    # — not the 6 groups / 33.3% of the whole file, step 3 included, that it printed.
+    f = tmp_path / "run.csv"
+    f.write_text("step,prompt_id,reward\n" + "".join(
+        f"{s},{p},{r}\n" for s, groups in ((1, {"a": (1, 0), "b": (1, 0)}), (2, {"a": (1, 1), "b": (0, 0)}),
+                                           (3, {"a": (1, 0), "b": (0, 1)}))
+        for p, rs in groups.items() for r in rs))
+    code, out, err = run(capsys, "watch", str(f), "--once", "--max-silent", "0.5", "--for", "1")
+    assert code == 1
+    assert "2 completed steps (1–2), 4 groups: observed silent 50.0% (all-wrong 25.0%, all-correct 25.0%)" in out + err

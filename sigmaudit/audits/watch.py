@@ -245,7 +245,8 @@ class Watch:
             top = report.step if top is None else max(top, report.step)
             self.reports.append(report)
             out.append(report)
-        self._totals = _shares_at(table, len(steps) - 1, 0)
+        if top is not None:  # the steps reported so far (with groups that came late), not the step pending
+            self._totals = _shares_at(table, int(np.searchsorted(steps, top, side="right")) - 1, 0)
         return out
 
     def advance_series(self, series: pl.DataFrame | None) -> list[StepReport]:
