@@ -37,62 +37,33 @@ PathsArg = Annotated[
         show_default=False,
     ),
 ]
-PromptColOpt = Annotated[
-    str | None,
-    typer.Option("--prompt-col", help="Prompt key column (several joined by commas, e.g. run,task_id).",
-                 rich_help_panel=_LAYOUT, show_default=False),
-]
-RewardColOpt = Annotated[
-    str | None,
-    typer.Option("--reward-col", help="Reward column (or list column of rewards) that means 'correct'.",
-                 rich_help_panel=_LAYOUT, show_default=False),
-]
-StepColOpt = Annotated[
-    str | None,
-    typer.Option("--step-col", help="Training-step column.", rich_help_panel=_LAYOUT, show_default=False),
-]
-GroupColOpt = Annotated[
-    str | None,
-    typer.Option("--group-col", help="Group-id column (one id per sampled group).", rich_help_panel=_LAYOUT,
-                 show_default=False),
-]
-NColOpt = Annotated[
-    str | None,
-    typer.Option("--n-col", help="Counts layout: samples-per-prompt column.", rich_help_panel=_LAYOUT,
-                 show_default=False),
-]
-KColOpt = Annotated[
-    str | None,
-    typer.Option("--k-col", help="Counts layout: correct-samples column.", rich_help_panel=_LAYOUT,
-                 show_default=False),
-]
-RateColOpt = Annotated[
-    str | None,
-    typer.Option("--rate-col", help="Counts layout: pass-rate column in [0, 1] (with --n-col or --samples).",
-                 rich_help_panel=_LAYOUT, show_default=False),
-]
-SamplesOpt = Annotated[
-    int | None,
-    typer.Option("--samples", min=1, help="Counts layout: samples behind each pass rate (e.g. 64).",
-                 rich_help_panel=_LAYOUT, show_default=False),
-]
-RateScaleOpt = Annotated[
-    float | None,
-    typer.Option("--rate-scale", help="Counts layout: full scale of the pass-rate column (100 for percentages, "
-                 "e.g. a leaderboard's pass@1); rates are divided by it.", rich_help_panel=_LAYOUT,
-                 show_default=False),
-]
-LengthColOpt = Annotated[
-    str | None,
-    typer.Option("--length-col", help="Per-rollout column of generated tokens: the share of tokens in silent groups "
-                 "is reported beside the share of rollouts (prime-rl and NeMo-RL dumps carry their own).",
-                 rich_help_panel=_LAYOUT, show_default=False),
-]
-ThresholdOpt = Annotated[
-    float | None,
-    typer.Option("--threshold", help="Reward >= T counts as correct (needed for non-binary rewards).",
-                 rich_help_panel=_LAYOUT, show_default=False),
-]
+_OVERRIDE: dict[str, Any] = {"rich_help_panel": _LAYOUT, "show_default": False}
+"""How every layout override's flag is shown: in its own help panel, with no default (the default is
+detection, or off)."""
+
+PromptColOpt = Annotated[str | None, typer.Option(
+    "--prompt-col", help="Prompt key column (several joined by commas, e.g. run,task_id).", **_OVERRIDE)]
+RewardColOpt = Annotated[str | None, typer.Option(
+    "--reward-col", help="Reward column (or list column of rewards) that means 'correct'.", **_OVERRIDE)]
+StepColOpt = Annotated[str | None, typer.Option("--step-col", help="Training-step column.", **_OVERRIDE)]
+GroupColOpt = Annotated[str | None, typer.Option(
+    "--group-col", help="Group-id column (one id per sampled group).", **_OVERRIDE)]
+NColOpt = Annotated[str | None, typer.Option("--n-col", help="Counts layout: samples-per-prompt column.",
+                                             **_OVERRIDE)]
+KColOpt = Annotated[str | None, typer.Option("--k-col", help="Counts layout: correct-samples column.",
+                                             **_OVERRIDE)]
+RateColOpt = Annotated[str | None, typer.Option(
+    "--rate-col", help="Counts layout: pass-rate column in [0, 1] (with --n-col or --samples).", **_OVERRIDE)]
+SamplesOpt = Annotated[int | None, typer.Option(
+    "--samples", min=1, help="Counts layout: samples behind each pass rate (e.g. 64).", **_OVERRIDE)]
+RateScaleOpt = Annotated[float | None, typer.Option(
+    "--rate-scale", help="Counts layout: full scale of the pass-rate column (100 for percentages, e.g. a "
+    "leaderboard's pass@1); rates are divided by it.", **_OVERRIDE)]
+LengthColOpt = Annotated[str | None, typer.Option(
+    "--length-col", help="Per-rollout column of generated tokens: the share of tokens in silent groups is "
+    "reported beside the share of rollouts (prime-rl and NeMo-RL dumps carry their own).", **_OVERRIDE)]
+ThresholdOpt = Annotated[float | None, typer.Option(
+    "--threshold", help="Reward >= T counts as correct (needed for non-binary rewards).", **_OVERRIDE)]
 ByOpt = Annotated[
     str | None,
     typer.Option("--by", metavar="COLUMN", show_default=False,
@@ -100,25 +71,18 @@ ByOpt = Annotated[
                       "beside the pooled audit; JSON key 'by'. 'run' and 'file' (when no column has the name) "
                       "audit each run folder or each file."),
 ]
-KeepDuplicatesOpt = Annotated[
-    bool,
-    typer.Option("--keep-duplicates", help="Keep rows written twice (a log appended to itself, a TRL "
-                 "generation batch logged again) and byte-for-byte copies of an input file (dropped by default, "
-                 "with a note).", rich_help_panel=_LAYOUT),
-]
-PoolRunsOpt = Annotated[
-    bool,
-    typer.Option("--pool-runs", help="Pool several runs whose groups meet (two run folders with the same steps and "
-                 "prompts, one eval folder per model, files of one folder that are each a whole log), each logged "
-                 "group and each run's prompts kept its own (predictions are the runs' mean); refused by default "
-                 "(audit each with --by run or --by file).", rich_help_panel=_LAYOUT),
-]
-PoolPromptsOpt = Annotated[
-    bool,
-    typer.Option("--pool-prompts", help="With several runs, count a prompt's samples from every run as one "
-                 "prompt's (runs of one policy: seeds of one eval); implies --pool-runs. Each logged group is "
-                 "still kept within its run.", rich_help_panel=_LAYOUT),
-]
+KeepDuplicatesOpt = Annotated[bool, typer.Option(
+    "--keep-duplicates", help="Keep rows written twice (a log appended to itself, a TRL generation batch logged "
+    "again) and byte-for-byte copies of an input file (dropped by default, with a note).", **_OVERRIDE)]
+PoolRunsOpt = Annotated[bool, typer.Option(
+    "--pool-runs", help="Pool several runs whose groups meet (two run folders with the same steps and prompts, "
+    "one eval folder per model, files of one folder that are each a whole log), each logged group and each "
+    "run's prompts kept its own (predictions are the runs' mean); refused by default (audit each with --by run "
+    "or --by file).", **_OVERRIDE)]
+PoolPromptsOpt = Annotated[bool, typer.Option(
+    "--pool-prompts", help="With several runs, count a prompt's samples from every run as one prompt's (runs "
+    "of one policy: seeds of one eval); implies --pool-runs. Each logged group is still kept within its run.",
+    **_OVERRIDE)]
 _ENGINE = "Engine (where the reduction runs)"
 
 
