@@ -64,6 +64,52 @@ def test_nothing_points_outside_the_repository():
         assert "../shared" not in text, name
 
 
+def _repository() -> str:
+    """The repository's URL as pyproject.toml's [project.urls] declares it (Source)."""
+    import tomllib
+
+    urls = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["urls"]
+    return urls["Source"].rstrip("/")
+
+
+def _link_problems(text: str, repository: str, root: Path) -> list[str]:
+    """What breaks when ``text`` is shown away from the checkout (the README is the package's long
+    description on PyPI): a link with no scheme (relative, or a bare ``#anchor``), and a link into
+    ``repository`` that names no file or folder of ``root`` at ``main``."""
+    prose = re.sub(r"```.*?```", "", text, flags=re.S)
+    prose = re.sub(r"`[^`\n]*`", "", prose)
+    targets = re.findall(r"(?<!\\)\[[^\]\n]*\]\(\s*<?([^)\s>]*)", prose)  # inline links [text](target)
+    targets += re.findall(r"^ {0,3}\[[^\]\n]+\]:\s*<?(\S+?)>?(?:\s|$)", prose, flags=re.M)  # [ref]: target
+    targets += re.findall(r"""(?:href|src)\s*=\s*["']([^"']*)""", prose)  # inline HTML
+    problems = [f"relative link {t!r}" for t in targets if not re.match(r"^[a-z][a-z0-9+.-]*:", t)]
+    for url in re.findall(re.escape(repository) + r"""(/[^\s)>"'\]]*)""", text):
+        path = url.split("#", 1)[0].rstrip("/")
+        route = re.match(r"^/(blob|tree)/main/(.+)$", path)
+        if route is None:
+            problems.append(f"{repository}{url}: not blob/main/<file> or tree/main/<folder>")
+        elif not (root / route[2]).is_file() and not (route[1] == "tree" and (root / route[2]).is_dir()):
+            problems.append(f"{repository}{url}: no {route[2]} in the checkout")
+    return problems
+
+
+def test_readme_links_are_absolute_and_name_files_of_the_repository():
+    """PyPI shows README.md as the package's description, where a relative link goes nowhere."""
+    assert _link_problems(README, _repository(), ROOT) == []
+
+
+def test_the_link_check_finds_relative_links_and_missing_files():
+    repo = "https://github.com/o/r"
+    text = ("[a](docs/commands.md) [b](#usage) [c](https://github.com/o/r/blob/main/docs/gone.md)\n"
+            "[d](https://github.com/o/r/blob/main/docs/commands.md#tour) [e](https://example.org/x)\n"
+            "[f](https://github.com/o/r/tree/main/docs) [g](https://github.com/o/r/blob/main/docs)\n"
+            "`[h](not/a/link.md)` <img src=\"logo.png\">\n\n[ref]: ../x.md\n")
+    assert _link_problems(text, repo, ROOT) == [
+        "relative link 'docs/commands.md'", "relative link '#usage'", "relative link '../x.md'",
+        "relative link 'logo.png'",
+        "https://github.com/o/r/blob/main/docs/gone.md: no docs/gone.md in the checkout",
+        "https://github.com/o/r/blob/main/docs: no docs in the checkout"]
+
+
 def test_docs_site_builds_strictly(tmp_path):
     mkdocs = pytest.importorskip("mkdocs.commands.build")
     from mkdocs.config import load_config
