@@ -3,9 +3,13 @@ independently (by hand or brute force)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from cli_runner import run
 
 from sigmaudit.core.identify import silent_interval
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_two_prompts_collinear_moments_give_the_one_moment_range():
@@ -37,7 +41,7 @@ def test_plan_on_a_one_rollout_per_step_log_refuses_naming_the_flag(tmp_path, ca
 
 
 def test_plan_rollouts_per_step_below_two_is_refused_by_the_flag(capsys):
-    code, out, err = run(capsys, "plan", "sample_logs/rollouts.parquet", "--rollouts-per-step", "1")
+    code, out, err = run(capsys, "plan", str(ROOT / "sample_logs" / "rollouts.parquet"), "--rollouts-per-step", "1")
     assert code == 2 and out == "" and "internal error" not in err and "--rollouts-per-step" in err
 
 
@@ -54,3 +58,25 @@ def test_watch_summary_counts_only_the_steps_it_reported(tmp_path, capsys):
     code, out, err = run(capsys, "watch", str(f), "--once", "--max-silent", "0.5", "--for", "1")
     assert code == 1
     assert "2 completed steps (1–2), 4 groups: observed silent 50.0% (all-wrong 25.0%, all-correct 25.0%)" in out + err
+
+
+def test_watch_refuses_a_series_without_a_silent_share(tmp_path, capsys):
+    # DAPO's published Fig. 3b series (tests/data) holds only the all-correct share per step: watch could
+    # report no step and its guard could never trip, yet it said "no completed step … held" and exited 0.
+    # check refuses the same file's --max-silent (exit 2); watch now does too, naming the file.
+    rows = [ln for ln in (ROOT / "tests" / "data" / "dapo_fig3b_allcorrect.csv").read_text().splitlines()
+            if not ln.lstrip('"').startswith("#")]
+    f = tmp_path / "dapo.csv"
+    f.write_text("\n".join(rows) + "\n")
+    code, out, err = run(capsys, "watch", str(f), "--once", "--max-silent", "0.5")
+    assert code == 2 and "held" not in out + err
+    assert "dapo.csv" in err and "no silent share" in err and "internal error" not in err
+    assert run(capsys, "check", str(f), "--max-silent", "0.5")[0] == 2
+
+
+def test_watch_still_gates_a_series_with_a_silent_share(tmp_path, capsys):
+    # Shares 0.2, 0.7, 0.8 over --max-silent 0.5 for 2 steps: steps 2 and 3 in a row, the guard trips at 3.
+    f = tmp_path / "series.csv"
+    f.write_text("step,frac_reward_zero_std\n1,0.2\n2,0.7\n3,0.8\n")
+    code, out, err = run(capsys, "watch", str(f), "--once", "--max-silent", "0.5", "--for", "2")
+    assert code == 1 and "FAILED at step 3" in out + err and "mean logged silent share 56.7%" in out + err

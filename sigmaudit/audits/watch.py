@@ -249,14 +249,23 @@ class Watch:
             self._totals = _shares_at(table, int(np.searchsorted(steps, top, side="right")) - 1, 0)
         return out
 
-    def advance_series(self, series: pl.DataFrame | None) -> list[StepReport]:
+    def advance_series(self, series: pl.DataFrame | None, source: str | None = None) -> list[StepReport]:
         """Report every step of a per-step series of shares (a trainer's metrics: each row is logged once its
-        step is done) not reported yet: the observed shares only (no groups, no forecast, no skip list)."""
+        step is done) not reported yet: the observed shares only (no groups, no forecast, no skip list).
+        ConfigError (naming ``source``, the series' file) when no step has a silent share."""
         from .trend import trend_from_series
 
         if series is None or series.height == 0:
             return []
-        rows = [r for r in trend_from_series(series).rows if r.observed_silent is not None]
+        every = trend_from_series(series).rows
+        rows = [r for r in every if r.observed_silent is not None]
+        if every and not rows:  # e.g. only an all-correct share: no step could be reported or trip the guard
+            from ..errors import ConfigError
+
+            raise ConfigError("the per-step series holds no silent share (nor both the all-wrong and the all-correct "
+                              "share) for any step: watch follows each step's silent share", location=source,
+                              remedy="give the rollout dump, or a series with a silent-share column; "
+                                     "'sigmaudit trend' reads this one")
         last = self.reports[-1].step if self.reports else None
         out = []
         for i, r in enumerate(rows):

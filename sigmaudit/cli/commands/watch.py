@@ -232,7 +232,8 @@ def _loop(follower: Follower, state: Watch, live: _Live, signals: _Signals, *, o
         settled = end and not snap.changed and not snap.pending and signals.how is None
         # --once reports at its second poll only: the steps there are one history, forecast once
         if snap.layout == "series":
-            reports = [] if once and not end else state.advance_series(snap.series)
+            source = next((str(f) for f in follower.local_files()), None)
+            reports = [] if once and not end else state.advance_series(snap.series, source)
         else:
             reports = [] if once and not end else state.advance(snap.per_group, final=settled)
         for report in reports:
