@@ -215,6 +215,34 @@ def test_title_is_escaped(page_without_steps):
     assert "<title>&lt;b&gt;run &amp; co&lt;/b&gt;</title>" in page_without_steps
 
 
+def test_mass_card_is_the_extreme_share_at_G_with_the_limit_beside_it():
+    """The card shows what scan's summary shows: the extreme band's share of gradient mass at the scan's
+    G (GRPO ∝ E[σ](p̂, G), Dr. GRPO ∝ p̂(1−p̂)), and GRPO's G → ∞ limit (∝ sqrt(p̂(1−p̂))) labelled as such.
+    Brute force on p̂ = k/16 (plug-in basis): p̂ = 1/16 and 15/16 are the extreme prompts."""
+    from math import comb, sqrt
+
+    from sigmaudit.views.report import report_page
+
+    ks, n, G = (1, 4, 8, 12, 15, 6), 16, 8
+    p = [k / n for k in ks]
+
+    def e_sigma(q: float) -> float:
+        return sum(comb(G, j) * q**j * (1 - q) ** (G - j) * sqrt(j * (G - j)) / G for j in range(G + 1))
+
+    def extreme_share(mass) -> float:
+        return sum(mass(q) for q in p if q < 0.1 or q > 0.9) / sum(mass(q) for q in p)
+
+    at_g, drgrpo = extreme_share(e_sigma), extreme_share(lambda q: q * (1 - q))
+    limit = extreme_share(lambda q: sqrt(q * (1 - q)))
+    assert (f"{100 * at_g:.1f}", f"{100 * drgrpo:.1f}", f"{100 * limit:.1f}") == ("14.6", "12.0", "20.7")
+    d = build_report(loaded_from_groups([(None, f"q{i}", n, k) for i, k in enumerate(ks)]), g_main=G,
+                     estimator="plugin")
+    card = next(c for c in report_page(d).cards if "gradient mass" in c.label)
+    assert card.value == f"{100 * at_g:.1f}% vs {100 * drgrpo:.1f}%"
+    assert card.label == ("gradient mass on extreme prompts (p < 0.1 or p > 0.9) at G = 8: GRPO vs Dr. GRPO; "
+                          f"GRPO in the G → ∞ limit {100 * limit:.1f}%")
+
+
 def test_corpus_with_no_in_between_prompt_still_renders():
     from sigmaudit.render.html import render_html
 

@@ -133,14 +133,23 @@ def _cards(d: ReportData) -> tuple[Card, ...]:
              "of prompts never / always solved in the log"),
         Card("—" if d.plan.recommended_G is None else f"G = {d.plan.recommended_G:,}",
              f"recommended ({d.plan.targets.describe()})"),
-        Card(f"{pct(s.mass_share.grpo.extreme)} vs {pct(s.mass_share.drgrpo.extreme)}"
-             if not math.isnan(s.mass_share.grpo.extreme) else "no mass",
-             f"gradient mass on extreme prompts ({EXTREME_LABEL}): GRPO vs Dr. GRPO, large G"),
+        _mass_card(s),
     ]
     if s.observed_silent is not None:
         o = s.observed_silent
         cards.insert(2, Card(pct(o.fraction), f"of the {o.groups:,} logged groups were silent (size {o.G:,})"))
     return tuple(cards)
+
+
+def _mass_card(s: ScanReport) -> Card:
+    """The extreme band's share of gradient mass at the scan's G (the figure of scan's summary), GRPO vs
+    Dr. GRPO, and GRPO's G → ∞ limit beside it (Dr. GRPO's shares are the same at every G)."""
+    m = s.mass_share
+    label = f"gradient mass on extreme prompts ({EXTREME_LABEL}) at G = {m.G:,}: GRPO vs Dr. GRPO"
+    if math.isnan(m.grpo_finite.extreme):
+        return Card("no mass", label)
+    return Card(f"{pct(m.grpo_finite.extreme)} vs {pct(m.drgrpo_finite.extreme)}",
+                f"{label}; GRPO in the G → ∞ limit {pct(m.grpo.extreme)}")
 
 
 def _recommendation(d: ReportData) -> Spans:
