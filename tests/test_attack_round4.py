@@ -80,3 +80,28 @@ def test_watch_still_gates_a_series_with_a_silent_share(tmp_path, capsys):
     f.write_text("step,frac_reward_zero_std\n1,0.2\n2,0.7\n3,0.8\n")
     code, out, err = run(capsys, "watch", str(f), "--once", "--max-silent", "0.5", "--for", "2")
     assert code == 1 and "FAILED at step 3" in out + err and "mean logged silent share 56.7%" in out + err
+
+
+def test_reduce_refuses_shaped_rewards_whose_counts_would_audit_differently(tmp_path, capsys):
+    # --threshold 0.4. Groups: step 1 a (0.6, 0.9): k = n = 2 but the rewards differ (a gradient);
+    # b (0.1, 0.2): k = 0, rewards differ; step 2 a (0.6, 0.6): zero spread, k = n; b (0.1, 0.5): k = 1.
+    # The log's observed silent share (zero spread) is 1/4 = 0.25; counts (n, k) would say 3/4 = 0.75, so
+    # `check --max-silent 0.3` passed on the log and failed on its reduced table. 2 of 4 groups differ.
+    f = tmp_path / "shaped.csv"
+    f.write_text("step,prompt_id,reward\n1,a,0.6\n1,a,0.9\n1,b,0.1\n1,b,0.2\n2,a,0.6\n2,a,0.6\n2,b,0.1\n2,b,0.5\n")
+    assert run(capsys, "check", str(f), "--threshold", "0.4", "--max-silent", "0.3")[0] == 0
+    out_file = tmp_path / "counts.parquet"
+    code, out, err = run(capsys, "reduce", str(f), "--threshold", "0.4", "-o", str(out_file))
+    assert code == 2 and not out_file.exists() and "2 of 4 logged groups" in err and "shaped.csv" in err
+
+
+def test_reduce_keeps_shaped_rewards_whose_counts_agree(tmp_path, capsys):
+    # Every group's zero spread matches its silence on correctness: (0.5, 0.5) k = n, (0.1, 0.1) k = 0,
+    # (0.2, 0.7) k = 1: silent 2 of 3 groups either way, and the reduced table gates the same 2/3.
+    f = tmp_path / "shaped.csv"
+    f.write_text("step,prompt_id,reward\n1,a,0.5\n1,a,0.5\n1,b,0.1\n1,b,0.1\n2,a,0.2\n2,a,0.7\n")
+    out_file = tmp_path / "counts.parquet"
+    assert run(capsys, "reduce", str(f), "--threshold", "0.4", "-o", str(out_file))[0] == 0
+    code, out, err = run(capsys, "check", str(out_file), "--max-silent", "0.6", "-f", "json")
+    import json
+    assert code == 1 and abs(json.loads(out)["checks"][0]["value"] - 2 / 3) < 1e-12

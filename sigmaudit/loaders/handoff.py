@@ -12,6 +12,10 @@ per logged group when groups are known:
   from its n, with one more row (n = k = 0) per step and prompt where rewards were missing (grouped
   table; per prompt otherwise), so the reloaded counts report the same missing rewards and the same
   prompts whose rewards were all missing.
+
+Shaped rewards read with ``--threshold`` are refused when some group's zero spread (what the observed
+figures count) differs from its silence on correctness (what n and k record): the table would audit
+differently from the log.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ def counts_table(loaded: LoadedCounts) -> pl.DataFrame:
         raise SchemaError("this dump was written after zero-variance filtering, which a counts table "
                           "cannot record (its audit would lose the warning)", location=loaded.files[0],
                           remedy="audit the dump itself")
+    _refuse_lost_spread(loaded)
     missing = loaded.missing_at if loaded.missing_rewards and loaded.missing_at is not None else None
     if loaded.per_group is None:
         table = loaded.per_prompt.select(pl.col("prompt"), pl.col("n").cast(pl.Int64), pl.col("k").cast(pl.Int64))
@@ -53,3 +58,21 @@ def counts_table(loaded: LoadedCounts) -> pl.DataFrame:
                            pl.col("prompt"), pl.lit(0, pl.Int64).alias("n"), pl.lit(0, pl.Int64).alias("k"),
                            pl.col("missing").alias(HANDOFF_MISSING))
     return pl.concat([table.with_columns(pl.lit(0, pl.Int64).alias(HANDOFF_MISSING)), extra])
+
+
+def _refuse_lost_spread(loaded: LoadedCounts) -> None:
+    """Shaped rewards read with --threshold: the observed figures count a group silent when its raw rewards
+    have zero spread (rmin = rmax), which n and k cannot record. SchemaError when some group's zero spread
+    differs from its silence on correctness (k = 0 or k = n): its counts would audit differently."""
+    groups = loaded.per_group
+    if groups is None or "rmin" not in groups.columns:
+        return
+    spread = (pl.col("rmin") == pl.col("rmax")).fill_null(False)
+    unanimous = (pl.col("k") == 0) | (pl.col("k") == pl.col("n"))
+    differ = groups.filter(spread != unanimous).height
+    if differ:
+        raise SchemaError(f"{differ:,} of {groups.height:,} logged groups are silent on correctness (all on one "
+                          "side of --threshold) but their raw rewards differ, or the reverse: the observed "
+                          "figures count zero spread, which a counts table (n, k) cannot record",
+                          location=str(loaded.files[0]) if loaded.files else None,
+                          remedy="audit the log itself, with --threshold")
