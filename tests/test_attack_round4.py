@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from cli_runner import run
 
 from sigmaudit.core.identify import silent_interval
@@ -105,3 +106,16 @@ def test_reduce_keeps_shaped_rewards_whose_counts_agree(tmp_path, capsys):
     code, out, err = run(capsys, "check", str(out_file), "--max-silent", "0.6", "-f", "json")
     import json
     assert code == 1 and abs(json.loads(out)["checks"][0]["value"] - 2 / 3) < 1e-12
+
+
+@pytest.mark.parametrize("engine", ["polars", "duckdb"])
+@pytest.mark.parametrize("row", ["b,inf,3", "b,10,-inf"])
+def test_infinite_counts_are_refused_as_counts(tmp_path, capsys, engine, row):
+    # An infinite n or k passed every check (inf is whole, inf >= 1) and failed later in a cast, reported as
+    # "cannot form the group keys ... pick the key columns" (polars) or a raw DuckDB conversion error.
+    pytest.importorskip(engine)
+    f = tmp_path / "counts.csv"
+    f.write_text(f"prompt,n,k\na,10,3\n{row}\n")
+    code, out, err = run(capsys, "scan", str(f), "--engine", engine)
+    assert code == 2 and out == ""
+    assert "counts are infinite" in err and "counts.csv" in err and "--n-col/--k-col" in err

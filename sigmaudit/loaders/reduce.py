@@ -406,7 +406,9 @@ def reduce_counts(src: Source, plan: ColumnMap, samples: int | None, rate_scale:
     # a hand-off row of a group whose rewards were all missing: n = k = 0 and missing_rewards > 0
     carried = (pl.col(HANDOFF_MISSING).cast(pl.Float64).fill_null(0) if HANDOFF_MISSING in src.schema
                else pl.lit(0.0))
-    problem = (problem.when((n != n.round(0)) | (kf != kf.round(0)) | (carried != carried.round(0)))
+    problem = (problem.when(n.is_infinite() | kf.is_infinite() | carried.is_infinite())
+               .then(pl.lit("counts are infinite"))
+               .when((n != n.round(0)) | (kf != kf.round(0)) | (carried != carried.round(0)))
                .then(pl.lit("counts are not whole numbers"))
                .when(carried < 0).then(pl.lit(f"negative {HANDOFF_MISSING}"))
                .when((n < 1) & ~((n == 0) & (carried > 0))).then(pl.lit("n < 1"))

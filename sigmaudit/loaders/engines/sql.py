@@ -13,6 +13,7 @@ cast to text and joined by `` | `` (nulls skipped).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -230,14 +231,15 @@ def _counts_sql(plan: ColumnMap, opts: LoadOptions, d: Dialect, table: str, step
     rcol = f"CAST({col(plan.rate)} AS DOUBLE)" if plan.rate and not plan.k else "CAST(NULL AS DOUBLE)"
     return (
         f"SELECT step, gid, prompt,\n"
-        f"  CAST(SUM(CASE WHEN why IS NULL THEN 0 ELSE n END) AS BIGINT) AS n,\n"
-        f"  CAST(SUM(CASE WHEN why IS NULL THEN 0 ELSE k END) AS BIGINT) AS k,\n"
+        f"  CAST(SUM(CASE WHEN why IS NULL OR why <> '' THEN 0 ELSE n END) AS BIGINT) AS n,\n"
+        f"  CAST(SUM(CASE WHEN why IS NULL OR why <> '' THEN 0 ELSE k END) AS BIGINT) AS k,\n"
         f"  SUM(CASE WHEN why IS NULL THEN 1 ELSE 0 END) AS missing,\n"
         f"  COUNT(*) AS rows,\n"
         f"  MAX(why) AS bad\n"
         f"FROM (SELECT step, gid, prompt, n, k, CASE\n"
         f"    WHEN {missing} THEN NULL\n"
         f"{rate_checks}"
+        f"    WHEN abs(n) > {sys.float_info.max!r} OR abs(k) > {sys.float_info.max!r} THEN 'counts are infinite'\n"
         f"    WHEN n <> ROUND(n, 0) OR k <> ROUND(k, 0) THEN 'counts are not whole numbers'\n"
         f"    WHEN n < 1 THEN 'n < 1'\n"
         f"    WHEN k < 0 THEN 'negative k'\n"
