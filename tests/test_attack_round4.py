@@ -119,3 +119,16 @@ def test_infinite_counts_are_refused_as_counts(tmp_path, capsys, engine, row):
     code, out, err = run(capsys, "scan", str(f), "--engine", engine)
     assert code == 2 and out == ""
     assert "counts are infinite" in err and "counts.csv" in err and "--n-col/--k-col" in err
+
+
+def test_jsonl_with_a_bare_nan_names_its_line(tmp_path, capsys):
+    # json.dumps({"reward": float("nan")}) writes a bare NaN, which Python reads back but JSON (and the jsonl
+    # reader) does not: the error was "cannot read jsonl: InternalError(TapeError) at character 32 ('N')".
+    # Line 1 holds the words NaN and Infinity inside a string, which is valid JSON; line 3 the bare -Infinity.
+    f = tmp_path / "log.jsonl"
+    f.write_text('{"step": 1, "prompt": "NaN Infinity", "reward": 1}\n{"step": 1, "prompt": "a", "reward": 0}\n'
+                 '{"step": 1, "prompt": "a", "reward": -Infinity}\n')
+    code, out, err = run(capsys, "scan", str(f))
+    assert code == 2 and out == ""
+    assert "log.jsonl:3" in err and "-Infinity on line 3 is not JSON" in err and "null" in err
+    assert "TapeError" not in err

@@ -390,6 +390,11 @@ def read_error(path: Path | str, local: Path | str, fmt: str, exc: BaseException
             kind = NoDataError if line[0] == 1 else InputError  # not JSON lines at all
             return kind(f"malformed JSON on line {line[0]}: {line[1]}",
                               location=f"{path}:{line[0]}", remedy=CUT_OFF if line[2] else None)
+        constant = nonstandard_constant(local)
+        if constant is not None:
+            return InputError(f"{constant[1]} on line {constant[0]} is not JSON (Python's json.dumps writes it "
+                              "for a float that is not finite)", location=f"{path}:{constant[0]}",
+                              remedy="write null for a missing value (json.dumps(..., allow_nan=False) finds them)")
     if isinstance(exc, PANIC):
         import re
 
@@ -427,6 +432,27 @@ CUT_OFF = "the file's last line is cut off (a writer stopped mid-line?); delete 
 def cut_off(line: str, fh: Any) -> bool:
     """``line`` (just read from ``fh``) is the file's last and has no line end."""
     return not line.endswith("\n") and not fh.read(1)
+
+
+def nonstandard_constant(path: Path) -> tuple[int, str] | None:
+    """(line number, constant) of the first NaN, Infinity or -Infinity written as a bare JSON value: Python's
+    json reads it, the jsonl reader does not."""
+    found: list[str] = []
+
+    def constant(name: str) -> float:
+        found.append(name)
+        raise ValueError(name)
+
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not any(c in line for c in ("NaN", "Infinity")):
+                continue
+            try:
+                json.loads(line, parse_constant=constant)
+            except (ValueError, RecursionError):
+                if found:
+                    return number, found[0]
+    return None
 
 
 def _json_array(path: Path) -> bool:
