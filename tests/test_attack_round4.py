@@ -132,3 +132,14 @@ def test_jsonl_with_a_bare_nan_names_its_line(tmp_path, capsys):
     assert code == 2 and out == ""
     assert "log.jsonl:3" in err and "-Infinity on line 3 is not JSON" in err and "null" in err
     assert "TapeError" not in err
+
+
+def test_check_confidence_says_the_observed_share_is_tested_as_it_is(capsys):
+    # sample_logs/rollouts.parquet: 2,410 of its 4,000 logged groups are silent (0.6025, counted by hand from
+    # the rows). On the observed basis --confidence has no bound to test for it (its "tested bound" cell is
+    # empty) and the gate compares 0.6025 itself, yet the note said every check tested "the one-sided 90% bound".
+    code, out, err = run(capsys, "check", str(ROOT / "sample_logs" / "rollouts.parquet"), "--max-silent", "0.61",
+                         "--confidence", "0.9", "-q", "--color", "never")
+    text = " ".join(out.replace("│", " ").split())
+    assert code == 0 and "0.6025" in text
+    assert "silent_rate: the observed value (what the logged groups did, no interval)" in text

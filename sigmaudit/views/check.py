@@ -57,6 +57,9 @@ def check_view(result: CheckResult) -> View:
         cols = cols[:3] + cols[4:]
     gated = ("the point estimate" if result.confidence is None
              else f"the one-sided {100 * result.confidence:g}% bound (upper for max-limits, lower for min-limits)")
+    untested = [c.name for c in result.checks if result.confidence is not None and c.tested is None]
+    if untested:  # the observed shares: what the logged groups did, no sampling interval to bound
+        gated += f"; {', '.join(untested)}: the observed value (what the logged groups did, no interval)"
     if result.consecutive is not None:
         gated += (f"; observed silent checks: the largest per-step share held {result.consecutive} consecutive "
                   "logged steps")
