@@ -113,13 +113,32 @@ def _rounded(data: object) -> object:
     return walk(data)
 
 
-def test_other_cpu_features_and_blas_cores_print_the_same():
-    """The sample log's scan under each machine setting gives the golden JSON's printed figures."""
+_GEMM_PROBE = ("import numpy as np\n"
+               "for shape in ((2000, 101), (400, 400), (3000, 600)):\n"
+               "    x = np.ones(shape); print((x.T @ x).sum())")
+
+
+def _blas_runs_under(extra: dict[str, str]) -> bool:
+    """Whether numpy's own matrix product runs under this setting (numpy 2.5.5's OpenBLAS 0.3.34 dies of
+    SIGSEGV on any gemm with OPENBLAS_CORETYPE=Haswell on an AVX-512 EPYC: the BLAS, not sigmaudit)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("NPY_DISABLE_CPU_FEATURES", "OPENBLAS_CORETYPE")}
+    proc = subprocess.run([sys.executable, "-c", _GEMM_PROBE], env=env | extra, capture_output=True, check=False,
+                          timeout=120)
+    return proc.returncode == 0
+
+
+@pytest.mark.parametrize("extra", MACHINES, ids=lambda e: " ".join(f"{k}={v}" for k, v in e.items()) or "default")
+def test_other_cpu_features_and_blas_cores_print_the_same(extra):
+    """The sample log's scan under each machine setting gives the golden JSON's printed figures. A setting under
+    which numpy's own matrix product crashes is skipped, naming numpy's version: nothing of sigmaudit's can run
+    there, and the setting says nothing about sigmaudit's numbers."""
+    if not _blas_runs_under(extra):
+        import numpy
+        pytest.skip(f"numpy {numpy.__version__}'s BLAS crashes on a plain matrix product under {extra}")
     golden_file = ROOT / "tests" / "golden" / "scan_json" / "sample_rollouts.json"
     golden = _rounded(json.loads(golden_file.read_text())["json"])
-    for extra in MACHINES:
-        got = _rounded(json.loads(_subprocess_scan(extra)))
-        assert got == golden, extra
+    got = _rounded(json.loads(_subprocess_scan(extra)))
+    assert got == golden, extra
 
 
 def test_prior_chosen_by_the_data_follows_a_well_sampled_corpus(capsys):
