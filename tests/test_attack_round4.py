@@ -143,3 +143,17 @@ def test_check_confidence_says_the_observed_share_is_tested_as_it_is(capsys):
     text = " ".join(out.replace("│", " ").split())
     assert code == 0 and "0.6025" in text
     assert "silent_rate: the observed value (what the logged groups did, no interval)" in text
+
+
+def test_simulate_log_out_of_a_dapo_run_with_no_step_is_refused(tmp_path, capsys):
+    # 5 prompts × G = 2 × 2 steps = a budget of 20 rollouts; DAPO's first step regenerates chunks of
+    # 5 × 2 = 10 rollouts until every slot holds a group with 0 < k < G, which took more than 20 here:
+    # it ran 0 steps and --log-out wrote a header-only file that every command then refuses.
+    f = tmp_path / "dapo.csv"
+    code, out, err = run(capsys, "simulate", "--prompts", "5", "--num-steps", "2", "-G", "2", "--rules", "dapo",
+                         "--log-out", str(f))
+    assert code == 2 and out == "" and not f.exists()
+    assert "--log-out" in err and "completed no step" in err and "--num-steps" in err
+    code, out, err = run(capsys, "simulate", "--prompts", "5", "--num-steps", "40", "-G", "2", "--rules", "dapo",
+                         "--log-out", str(f), "-q")
+    assert code == 0 and f.exists() and len(f.read_text().splitlines()) > 1

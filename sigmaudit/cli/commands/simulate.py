@@ -149,6 +149,13 @@ def simulate(
                           init_label=", ".join(map(str, init_from or [])), record=log_out is not None)
     if log_out is not None:
         log = rollout_log(result)
+        if log.height == 0:  # DAPO's first step alone can take more rollouts than the others' whole budget
+            from ...errors import ConfigError
+
+            raise ConfigError(f"the {result.runs[0].rule} run completed no step within the budget "
+                              f"({result.config.prompts:,} prompts × G = {G} × {steps:,} steps), so its log "
+                              "would hold no rollout", location="--log-out",
+                              remedy="raise --num-steps, or list another rule first in --rules")
         write_table(log, log_out, "--log-out")
         note(f"wrote {log_out}: the {result.runs[0].rule} run, {log.height:,} rollouts (long layout)")
     init = result.config.init
