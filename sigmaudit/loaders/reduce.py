@@ -80,6 +80,23 @@ def _collect(src: Source, lf: pl.LazyFrame) -> pl.DataFrame:
         raise src.fail(exc) from exc
 
 
+def fractional_step_error(values: pl.Series, column: str, where: str) -> SchemaError | None:
+    """The refusal of a step column holding a value that is no whole number (0.5, 1.5), or None. A trainer's
+    step is a whole optimizer step; a fractional one is an epoch or a time, and casting it to an integer
+    would merge steps 1.0 and 1.5 into one "step 1" (issue 36 item 19). Whole floats (1.0, 2.0) are steps."""
+    if not values.dtype.is_float():
+        return None
+    finite = values.filter(values.is_finite())
+    bad = finite.filter(finite != finite.floor())
+    if bad.is_empty():
+        return None
+    first = bad.sort()[0]
+    return SchemaError(f"step column {column!r} holds steps that are not whole numbers (first {first:g}, "
+                       f"{bad.n_unique():,} such values): an epoch or a time is not a training step",
+                       location=f"{where}: column {column}",
+                       remedy="pass --step-col with the column of whole training steps")
+
+
 def _finish(src: Source, plan: ColumnMap, df: pl.DataFrame, gid: pl.Expr) -> pl.DataFrame:
     """Raw-keyed aggregate -> ``PARTIAL_SCHEMA`` (string prompt key, Int64 step)."""
     if len(plan.prompt) == 1 and df.schema[plan.prompt[0]] == pl.Utf8:
@@ -88,6 +105,9 @@ def _finish(src: Source, plan: ColumnMap, df: pl.DataFrame, gid: pl.Expr) -> pl.
         prompt = pl.concat_str([pl.col(c).cast(pl.Utf8) for c in plan.prompt], separator=" | ",
                                ignore_nulls=True)
     step = pl.col(plan.step) if plan.step else pl.lit(None)
+    if plan.step and plan.step in df.columns and (err := fractional_step_error(df[plan.step], plan.step,
+                                                                                 str(src.path))):
+        raise err
     order = [c for c in (plan.step, *plan.prompt, plan.group, "__row") if c and c in df.columns]
     try:
         # sort on the raw keys (cheap) and project in one plan: the rows are gathered once

@@ -132,7 +132,11 @@ def read_series(lf: pl.LazyFrame, step: str, mapping: dict[str, str], where: str
     """The series as ``step`` plus one Float64 column per field, sorted by step; shares checked in [0, 1]."""
     from .readers import POLARS_ERRORS
 
+    from .reduce import fractional_step_error
+
     try:
+        if err := fractional_step_error(lf.select(pl.col(step)).collect().to_series(), step, where):
+            raise err
         df = lf.select(pl.col(step).cast(pl.Int64).alias("step"),
                        *(pl.col(col).cast(pl.Float64).alias(field) for field, col in mapping.items())).collect()
     except POLARS_ERRORS as exc:

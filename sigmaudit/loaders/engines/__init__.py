@@ -31,7 +31,7 @@ from ...errors import SchemaError
 from ..columns import ColumnMap
 from ..options import FileCounts, LoadOptions
 from ..paths import file_kind
-from ..reduce import HANDOFF_MISSING, missing_at
+from ..reduce import HANDOFF_MISSING, fractional_step_error, missing_at
 from ..remote import is_remote, parse_url
 from ..rewards import non_binary_error
 
@@ -164,8 +164,10 @@ def reduce_with(engine: Engine, plan: ColumnMap, opts: LoadOptions, files: list[
 
 def _labelled(raw: pl.DataFrame, plan: ColumnMap, where: str) -> pl.DataFrame:
     """The query's rows in ``PARTIAL_SCHEMA`` (plus missing, rows). Groups were formed on the step as
-    read (0.5 and 1.5 are two steps); the step is labelled as an integer here exactly as the polars
-    engine labels it (``reduce._finish``: a Polars cast), or refused as it refuses it."""
+    read; a step that is no whole number (0.5, 1.5) is refused as the polars engine refuses it
+    (``reduce._finish``), and whole steps are labelled as integers by the same Polars cast."""
+    if plan.step and (err := fractional_step_error(raw["step"], plan.step, where)):
+        raise err
     try:
         return raw.select(pl.col("step").cast(pl.Int64), pl.col("gid").cast(pl.Utf8), pl.col("prompt").cast(pl.Utf8),
                           pl.col("n").cast(pl.Int64), pl.col("k").cast(pl.Int64),

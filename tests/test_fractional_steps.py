@@ -1,0 +1,74 @@
+"""Issue 36 item 19: a step column holding steps that are not whole numbers (0.5, 1.0, 1.5, 2.0) was cast to
+integers, merging steps 1.0 and 1.5 into one "step 1" of 40 groups. It is refused now, on every engine and
+by every command that reads steps, with nothing written; whole float steps (1.0, 2.0) read as the integers."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import polars as pl
+import pytest
+from cli_runner import run
+
+STEPS = (0.5, 1.0, 1.5, 2.0)
+
+
+def _rows(steps):
+    rng = random.Random(3)
+    return [{"step": s, "prompt_id": f"q{q}", "reward": float(rng.random() < 0.5)}
+            for s in steps for q in range(10) for _ in range(4)]
+
+
+@pytest.fixture(params=["parquet", "csv", "jsonl"])
+def fractional(request, tmp_path):
+    df = pl.DataFrame(_rows(STEPS))
+    path = tmp_path / f"frac.{request.param}"
+    {"parquet": df.write_parquet, "csv": df.write_csv, "jsonl": df.write_ndjson}[request.param](path)
+    return path
+
+
+def _refused(code, err):
+    assert code == 2
+    line = err.strip().splitlines()[-1]
+    assert "column 'step'" in line and "not whole numbers" in line and "first 0.5" in line
+    assert "--step-col" in line
+    return line
+
+
+@pytest.mark.parametrize("argv", [["scan"], ["check", "--max-silent", "0.5"], ["trend"], ["plan"],
+                                  ["forecast"], ["watch", "--once"], ["scan", "--engine", "duckdb"]])
+def test_every_command_refuses_fractional_steps(capsys, fractional, argv):
+    code, out, err = run(capsys, argv[0], str(fractional), *argv[1:], "-q")
+    _refused(code, err)
+    assert out == ""
+
+
+def test_reduce_refuses_and_writes_nothing(capsys, fractional, tmp_path):
+    target = tmp_path / "counts.parquet"
+    code, _, err = run(capsys, "reduce", str(fractional), "-o", str(target), "-q")
+    _refused(code, err)
+    assert not target.exists()
+
+
+def test_whole_float_steps_read_as_the_integer_steps(capsys, tmp_path):
+    whole = {0.5: 1.0, 1.0: 2.0, 1.5: 3.0, 2.0: 4.0}
+    floats = pl.DataFrame(_rows(STEPS)).with_columns(pl.col("step").replace_strict(whole, return_dtype=pl.Float64))
+    ints = floats.with_columns(pl.col("step").cast(pl.Int64))
+    floats.write_parquet(tmp_path / "floats.parquet")
+    ints.write_parquet(tmp_path / "ints.parquet")
+    outs = []
+    for name in ("floats", "ints"):
+        code, out, _ = run(capsys, "scan", str(tmp_path / f"{name}.parquet"), "-f", "json", "-q", "--bootstrap", "0")
+        assert code == 0
+        outs.append(json.loads(out))
+    assert json.dumps(outs[0], sort_keys=True).replace("floats", "ints") == json.dumps(outs[1], sort_keys=True)
+    # four steps of 10 groups each, not three (the old cast made 1.0 and 1.5 one step of 20)
+    assert outs[1]["steps"] == 4
+    assert {r["step"]: r["groups"] for r in outs[1]["observed_silent"]["by_step"]} == {1: 10, 2: 10, 3: 10, 4: 10}
+
+def test_a_metrics_series_with_fractional_steps_is_refused(capsys, tmp_path):
+    path = tmp_path / "metrics.csv"
+    path.write_text("step,silent_fraction\n0.5,0.2\n1.0,0.3\n1.5,0.4\n")
+    code, _, err = run(capsys, "scan", str(path), "-q")
+    _refused(code, err)
