@@ -55,17 +55,7 @@ def check_view(result: CheckResult) -> View:
     if not tested:
         rows = [r[:3] + r[4:] for r in rows]
         cols = cols[:3] + cols[4:]
-    gated = ("the point estimate" if result.confidence is None
-             else f"the one-sided {100 * result.confidence:g}% bound (upper for max-limits, lower for min-limits)")
-    untested = [c.name for c in result.checks if result.confidence is not None and c.tested is None]
-    if untested:  # the observed shares: what the logged groups did, no sampling interval to bound
-        gated += f"; {', '.join(untested)}: the observed value (what the logged groups did, no interval)"
-    if result.consecutive is not None:
-        gated += (f"; observed silent checks: the largest per-step share held {result.consecutive} consecutive "
-                  "logged steps")
-    note = (f"estimator rule: {result.estimator_rule} (silent rates {result.estimator}; fidelity, extreme share and "
-            f"never solved: {'p̂ = k/n in the log' if result.estimator_rule == 'plugin' else 'posterior'}); "
-            f"interval: bootstrap over prompts, {result.replicates:,} replicates; gate tests {gated}")
+    note = _estimator_note(result)
     table = Table("checks", cols, tuple(rows), note=note if result.basis != "series" else
                   "each value: the mean of the logged per-step shares over the window (observed, no interval)")
     n_fail = len(result.failed)
@@ -101,6 +91,21 @@ def check_view(result: CheckResult) -> View:
             f"by {column}", (column, "prompts", "result", "failed checks"), by_rows,
             note="each value checked on its own (own prior fit); the gate above is the pooled log"),)))
     return View("sigmaudit check", tuple(sections), csv_table="checks")
+
+
+def _estimator_note(result: CheckResult) -> str:
+    """The checks table's note: the estimator rule, the interval, and what each check gates."""
+    gated = ("the point estimate" if result.confidence is None
+             else f"the one-sided {100 * result.confidence:g}% bound (upper for max-limits, lower for min-limits)")
+    untested = [c.name for c in result.checks if result.confidence is not None and c.tested is None]
+    if untested:  # the observed shares: what the logged groups did, no sampling interval to bound
+        gated += f"; {', '.join(untested)}: the observed value (what the logged groups did, no interval)"
+    if result.consecutive is not None:
+        gated += (f"; observed silent checks: the largest per-step share held {result.consecutive} consecutive "
+                  "logged steps")
+    return (f"estimator rule: {result.estimator_rule} (silent rates {result.estimator}; fidelity, extreme share and "
+            f"never solved: {'p̂ = k/n in the log' if result.estimator_rule == 'plugin' else 'posterior'}); "
+            f"interval: bootstrap over prompts, {result.replicates:,} replicates; gate tests {gated}")
 
 
 def _series_head(result: CheckResult, verdict: str, basis: str) -> tuple[str, str]:

@@ -132,10 +132,9 @@ def simulate(
     Example:
       sigmaudit simulate --num-steps 60 --rules grpo,dapo,sign
     """
-    from ...audits.simulate import SeriesReport, rollout_log
+    from ...audits.simulate import SeriesReport
     from ...audits.simulate import simulate as run_simulate
     from ...render import Format
-    from ...writers import write_table
     from ..inputs import load_inputs
     from ..output import note, resolve_format
 
@@ -148,18 +147,27 @@ def simulate(
     result = run_simulate(prompts=prompts, G=G, steps=steps, lr=lr, seed=seed, rules=rules, init_counts=counts,
                           init_label=", ".join(map(str, init_from or [])), record=log_out is not None)
     if log_out is not None:
-        log = rollout_log(result)
-        if log.height == 0:  # DAPO's first step alone can take more rollouts than the others' whole budget
-            from ...errors import ConfigError
-
-            raise ConfigError(f"the {result.runs[0].rule} run completed no step within the budget "
-                              f"({result.config.prompts:,} prompts × G = {G} × {steps:,} steps), so its log "
-                              "would hold no rollout", location="--log-out",
-                              remedy="raise --num-steps, or list another rule first in --rules")
-        write_table(log, log_out, "--log-out")
-        note(f"wrote {log_out}: the {result.runs[0].rule} run, {log.height:,} rollouts (long layout)")
+        _write_log(result, log_out, G, steps)
     init = result.config.init
     if init_from and init.corpus_excluded:
         note(f"--init-from: {init.corpus_excluded:,} prompts with k/n ∈ {{0, 1}} left out (no gradient to follow), "
              f"{init.corpus_prompts:,} used")
     emit_result(SeriesReport(result) if resolve_format(fmt, output) is Format.csv else result, fmt, output)
+
+
+def _write_log(result, log_out: Path, G: int, steps: int) -> None:
+    """``--log-out``: the first rule's run as a long rollout log, refused when it holds no rollout."""
+    from ...audits.simulate import rollout_log
+    from ...writers import write_table
+    from ..output import note
+
+    log = rollout_log(result)
+    if log.height == 0:  # DAPO's first step alone can take more rollouts than the others' whole budget
+        from ...errors import ConfigError
+
+        raise ConfigError(f"the {result.runs[0].rule} run completed no step within the budget "
+                          f"({result.config.prompts:,} prompts × G = {G} × {steps:,} steps), so its log "
+                          "would hold no rollout", location="--log-out",
+                          remedy="raise --num-steps, or list another rule first in --rules")
+    write_table(log, log_out, "--log-out")
+    note(f"wrote {log_out}: the {result.runs[0].rule} run, {log.height:,} rollouts (long layout)")
