@@ -157,3 +157,11 @@ def test_simulate_log_out_of_a_dapo_run_with_no_step_is_refused(tmp_path, capsys
     code, out, err = run(capsys, "simulate", "--prompts", "5", "--num-steps", "40", "-G", "2", "--rules", "dapo",
                          "--log-out", str(f), "-q")
     assert code == 0 and f.exists() and len(f.read_text().splitlines()) > 1
+
+
+@pytest.mark.parametrize("rules, shown", [("dapo", False), ("grpo,dapo", False), ("grpo,drgrpo", True)])
+def test_simulate_names_the_matched_arm_only_when_it_ran(capsys, rules, shown):
+    # the drgrpo-matched arm runs only beside drgrpo; its note was printed under --rules dapo too
+    code, out, _ = run(capsys, "simulate", "--prompts", "50", "--num-steps", "5", "--rules", rules, "--full")
+    assert code == 0
+    assert ("drgrpo-matched: lr · Σ E[σ] / Σ E[σ²]" in out) is shown

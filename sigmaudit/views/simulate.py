@@ -63,8 +63,9 @@ def simulate_view(result: SimulateResult) -> View:
          "hard ¼ end", "mean p end", "extreme", "expected"),
         rows,
         note="R²: forecast mean silent(p, G) vs measured silent fraction over steps (DAPO: its first chunk). extreme: "
-             f"share of the update on {EXTREME.describe()}, mean over steps (realised vs expected gain). "
-             "drgrpo-matched: lr · Σ E[σ] / Σ E[σ²] over the initial pass rates (docs/theory.md).",
+             f"share of the update on {EXTREME.describe()}, mean over steps (realised vs expected gain)."
+             + (" drgrpo-matched: lr · Σ E[σ] / Σ E[σ²] over the initial pass rates (docs/theory.md)."
+                if any(r.name == "drgrpo-matched" for r in result.runs) else ""),
         digits=(RATE, RATE, RATE) + (AMOUNT,) * 3 + (RATE,) * 6,
     )
     width = 36  # the two sparklines and their headers fit an 80-column panel
