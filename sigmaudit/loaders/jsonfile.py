@@ -60,9 +60,11 @@ def _records(value: object, where: str) -> tuple[list[dict], str]:
 def as_lines(path: Path, shown: str, tmpdir: Path) -> Path:
     """The records of the JSON file ``path`` written as a jsonl file in ``tmpdir`` (record N on line N);
     a malformed document is refused with its line and column."""
+    from .jsonl import _pairs_hook, as_written
+
     try:
-        with open(path, encoding="utf-8-sig") as fh:
-            value = json.load(fh)
+        with open(path, encoding="utf-8-sig") as fh:  # a key given twice is kept twice (jsonl.duplicate_key)
+            value = json.load(fh, object_pairs_hook=_pairs_hook)
     except json.JSONDecodeError as exc:
         raise InputError(f"malformed JSON on line {exc.lineno}: {decode_error(exc)}",
                          location=f"{shown}:{exc.lineno}") from exc
@@ -74,5 +76,5 @@ def as_lines(path: Path, shown: str, tmpdir: Path) -> Path:
     target = tmpdir / f"{len(list(tmpdir.iterdir()))}_{path.stem}.jsonl"
     with open(target, "w", encoding="utf-8") as out:
         for record in records:
-            out.write(json.dumps(record, ensure_ascii=False, allow_nan=True) + "\n")
+            out.write(as_written(record) + "\n")
     return target

@@ -129,3 +129,118 @@ def too_deep(path: Path, limit: int = MAX_DEPTH) -> int | None:
             carry = block[end:]
             if not chunk:
                 return None
+
+
+DUPLICATE_REMEDY = "the file is ambiguous: fix the writer so that each key appears once per record"
+
+
+def _pairs_hook(pairs: list) -> dict:
+    """A JSON object as a dict that remembers the first key it was given twice (``_twice``)."""
+    out = _Object(pairs)
+    if len(out) != len(pairs):
+        seen: set = set()
+        out.twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+        out.pairs = pairs
+    return out
+
+
+class _Object(dict):
+    twice: str | None = None
+    pairs: list | None = None
+
+
+def as_written(record: dict) -> str:
+    """One JSON line of ``record`` (parsed with :func:`_pairs_hook`), a key given twice kept twice."""
+    pairs = getattr(record, "pairs", None)
+    if pairs is None:
+        return json.dumps(record, ensure_ascii=False, allow_nan=True)
+    return "{" + ", ".join(json.dumps(str(k), ensure_ascii=False) + ": " + json.dumps(v, ensure_ascii=False,
+                                                                                        allow_nan=True)
+                           for k, v in pairs) + "}"
+
+
+def twice_in(line: bytes | str) -> str | None:
+    """The first top-level key given twice in one JSON line, or None (also for a line that is no object)."""
+    try:
+        value = json.loads(line, object_pairs_hook=_pairs_hook)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    return value.twice if isinstance(value, _Object) else None
+
+
+def duplicate_error(shown: str, number: int, key: str, what: str = "line"):  # noqa: ANN201
+    """The refusal of a record giving ``key`` twice: readers disagree on its value."""
+    from ..errors import InputError
+
+    return InputError(f"{what} {number} gives key {key!r} twice: readers disagree on which value counts "
+                      "(Polars takes the first, Python's json and Spark the last, DuckDB refuses)",
+                      location=f"{shown}:{number}" if what == "line" else shown, remedy=DUPLICATE_REMEDY)
+
+
+def _binary(path: Path):  # noqa: ANN202
+    """``path`` opened for reading its (decompressed) bytes."""
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    if head.startswith(b"\x1f\x8b"):
+        import gzip
+
+        return gzip.open(path, "rb")
+    if head.startswith(b"\x28\xb5\x2f\xfd"):
+        import zstandard
+
+        return zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True)
+    return open(path, "rb")
+
+
+def duplicate_key(path: Path, keys: list[str]) -> tuple[int, str] | None:
+    """(line number, key) of the first line of the jsonl file ``path`` (plain, .gz or .zst) whose top-level
+    object gives one of ``keys`` twice, or None. Exact over every line, not a sample.
+
+    Only the keys sigmaudit reads are checked (the caller passes the columns the counts are made of): a
+    key given twice that no count reads changes no number, and Polars, DuckDB and Spark read only the
+    columns asked for. Why this way (measured on a 1M-line, 280 MB jsonl, 2 cores; the read is 1.5 s):
+    a Python ``json.loads`` per line, or pyarrow.json (which refuses a duplicate of a schema column, but
+    parses every byte: 1.2 s), cost as much as the read itself; a per-key regex ``"K"[^\\n]*"K"`` (C, one
+    pass, ~0.28 s a key) finds every line holding the quoted key twice, and only those lines are parsed
+    (with ``object_pairs_hook``) to tell a real duplicate from the key's name inside a text or a nested
+    object. A key written with escapes (``"rew\\u0061rd"``) is not found by the byte search."""
+    patterns = [(k, re.compile(re.escape(json.dumps(k, ensure_ascii=False).encode()) + rb"[^\n]*"
+                               + re.escape(json.dumps(k, ensure_ascii=False).encode()))) for k in keys]
+    offset, carry = 0, b""
+    with _binary(path) as fh:
+        while True:
+            chunk = fh.read(_CHUNK)
+            block = carry + chunk
+            end = len(block) if not chunk else block.rfind(b"\n") + 1
+            if end == 0 and chunk:
+                carry = block
+                continue
+            body = block[:end]
+            hits: set[int] = set()
+            for _, pattern in patterns:
+                at = 0
+                while (m := pattern.search(body, at)) is not None:
+                    start = body.rfind(b"\n", 0, m.start()) + 1
+                    hits.add(start)
+                    stop = body.find(b"\n", m.start())
+                    at = len(body) if stop < 0 else stop + 1
+            for start in sorted(hits):
+                stop = body.find(b"\n", start)
+                key = twice_in(body[start: len(body) if stop < 0 else stop])
+                if key is not None and key in keys:
+                    return _line_at(path, offset + start), key
+            offset += end
+            carry = block[end:]
+            if not chunk:
+                return None
+
+
+def _line_at(path: Path, offset: int) -> int:
+    """The number of the line starting at byte ``offset`` of ``path``'s (decompressed) text (the error
+    path only: the search itself counts no lines)."""
+    lines, done = 1, 0
+    with _binary(path) as fh:
+        while done < offset and (chunk := fh.read(min(_CHUNK, offset - done))):
+            lines += chunk.count(b"\n")
+            done += len(chunk)
+    return lines

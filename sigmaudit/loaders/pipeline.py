@@ -12,7 +12,7 @@ from ..errors import ConfigError, InputError, SchemaError, SigmauditError
 from . import trainers
 from .assemble import conclude
 from .engines import Engine
-from .engines.polars import count_file, load_local, load_remote, open_file, remote_plan
+from .engines.polars import count_file, load_local, load_remote, open_file, refuse_duplicate_keys, remote_plan
 from .inputs import Inputs, resolve
 from .options import FileCounts, LoadedCounts, LoadOptions, length_flag
 from .readers import NoDataError, remote_schema, scan
@@ -93,6 +93,8 @@ def load_on(engine: Engine, inputs: Inputs, opts: LoadOptions) -> LoadedCounts:
     misnamed = misnamed_compression(kept, engine.name, remote=engine.name == "spark")
     if misnamed is not None:
         raise misnamed
+    for f in kept[1:]:  # the first was checked as the sample; the engine reads the others itself
+        refuse_duplicate_keys(f, f, plan, opts)
     result = reduce_with(engine, plan, opts, kept, schema)
     one = FileCounts(kept[0], plan, result.frame, result.rows, result.missing, result.duplicates,
                      missing_at=result.missing_at,

@@ -79,6 +79,7 @@ def open_file(path: Path, tmp: Path, opts: LoadOptions, series_ok: bool,
         if module is None:
             src = csv_numbers(src, _reward_like(src.schema, opts))
             plan = detect(src.schema, opts, str(path))
+            refuse_duplicate_keys(path, src.local, plan, opts)
             return Opened(path, with_text_columns(src, plan.key_columns), plan, None)
     if peek:
         return module
@@ -90,6 +91,30 @@ def open_file(path: Path, tmp: Path, opts: LoadOptions, series_ok: bool,
                           location="--length-col", remedy="drop --length-col")
     src, plan = norm.source(path)
     return Opened(path, src, plan, norm)
+
+
+def read_keys(plan: ColumnMap, opts: LoadOptions) -> list[str]:
+    """The top-level keys whose values the counts are made of: those the reduction reads, and ``--by``'s column."""
+    from . import view_columns
+
+    return list(dict.fromkeys([*view_columns(plan), *([opts.subset[0]] if opts.subset else [])]))
+
+
+def refuse_duplicate_keys(path: Path | str, local: Path | str, plan: ColumnMap, opts: LoadOptions) -> None:
+    """Refuse a jsonl (or .json) file one of whose records gives a key the counts read twice (engines read
+    a different value each: :func:`..jsonl.duplicate_key`), on every engine alike."""
+    from ..jsonl import duplicate_error, duplicate_key
+    from ..paths import file_kind
+
+    if isinstance(local, str) or isinstance(path, str) and local == path:
+        return
+    kind = file_kind(Path(local))
+    if kind is None or kind[0] != "jsonl":
+        return
+    found = duplicate_key(Path(local), read_keys(plan, opts))
+    if found is not None:
+        record = not isinstance(path, str) and (file_kind(Path(path)) or ("",))[0] == "json"
+        raise duplicate_error(str(path), found[0], found[1], "record" if record else "line")
 
 
 def _reward_like(schema: dict[str, pl.DataType], opts: LoadOptions) -> list[str]:
