@@ -198,11 +198,14 @@ def duplicate_key(path: Path, keys: list[str]) -> tuple[int, str] | None:
 
     Only the keys sigmaudit reads are checked (the caller passes the columns the counts are made of): a
     key given twice that no count reads changes no number, and Polars, DuckDB and Spark read only the
-    columns asked for. Why this way (measured on a 1M-line, 280 MB jsonl, 2 cores; the read is 1.5 s):
-    a Python ``json.loads`` per line, or pyarrow.json (which refuses a duplicate of a schema column, but
-    parses every byte: 1.2 s), cost as much as the read itself; a per-key regex ``"K"[^\\n]*"K"`` (C, one
-    pass, ~0.28 s a key) finds every line holding the quoted key twice, and only those lines are parsed
-    (with ``object_pairs_hook``) to tell a real duplicate from the key's name inside a text or a nested
+    columns asked for. Measured on a 1M-line, 280 MB jsonl (benchmarks/gen_logs.py --jsonl, 2 shared cores;
+    its load alone 1.5 s): a Python ``json.loads`` per line, or pyarrow.json (it refuses a duplicate of a
+    schema column, but parses every byte: 1.2 s), cost as much as the read; this per-key regex
+    ``"K"[^\n]*"K"`` (C, one pass a key) finds every line holding the quoted key twice, and only those
+    lines are parsed (``object_pairs_hook``) to tell a real duplicate from the key's name inside a text or a
+    nested object. Its cost is ~2 s for the 3 keys on that file (far from the few percent aimed at; issue
+    36 item 20 keeps a faster pass open: ``bytes.count`` of each quoted key, ~0.17 s a key, equal to the
+    key's non-null count from the reduction proves no line holds it twice).
     object. A key written with escapes (``"rew\\u0061rd"``) is not found by the byte search."""
     patterns = [(k, re.compile(re.escape(json.dumps(k, ensure_ascii=False).encode()) + rb"[^\n]*"
                                + re.escape(json.dumps(k, ensure_ascii=False).encode()))) for k in keys]
