@@ -206,7 +206,7 @@ def duplicate_key(path: Path, keys: list[str]) -> tuple[int, str] | None:
     nested object. Its cost is ~2 s for the 3 keys on that file (far from the few percent aimed at; issue
     36 item 20 keeps a faster pass open: ``bytes.count`` of each quoted key, ~0.17 s a key, equal to the
     key's non-null count from the reduction proves no line holds it twice).
-    object. A key written with escapes (``"rew\\u0061rd"``) is not found by the byte search."""
+    A key written with escapes (``"rew\\u0061rd"``) is not found by the byte search."""
     patterns = [(k, re.compile(re.escape(json.dumps(k, ensure_ascii=False).encode()) + rb"[^\n]*"
                                + re.escape(json.dumps(k, ensure_ascii=False).encode()))) for k in keys]
     offset, carry = 0, b""
