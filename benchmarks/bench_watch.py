@@ -10,12 +10,22 @@ this process (CPU seconds, ``time.process_time``; the machine is shared, so CPU 
   poll after one more step's file appears (that file read);
 - ``Watch.advance`` for the last step (its observed shares and the next-step forecast: a replay of the
   whole history, priors of earlier steps reused).
+
+    python benchmarks/bench_watch.py --once 8000 12000 --prompts 16 -G 8
+
+instead times whole commands on one long parquet log per step count (issue 36 item 12): ``watch --once``,
+``scan`` and ``forecast`` as subprocesses, alternated over ``--rounds`` rounds, CPU seconds of the
+children (user + system, ``resource.getrusage(RUSAGE_CHILDREN)``), the median per command and the ratios.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -43,12 +53,55 @@ def cpu(fn):  # noqa: ANN001, ANN201
     return time.process_time() - t0, out
 
 
+def write_long(path: Path, steps: int, prompts: int, G: int, seed: int = 0) -> None:
+    """A long parquet log: every prompt at every step, pass rates drifting slowly."""
+    import polars as pl
+
+    rng = np.random.default_rng(seed)
+    base = rng.normal(-0.5, 1.5, size=prompts)
+    step = np.repeat(np.arange(1, steps + 1), prompts * G)
+    prompt = np.tile(np.repeat(np.arange(prompts), G), steps)
+    p = 1 / (1 + np.exp(-(base[prompt] + 1e-4 * step)))
+    pl.DataFrame({"step": step, "prompt_id": prompt.astype(str), "reward": (rng.random(p.size) < p).astype(float)}
+                 ).write_parquet(path)
+
+
+def child_cpu(argv: list[str]) -> float:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([sys.executable, "-m", "sigmaudit", *argv, "-q"], check=True, stdout=subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def once(step_counts: list[int], prompts: int, G: int, rounds: int) -> None:
+    print(f"whole commands, CPU s of the child (median of {rounds} alternated rounds), {prompts} prompts x G = {G}")
+    print(f"{'steps':>7} {'scan':>8} {'forecast':>9} {'watch --once':>13} {'watch/scan':>11} {'forecast/scan':>14}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for steps in step_counts:
+            path = Path(tmp) / f"long_{steps}.parquet"
+            write_long(path, steps, prompts, G)
+            runs: dict[str, list[float]] = {"scan": [], "forecast": [], "watch": []}
+            for _ in range(rounds):
+                for name, argv in (("scan", ["scan", str(path)]), ("forecast", ["forecast", str(path)]),
+                                   ("watch", ["watch", str(path), "--once"])):
+                    runs[name].append(child_cpu(argv))
+            med = {k: statistics.median(v) for k, v in runs.items()}
+            print(f"{steps:>7,} {med['scan']:8.2f} {med['forecast']:9.2f} {med['watch']:13.2f} "
+                  f"{med['watch'] / med['scan']:11.1f} {med['forecast'] / med['scan']:14.1f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--prompts", type=int, default=128)
     ap.add_argument("-G", type=int, default=8)
+    ap.add_argument("--once", type=int, nargs="+", metavar="STEPS",
+                    help="time watch --once, scan and forecast as commands on long logs of these step counts")
+    ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
+    if args.once:
+        once(args.once, args.prompts, args.G, args.rounds)
+        return
 
     from sigmaudit.audits.watch import Watch
     from sigmaudit.loaders import load_counts
