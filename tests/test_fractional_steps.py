@@ -72,3 +72,35 @@ def test_a_metrics_series_with_fractional_steps_is_refused(capsys, tmp_path):
     path.write_text("step,silent_fraction\n0.5,0.2\n1.0,0.3\n1.5,0.4\n")
     code, _, err = run(capsys, "scan", str(path), "-q")
     _refused(code, err)
+
+
+def _trl(steps):
+    """A TRL completions table (step, prompt, completion, one reward column): 5 prompts x G = 4 per step."""
+    return pl.DataFrame([{"step": s, "prompt": f"q{q}", "completion": f"c{i}", "acc": float((q + i) % 2 == 0)}
+                         for s in steps for q in range(5) for i in range(4)])
+
+
+def test_a_trl_completions_file_with_fractional_steps_is_refused(capsys, tmp_path):
+    # the TRL reader cast its own step column: 0.5..2.0 became steps 0-2, 3 steps (issue 36 item 19)
+    path = tmp_path / "completions" / "completions_00001.parquet"
+    path.parent.mkdir()
+    _trl(STEPS).write_parquet(path)
+    for argv in (["scan"], ["trend"], ["watch", "--once"]):
+        code, out, err = run(capsys, argv[0], str(path), *argv[1:], "-q")
+        assert code == 2 and out == ""
+        line = err.strip().splitlines()[-1]
+        assert "column 'step'" in line and "first 0.5" in line and "TRL" in line
+
+
+def test_a_trl_file_with_whole_float_steps_reads_as_integer_steps(capsys, tmp_path):
+    outs = []
+    for name, dtype in (("floats", pl.Float64), ("ints", pl.Int64)):
+        path = tmp_path / name / "completions" / "completions_00001.parquet"
+        path.parent.mkdir(parents=True)
+        _trl((1.0, 2.0, 3.0, 4.0)).with_columns(pl.col("step").cast(dtype)).write_parquet(path)
+        code, out, _ = run(capsys, "scan", str(path), "-f", "json", "-q", "--bootstrap", "0")
+        assert code == 0
+        outs.append(json.loads(out))
+    assert json.dumps(outs[0], sort_keys=True).replace("floats", "ints") == json.dumps(outs[1], sort_keys=True)
+    # 5 prompts x 4 steps: each step its own 5 groups
+    assert {r["step"]: r["groups"] for r in outs[1]["observed_silent"]["by_step"]} == {1: 5, 2: 5, 3: 5, 4: 5}

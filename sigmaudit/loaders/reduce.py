@@ -80,7 +80,8 @@ def _collect(src: Source, lf: pl.LazyFrame) -> pl.DataFrame:
         raise src.fail(exc) from exc
 
 
-def fractional_step_error(values: pl.Series, column: str, where: str) -> SchemaError | None:
+def fractional_step_error(values: pl.Series, column: str, where: str,
+                          remedy: str = "pass --step-col with the column of whole training steps") -> SchemaError | None:
     """The refusal of a step column holding a value that is no whole number (0.5, 1.5), or None. A trainer's
     step is a whole optimizer step; a fractional one is an epoch or a time, and casting it to an integer
     would merge steps 1.0 and 1.5 into one "step 1" (issue 36 item 19). Whole floats (1.0, 2.0) are steps."""
@@ -93,8 +94,7 @@ def fractional_step_error(values: pl.Series, column: str, where: str) -> SchemaE
     first = bad.sort()[0]
     return SchemaError(f"step column {column!r} holds steps that are not whole numbers (first {first:g}, "
                        f"{bad.n_unique():,} such values): an epoch or a time is not a training step",
-                       location=f"{where}: column {column}",
-                       remedy="pass --step-col with the column of whole training steps")
+                       location=f"{where}: column {column}", remedy=remedy)
 
 
 def _finish(src: Source, plan: ColumnMap, df: pl.DataFrame, gid: pl.Expr) -> pl.DataFrame:

@@ -40,6 +40,7 @@ from ...errors import InputError, SchemaError
 from ..columns import split_cols
 from ..options import LoadOptions, length_flag
 from ..readers import POLARS_ERRORS
+from ..reduce import fractional_step_error
 from ..rewards import is_reward_dtype
 from ._common import Normalised, Repeats, TrainerReader, run_groups
 
@@ -231,6 +232,10 @@ class TRL(TrainerReader):
         reward = _reward(dict(df.schema), opts, where)
         prompt = split_cols(opts.prompt_col) or ("prompt",)
         key = prompt_key(df, prompt)
+        if "step" in df.columns and (err := fractional_step_error(
+                df["step"], "step", where, remedy="TRL logs its whole global_step there: restore the file's steps, "
+                "or convert it to a long log and pass --step-col")):
+            raise err  # a cast would truncate 1.5 to 1, merging steps (issue 36 item 19)
         try:
             step = df["step"].cast(pl.Int64)
         except POLARS_ERRORS as exc:
