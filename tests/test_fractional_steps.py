@@ -104,3 +104,15 @@ def test_a_trl_file_with_whole_float_steps_reads_as_integer_steps(capsys, tmp_pa
     assert json.dumps(outs[0], sort_keys=True).replace("floats", "ints") == json.dumps(outs[1], sort_keys=True)
     # 5 prompts x 4 steps: each step its own 5 groups
     assert {r["step"]: r["groups"] for r in outs[1]["observed_silent"]["by_step"]} == {1: 5, 2: 5, 3: 5, 4: 5}
+
+
+def test_an_open_instruct_log_with_a_fractional_step_is_refused_at_its_line(capsys, tmp_path):
+    # open-instruct's reader took int(step): 1.5 was read as step 1, merged with step 1's groups
+    path = tmp_path / "shard_0.jsonl"
+    rows = [{"step": s, "prompt_idx": 7, "reward": r, "response": f"r{i}"}
+            for i, (s, r) in enumerate([(1, 1.0), (1, 0.0), (1.5, 1.0), (1.5, 0.0)])]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, out, err = run(capsys, "scan", str(path), "-q")
+    assert code == 2 and out == ""
+    line = err.strip().splitlines()[-1]
+    assert f"{path}:3" in line and "step 1.5" in line and "not a whole number" in line

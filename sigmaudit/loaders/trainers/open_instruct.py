@@ -100,7 +100,11 @@ def _rows(path: Path, opts: LoadOptions) -> pl.DataFrame:
                              "dataset": []}
     for number, r in lines:
         step, idx, sample = r.get("step"), r.get("prompt_idx"), r.get("sample_idx")
-        cols["step"].append(None if step is None else int(_number(step, "step", path, number)))
+        step = None if step is None else _number(step, "step", path, number)
+        if step is not None and not float(step).is_integer():  # int() would merge 1.5 into step 1 (issue 36 item 19)
+            raise SchemaError(f"step {step:g} is not a whole number: an epoch or a time is not a training step",
+                              location=f"{path}:{number}: field step", remedy="log the whole optimizer step as step")
+        cols["step"].append(None if step is None else int(step))
         cols["sample_idx"].append(None if sample is None else int(_number(sample, "sample_idx", path, number)))
         cols["prompt_idx"].append(None if idx is None else int(_number(idx, "prompt_idx", path, number)))
         cols["prompt_tokens"].append(_tokens(r.get("prompt_tokens"), path, number))
