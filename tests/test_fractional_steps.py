@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -116,3 +117,24 @@ def test_an_open_instruct_log_with_a_fractional_step_is_refused_at_its_line(caps
     assert code == 2 and out == ""
     line = err.strip().splitlines()[-1]
     assert f"{path}:3" in line and "step 1.5" in line and "not a whole number" in line
+
+
+def test_a_prime_rl_trace_with_a_fractional_step_is_refused_at_its_line(capsys, tmp_path):
+    # prime-rl's reader built an Int64 frame from run.work.step: Polars made 1.5 step 1. (Given the run's folder,
+    # the file is skipped with its reason, as any file of a folder that fits no layout.)
+    import shutil
+
+    root = Path(__file__).resolve().parent.parent / "sample_logs" / "prime-rl"
+    run_dir = tmp_path / "prime-rl"
+    shutil.copytree(root, run_dir)
+    for subset in ("all", "effective"):  # whichever the reader takes
+        traces = run_dir / "rollouts" / "step_1" / "train" / subset / "traces.jsonl"
+        lines = traces.read_text().splitlines()
+        second = json.loads(lines[1])
+        second["run"]["work"]["step"] = 1.5
+        lines[1] = json.dumps(second)
+        traces.write_text("\n".join(lines) + "\n")
+    code, out, err = run(capsys, "scan", str(run_dir / "rollouts" / "step_1" / "train" / "all" / "traces.jsonl"), "-q")
+    assert code == 2 and out == ""
+    line = err.strip().splitlines()[-1]
+    assert "traces.jsonl:2: field run.work.step" in line and "step 1.5 is not a whole number" in line

@@ -41,9 +41,9 @@ from ._common import (
     Normalised,
     TrainerReader,
     first_json_line,
+    json_lines,
     plain_name,
     plain_suffix,
-    read_json_lines,
     step_from_name,
 )
 
@@ -131,12 +131,16 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
     step_dir = step_from_name(path, r"step_(\d+)")
     name = opts.reward_col
     rows = []
-    for episode in read_json_lines(path):
+    for number, episode in json_lines(path):
         task = episode.get("task") or {}
         prompt = task.get("key") or task.get("hash")
         group = (episode.get("group") or {}).get("id")
         work = ((episode.get("run") or {}).get("work") or {})
         step = work.get("step") if work.get("step") is not None else step_dir
+        if isinstance(step, float) and not step.is_integer():  # the Int64 frame would make 1.5 step 1 (36.19)
+            raise SchemaError(f"step {step:g} is not a whole number: an epoch or a time is not a training step",
+                              location=f"{path}:{number}: field run.work.step",
+                              remedy="log the whole optimizer step as run.work.step")
         env = (episode.get("env") or {}).get("name") or (episode.get("env") or {}).get("id")
         gid = group if group is not None else episode.get("id")
         key = None if prompt is None else str(prompt)
