@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import random
+import re
+import shutil
 from pathlib import Path
 
 import polars as pl
@@ -121,9 +123,7 @@ def test_an_open_instruct_log_with_a_fractional_step_is_refused_at_its_line(caps
 
 def test_a_prime_rl_trace_with_a_fractional_step_is_refused_at_its_line(capsys, tmp_path):
     # prime-rl's reader built an Int64 frame from run.work.step: Polars made 1.5 step 1. (Given the run's folder,
-    # the file is skipped with its reason, as any file of a folder that fits no layout.)
-    import shutil
-
+    # the file is refused, as its folder is: test_a_prime_rl_episode_with_a_fractional_step_is_refused_not_skipped.)
     root = Path(__file__).resolve().parent.parent / "sample_logs" / "prime-rl"
     run_dir = tmp_path / "prime-rl"
     shutil.copytree(root, run_dir)
@@ -138,3 +138,32 @@ def test_a_prime_rl_trace_with_a_fractional_step_is_refused_at_its_line(capsys, 
     assert code == 2 and out == ""
     line = err.strip().splitlines()[-1]
     assert "traces.jsonl:2: field run.work.step" in line and "step 1.5 is not a whole number" in line
+PRIME_RL = Path(__file__).resolve().parent / "fixtures" / "writers" / "prime-rl-straddle"
+
+
+def test_a_prime_rl_episode_with_a_fractional_step_is_refused_not_skipped(capsys, tmp_path):
+    # prime-rl's row-wise Int64 frame truncated run.work.step 1.5 to 1 (step 1 read 3 groups, exit 0);
+    # a refusal raised as a SchemaError would have skipped the step_1 file as "fits no layout" and audited
+    # step_2 alone: the whole folder is refused instead, by scan, watch and reduce
+    root = tmp_path / "prl"
+    shutil.copytree(PRIME_RL, root)
+    first = root / "rollouts" / "step_1" / "train" / "all" / "traces.jsonl"
+    first.write_text(re.sub(r'"step": ?1\b', '"step": 1.5', first.read_text()))
+    target = tmp_path / "counts.parquet"
+    for argv in (["scan"], ["watch", "--once"], ["reduce", "-o", str(target)]):
+        code, out, err = run(capsys, argv[0], str(root), *argv[1:], "-q")
+        assert code == 2 and out == ""
+        line = err.strip().splitlines()[-1]
+        assert str(first) in line and "run.work.step" in line and "step 1.5" in line and "not a whole number" in line
+    assert not target.exists()
+
+
+def test_a_trl_file_with_fractional_steps_in_a_folder_is_refused_not_skipped(capsys, tmp_path):
+    folder = tmp_path / "completions"
+    folder.mkdir()
+    _trl((1, 2)).write_parquet(folder / "completions_00001.parquet")
+    # other prompts than the first file's (a file repeating the last one's batch is a relog, counted once)
+    _trl((2.5, 3.0)).with_columns(pl.col("prompt") + "b").write_parquet(folder / "completions_00002.parquet")
+    code, out, err = run(capsys, "scan", str(folder), "-q")
+    assert code == 2 and out == ""
+    assert "completions_00002.parquet" in err and "first 2.5" in err

@@ -34,6 +34,24 @@ from ..readers import CUT_OFF, MAX_EXPANSION, Source, cut_off, json_object
 FRAME_SCHEMA = {"step": pl.Int64, "group": pl.Utf8, "prompt": pl.Utf8, "reward": pl.Float64}
 
 
+
+def whole_steps(values: Sequence[object], field: str, where: str) -> pl.Series:
+    """A trainer's step values as Int64: whole floats (1.0) are those integers; a value that is no whole
+    number (1.5) is refused, naming it (a row-wise Int64 build would truncate it to 1, merging its groups
+    into step 1's: issue 36 item 19). An InputError, not a SchemaError: the file is this trainer's, and a
+    folder's file refused for its values is not skipped as one of another layout."""
+    for v in values:
+        if isinstance(v, float) and not (math.isfinite(v) and v.is_integer()):
+            raise InputError(f"step {v:g} in {field} is not a whole number: an epoch or a time is not a "
+                              "training step", location=f"{where}: field {field}",
+                              remedy=f"log the whole optimizer step as {field}")
+    try:
+        return pl.Series("step", [int(v) if isinstance(v, float) else v for v in values], dtype=pl.Int64)
+    except (TypeError, OverflowError) as exc:
+        raise InputError(f"{field} holds a value that is not an integer step", location=f"{where}: field {field}",
+                          remedy=f"log the whole optimizer step as {field}") from exc
+
+
 @dataclass(frozen=True)
 class Normalised:
     """One file of a framework dump as a long frame (see the module docstring)."""

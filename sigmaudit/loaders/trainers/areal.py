@@ -24,7 +24,7 @@ from pathlib import Path
 import polars as pl
 
 from ..options import LoadOptions
-from ._common import Normalised, TrainerReader, first_json_line, plain_suffix, read_json_lines
+from ._common import Normalised, TrainerReader, first_json_line, plain_suffix, read_json_lines, whole_steps
 
 NAME = "areal"
 KEYS = {"task_id", "sample_idx", "head_version", "tail_version", "reward", "prompt"}
@@ -56,7 +56,7 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
     reward = opts.reward_col or "reward"
     blocks = _blocks(rows)
     frame = pl.DataFrame({
-        "step": [r.get("tail_version") for r in rows],
+        "step": whole_steps([r.get("tail_version") for r in rows], "tail_version", str(path)),
         "group": [f"{run_root(path)}:{r.get('tail_version')}:{r.get('task_id')}#{b}"
                   for r, b in zip(rows, blocks, strict=True)],
         "prompt": [None if r.get("prompt") is None else str(r.get("prompt")) for r in rows],

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ...errors import SchemaError
+from ...errors import InputError, SchemaError
 from ..columns import PROMPT_NAMES, STEP_NAMES, ColumnMap, find, key_note, split_cols
 from ..options import Filtered, LoadOptions
 from ._common import (
@@ -138,9 +138,10 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
         work = ((episode.get("run") or {}).get("work") or {})
         step = work.get("step") if work.get("step") is not None else step_dir
         if isinstance(step, float) and not step.is_integer():  # the Int64 frame would make 1.5 step 1 (36.19)
-            raise SchemaError(f"step {step:g} is not a whole number: an epoch or a time is not a training step",
-                              location=f"{path}:{number}: field run.work.step",
-                              remedy="log the whole optimizer step as run.work.step")
+            # InputError: the file is prime-rl's; a SchemaError would skip it in a folder as "fits no layout"
+            raise InputError(f"step {step:g} is not a whole number: an epoch or a time is not a training step",
+                             location=f"{path}:{number}: field run.work.step",
+                             remedy="log the whole optimizer step as run.work.step")
         env = (episode.get("env") or {}).get("name") or (episode.get("env") or {}).get("id")
         gid = group if group is not None else episode.get("id")
         key = None if prompt is None else str(prompt)

@@ -23,7 +23,7 @@ import polars as pl
 
 from ...errors import InputError, SchemaError
 from ..options import LoadOptions
-from ._common import Normalised, TrainerReader, plain_name, read_json_lines, run_groups
+from ._common import Normalised, TrainerReader, plain_name, read_json_lines, run_groups, whole_steps
 
 NAME = "roll"
 FILE = re.compile(r"rollout_dump_data\.step_(\d+)\.jsonl")
@@ -54,7 +54,7 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
                         pl.Utf8)
     m = FILE.fullmatch(plain_name(path))
     steps = data.get("global_step") or [int(m.group(1)) if m else None] * n
-    cols = {"step": pl.Series(steps, dtype=pl.Int64), "group": run_groups(prompts, str(path)),
+    cols = {"step": whole_steps(steps, "global_step", str(path)), "group": run_groups(prompts, str(path)),
             "prompt": prompts,
             "reward": pl.Series([None if v is None else float(v) for v in data[reward]],
                                 dtype=pl.Float64)}

@@ -235,7 +235,9 @@ class TRL(TrainerReader):
         if "step" in df.columns and (err := fractional_step_error(
                 df["step"], "step", where, remedy="TRL logs its whole global_step there: restore the file's steps, "
                 "or convert it to a long log and pass --step-col")):
-            raise err  # a cast would truncate 1.5 to 1, merging steps (issue 36 item 19)
+            # a cast would truncate 1.5 to 1, merging steps (issue 36 item 19); InputError: a folder's
+            # file refused for its values is not skipped as one of another layout
+            raise InputError(err.message, location=err.location, remedy=err.remedy)
         try:
             step = df["step"].cast(pl.Int64)
         except POLARS_ERRORS as exc:
