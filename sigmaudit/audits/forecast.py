@@ -359,16 +359,24 @@ def _recalibrated(
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Forecasts recalibrated online: the map used at step t is fitted on the scored groups of earlier
     steps (identity until RECAL_MIN_GROUPS of them); also the map fitted on every scored group."""
-    from ..core.forecast import fit_recalibration, recalibrate
+    from ..core.forecast import fit_recalibration, fit_recalibration_rows, recal_features, recalibrate
 
     out = f.copy()
+    # features built once; each refit takes the scored rows of earlier steps (a prefix of them when the
+    # groups are in step order, as they are after the replay's sort), the same rows in the same order
+    X_scored, y_scored, step_scored = recal_features(f[scored], skew[scored]), y[scored], step_id[scored]
+    in_order = bool(np.all(step_scored[1:] >= step_scored[:-1]))
     counts = np.cumsum(np.bincount(step_id[scored], minlength=S))
     # refit at steps 1, 2, 4, 8, ... and every RECAL_EVERY steps, once enough groups precede
     refits = np.array([i for i in range(1, S) if counts[i - 1] >= RECAL_MIN_GROUPS
                        and (i % RECAL_EVERY == 0 or i & (i - 1) == 0)], dtype=np.int64)
     for j, i in enumerate(refits):
-        train = scored & (step_id < i)
-        coef = fit_recalibration(f[train], skew[train], y[train])
+        if in_order:
+            n = int(np.searchsorted(step_scored, i, side="left"))
+            coef = fit_recalibration_rows(X_scored[:n], y_scored[:n])
+        else:
+            train = step_scored < i
+            coef = fit_recalibration_rows(X_scored[train], y_scored[train])
         upto = refits[j + 1] if j + 1 < refits.size else S
         rows = (step_id >= i) & (step_id < upto)
         out[rows] = recalibrate(f[rows], skew[rows], coef)

@@ -315,7 +315,7 @@ RECAL_RIDGE = 10.0
 """Ridge penalty pulling the recalibration towards the identity (a, b, c) = (1, 0, 0)."""
 
 
-def _recal_features(forecast: ArrayLike, skew: ArrayLike) -> NDArray[np.float64]:
+def recal_features(forecast: ArrayLike, skew: ArrayLike) -> NDArray[np.float64]:
     f = np.clip(np.asarray(forecast, dtype=np.float64), 1e-9, 1.0 - 1e-9)
     s = np.asarray(skew, dtype=np.float64)
     return np.stack([np.log(f) - np.log1p(-f), np.ones_like(f), s], axis=1)
@@ -339,15 +339,23 @@ def fit_recalibration(
     pushes most prompts one way, a history-based P(silent) lags behind, by an amount that
     depends on which branch (all correct, ``skew`` > 0, or all wrong) the silence would come from.
     """
-    X = _recal_features(forecast, skew)
+    return fit_recalibration_rows(recal_features(forecast, skew), outcome, ridge, iterations)
+
+
+def fit_recalibration_rows(
+    X: NDArray[np.float64], outcome: ArrayLike, ridge: float = RECAL_RIDGE, iterations: int = 30
+) -> NDArray[np.float64]:
+    """:func:`fit_recalibration` on feature rows already built by :func:`recal_features` (the online
+    backtest builds them once for every group and refits on growing subsets, bit for bit the same fit)."""
     y = np.asarray(outcome, dtype=np.float64)
+    ridge_eye = ridge * np.eye(3)
     theta0 = np.array([1.0, 0.0, 0.0])
     theta = theta0.copy()
     for _ in range(iterations):
         z = X @ theta
         p = 0.5 * (1.0 + np.tanh(0.5 * z))
         grad = X.T @ (p - y) + ridge * (theta - theta0)
-        hess = (X * (p * (1.0 - p))[:, None]).T @ X + ridge * np.eye(3)
+        hess = (X * (p * (1.0 - p))[:, None]).T @ X + ridge_eye
         step = np.linalg.solve(hess, grad)
         theta -= step
         if float(np.abs(step).max()) < 1e-8:
@@ -357,5 +365,5 @@ def fit_recalibration(
 
 def recalibrate(forecast: ArrayLike, skew: ArrayLike, coef: ArrayLike) -> NDArray[np.float64]:
     """sigmoid(a · logit(forecast) + b + c · skew) for coefficients from :func:`fit_recalibration`."""
-    z = _recal_features(forecast, skew) @ np.asarray(coef, dtype=np.float64)
+    z = recal_features(forecast, skew) @ np.asarray(coef, dtype=np.float64)
     return 0.5 * (1.0 + np.tanh(0.5 * z))
