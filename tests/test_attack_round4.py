@@ -164,4 +164,5 @@ def test_simulate_names_the_matched_arm_only_when_it_ran(capsys, rules, shown):
     # the drgrpo-matched arm runs only beside drgrpo; its note was printed under --rules dapo too
     code, out, _ = run(capsys, "simulate", "--prompts", "50", "--num-steps", "5", "--rules", rules, "--full")
     assert code == 0
-    assert ("drgrpo-matched: lr · Σ E[σ] / Σ E[σ²]" in out) is shown
+    flat = " ".join(out.replace("│", " ").split())  # the note wraps at the terminal's width
+    assert ("drgrpo-matched: lr · Σ E[σ] / Σ E[σ²]" in flat) is shown
