@@ -35,16 +35,21 @@ FRAME_SCHEMA = {"step": pl.Int64, "group": pl.Utf8, "prompt": pl.Utf8, "reward":
 
 
 
+def refuse_fractional_step(value: object, field: str, location: str) -> None:
+    """InputError for a step value that is a float but no whole number (1.5; also inf and NaN): a row-wise
+    Int64 build would truncate it to 1, merging its groups into step 1's (issue 36 item 19). An InputError,
+    not a SchemaError: the file is this trainer's, and a folder's file refused for its values is not skipped
+    as one of another layout."""
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        raise InputError(f"step {value:g} is not a whole number: an epoch or a time is not a training step",
+                         location=f"{location}: field {field}", remedy=f"log the whole optimizer step as {field}")
+
+
 def whole_steps(values: Sequence[object], field: str, where: str) -> pl.Series:
     """A trainer's step values as Int64: whole floats (1.0) are those integers; a value that is no whole
-    number (1.5) is refused, naming it (a row-wise Int64 build would truncate it to 1, merging its groups
-    into step 1's: issue 36 item 19). An InputError, not a SchemaError: the file is this trainer's, and a
-    folder's file refused for its values is not skipped as one of another layout."""
+    number (1.5) is refused, naming it (:func:`refuse_fractional_step`)."""
     for v in values:
-        if isinstance(v, float) and not (math.isfinite(v) and v.is_integer()):
-            raise InputError(f"step {v:g} in {field} is not a whole number: an epoch or a time is not a "
-                              "training step", location=f"{where}: field {field}",
-                              remedy=f"log the whole optimizer step as {field}")
+        refuse_fractional_step(v, field, where)
     try:
         return pl.Series("step", [int(v) if isinstance(v, float) else v for v in values], dtype=pl.Int64)
     except (TypeError, OverflowError) as exc:

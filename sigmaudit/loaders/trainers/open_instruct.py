@@ -32,9 +32,17 @@ from pathlib import Path
 
 import polars as pl
 
-from ...errors import InputError, SchemaError
+from ...errors import SchemaError
 from ..options import Filtered, LoadOptions
-from ._common import Normalised, TrainerReader, first_json_line, json_lines, plain_name, plain_suffix
+from ._common import (
+    Normalised,
+    TrainerReader,
+    first_json_line,
+    json_lines,
+    plain_name,
+    plain_suffix,
+    refuse_fractional_step,
+)
 
 NAME = "open-instruct"
 KEYS = {"step", "prompt_idx", "reward"}
@@ -101,9 +109,7 @@ def _rows(path: Path, opts: LoadOptions) -> pl.DataFrame:
     for number, r in lines:
         step, idx, sample = r.get("step"), r.get("prompt_idx"), r.get("sample_idx")
         step = None if step is None else _number(step, "step", path, number)
-        if step is not None and not float(step).is_integer():  # int() would merge 1.5 into step 1 (issue 36 item 19)
-            raise InputError(f"step {step:g} is not a whole number: an epoch or a time is not a training step",
-                              location=f"{path}:{number}: field step", remedy="log the whole optimizer step as step")
+        refuse_fractional_step(None if step is None else float(step), "step", f"{path}:{number}")  # int() truncates
         cols["step"].append(None if step is None else int(step))
         cols["sample_idx"].append(None if sample is None else int(_number(sample, "sample_idx", path, number)))
         cols["prompt_idx"].append(None if idx is None else int(_number(idx, "prompt_idx", path, number)))

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ...errors import InputError, SchemaError
+from ...errors import SchemaError
 from ..columns import PROMPT_NAMES, STEP_NAMES, ColumnMap, find, key_note, split_cols
 from ..options import Filtered, LoadOptions
 from ._common import (
@@ -44,6 +44,7 @@ from ._common import (
     json_lines,
     plain_name,
     plain_suffix,
+    refuse_fractional_step,
     step_from_name,
 )
 
@@ -137,11 +138,7 @@ def read(path: Path, opts: LoadOptions) -> Normalised:
         group = (episode.get("group") or {}).get("id")
         work = ((episode.get("run") or {}).get("work") or {})
         step = work.get("step") if work.get("step") is not None else step_dir
-        if isinstance(step, float) and not step.is_integer():  # the Int64 frame would make 1.5 step 1 (36.19)
-            # InputError: the file is prime-rl's; a SchemaError would skip it in a folder as "fits no layout"
-            raise InputError(f"step {step:g} is not a whole number: an epoch or a time is not a training step",
-                             location=f"{path}:{number}: field run.work.step",
-                             remedy="log the whole optimizer step as run.work.step")
+        refuse_fractional_step(step, "run.work.step", f"{path}:{number}")  # the Int64 frame would truncate it
         env = (episode.get("env") or {}).get("name") or (episode.get("env") or {}).get("id")
         gid = group if group is not None else episode.get("id")
         key = None if prompt is None else str(prompt)
