@@ -45,14 +45,21 @@ def refit_atoms_beta_rows(prior: GridPrior, n: NDArray[np.int64], k: NDArray[np.
     """A ``beta+atoms`` prior refitted to each row of ``draws`` (new multiplicities of the pairs ``n``, ``k``),
     started from ``prior``'s parameters as :func:`~sigmaudit.core.prior.refit_prior` does: the grid
     weights of each refit, shape (rows, grid)."""
+    rows, theta = refit_atoms_beta_theta(prior, n, k, draws)
+    return grid_weights(rows, rows.settled(theta), prior.grid)
+
+
+def refit_atoms_beta_theta(prior: GridPrior, n: NDArray[np.int64], k: NDArray[np.int64],
+                           draws: NDArray[np.float64]) -> tuple[AtomsBetaRows, NDArray[np.float64]]:
+    """The refits of :func:`refit_atoms_beta_rows` as parameters: (the replicates' objectives on the thinned
+    pairs, each replicate's minimiser before its atoms are settled), shape (rows, parameters)."""
     components = int(prior.kind.rsplit("/", 1)[1])
     n_t, k_t, M = thinning_matrix(n, k)
     rows = AtomsBetaRows(n_t, k_t, draws @ M.T, components)
     one = AtomsBetaObjective(n_t, k_t, np.ones(n_t.size), components)
     lo, hi = one.bounds()
     x0 = np.broadcast_to(np.asarray(prior.theta, dtype=np.float64), (draws.shape[0], len(prior.theta)))
-    fits = minimize_box_rows(rows.fun_grad, rows.hessian, x0, lo, hi)
-    return grid_weights(rows, rows.settled(fits.x), prior.grid)
+    return rows, minimize_box_rows(rows.fun_grad, rows.hessian, x0, lo, hi).x
 
 
 def grid_weights(objective: AtomsBetaRows, theta: NDArray[np.float64],
