@@ -31,7 +31,7 @@ def test_verl_groups_by_step_and_input_and_prefers_acc(tmp_path):
                                 verl_row(2, "Q", True), verl_row(2, "P", True)])
     lc = load_counts([d])
     assert lc.layout == "verl" and lc.reward_source == "acc"
-    assert lc.notes[0] == "detected verl layout: grouping by (step, input), reward from acc"
+    assert lc.notes[0] == "detected verl layout: grouping by (step: step, prompt: input), reward from acc"
     assert_frame_equal(lc.per_group, groups([(1, "P", 2, 1), (1, "Q", 2, 0), (2, "P", 2, 2),
                                              (2, "Q", 2, 2)]))
     assert_frame_equal(lc.per_prompt, prompts([("P", 4, 3), ("Q", 4, 2)]))

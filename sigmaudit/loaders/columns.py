@@ -16,6 +16,10 @@ REWARD_NAMES = ("reward", "score", "correct", "is_correct", "acc", "pass", "pass
 REWARD_LIST_NAMES = ("rewards", "scores", "correct", "results", "correctness", "passes", "acc",
                      "reward", "score", "labels")
 STEP_NAMES = ("step", "global_step", "iteration", "train_step", "training_step")
+STEP_LIKE_NAMES = ("epoch", "iter")
+"""Columns that may count training steps but are not read as the step unasked: an evaluator's ``epoch`` is often
+a repeat of every sample (inspect_ai's epochs), whose (epoch, prompt) "groups" would hold one sample each. The
+detection note says such a column was left aside and names ``--step-col`` (issue 42 item 4)."""
 GROUP_NAMES = ("group_id", "group", "uid")
 N_NAMES = ("n", "n_samples", "num_samples", "total", "n_total", "samples", "trials")
 K_NAMES = ("k", "n_correct", "num_correct", "correct", "successes", "n_success", "n_passed",
@@ -100,6 +104,22 @@ def split_cols(text: str | None) -> tuple[str, ...]:
     if not text:
         return ()
     return tuple(c.strip() for c in text.split(",") if c.strip())
+
+
+def ignored_steps(columns: list[str], used: tuple[str | None, ...]) -> str:
+    """The note's warning for step-like columns (:data:`STEP_LIKE_NAMES`) left aside, or ``""``."""
+    lower = {c.lower() for c in used if c}
+    left = [c for c in columns if c.lower() in STEP_LIKE_NAMES and c.lower() not in lower]
+    if not left:
+        return ""
+    return "".join(f"; column {c} looks like a training step and is not read as one: pass --step-col {c} if it "
+                     f"counts steps (each ({c}, prompt) is then a group)" for c in left)
+
+
+def run_note(prompt: tuple[str, ...], given: bool) -> str:
+    """The note's words for the run-like columns the key took in (:data:`EXTRA_KEY_NAMES`), or ``""``."""
+    runs = [c for c in prompt[:-1] if c.lower() in EXTRA_KEY_NAMES] if not given else []
+    return f" (run-like {', '.join(runs)} kept in the key)" if runs else ""
 
 
 def key_note(prompt: tuple[str, ...]) -> str:

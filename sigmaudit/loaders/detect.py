@@ -38,8 +38,10 @@ from .columns import (
     STEP_NAMES,
     ColumnMap,
     find,
+    ignored_steps,
     key_note,
     require_columns,
+    run_note,
     split_cols,
 )
 from .options import LoadOptions
@@ -142,10 +144,11 @@ def _generic(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> C
         list_col = find(lists, REWARD_LIST_NAMES) or (lists[0] if len(lists) == 1 else None)
     if list_col is not None:
         prompt = _prompt(cols, opts, (step, list_col), where)
-        by = f"(step, {key_note(prompt)})" if step else key_note(prompt)
+        by = f"(step: {step}, prompt: {key_note(prompt)})" if step else f"prompt: {key_note(prompt)}"
         return ColumnMap("grouped", prompt, reward=list_col, step=step, list_rewards=True,
-                    note=f"detected grouped layout: one group per row by {by}, "
-                         f"rewards from list column {list_col}")
+                         note=f"detected grouped layout: one group per row by {by}"
+                              f"{run_note(prompt, bool(opts.prompt_col))}, rewards from list column {list_col}"
+                              f"{ignored_steps(cols, (step, *prompt))}")
     reward = opts.reward_col or find(cols, REWARD_NAMES)
     if reward is None:
         raise SchemaError(f"columns match no layout (no reward or count columns); "
@@ -158,13 +161,23 @@ def _generic(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> C
             raise SchemaError(f"no prompt key column found; columns: {few(cols, 4, 32)}",
                               location=where, remedy="pass --prompt-col")
         prompt = _with_extras(cols, base or group or "", (step, reward, group))
-    parts = [p for p in (step and "step", group and "group id") if p]
+    return ColumnMap("long", prompt, reward=reward, step=step, group=group,
+                     note=f"detected long layout: prompt = {key_note(prompt)}{run_note(prompt, bool(opts.prompt_col))}, "
+                          f"reward from {reward}, {_grouping(cols, prompt, step, group)}")
+
+
+def _grouping(cols: list[str], prompt: tuple[str, ...], step: str | None, group: str | None) -> str:
+    """How a long log's groups are formed, every column named: ``groups by (step: step, group id: uid)``; a
+    column serving as both prompt key and group id, and a step-like column left aside, are said (issue 42 item 4)."""
+    parts = [p for p in (step and f"step: {step}", group and f"group id: {group}") if p]
     grouping = f"groups by ({', '.join(parts)})" if parts else (
         "no group membership (no step or group column: every prompt's samples pool into one count and no logged "
         "group's silence is seen; name the columns with --step-col / --group-col if the file has them)")
-    return ColumnMap("long", prompt, reward=reward, step=step, group=group,
-                note=f"detected long layout: prompt = {key_note(prompt)}, reward from {reward}, "
-                     f"{grouping}")
+    if group is not None and group in prompt and step is None:
+        grouping += (f"; column {group} serves as both prompt key and group id (each {group} value is one group and "
+                     f"one prompt): if it names a prompt drawn at several steps, pass --step-col, or name the prompt "
+                     f"with --prompt-col")
+    return grouping + ignored_steps(cols, (step, group, *prompt))
 
 
 def _with_extras(cols: list[str], base: str, used: tuple[str | None, ...]) -> tuple[str, ...]:
@@ -217,7 +230,8 @@ def _counts(schema: dict[str, pl.DataType], opts: LoadOptions, step: str | None,
     source = k if k is not None else f"{scaled} x {n or opts.samples}"
     extra = (f" (prompt key combines {', '.join(prompt)}: several runs share this file)"
              if len(prompt) > 1 and not opts.prompt_col else "")
-    groups = f", one group per row ({group})" if group else ""
+    groups = f", one group per row (group id: {group})" if group else ""
+    steps = f", step from {step}" if step else ""
     return ColumnMap("counts", prompt, step=step, group=group, n=n, k=k, rate=None if k else rate,
-                note=f"detected counts layout: prompt = {key_note(prompt)}, "
-                     f"n from {n or f'--samples {opts.samples}'}, k from {source}{groups}{extra}")
+                     note=f"detected counts layout: prompt = {key_note(prompt)}, n from {n or f'--samples {opts.samples}'}, "
+                          f"k from {source}{steps}{groups}{extra}{ignored_steps(cols, (step, group, *prompt))}")

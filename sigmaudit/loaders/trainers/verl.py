@@ -49,7 +49,7 @@ def recognize(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> 
                          note=f"detected verl v1 layout: group = uid's prompt-instance part "
                               f"(uuid4), prompt = {key_note(prompt)}, step from {step}, "
                               f"reward from {reward}")
-    by = f"(step, {key_note(prompt)})" if step else key_note(prompt)
+    by = f"(step: {step}, prompt: {key_note(prompt)})" if step else f"prompt: {key_note(prompt)}"
     return ColumnMap(NAME, prompt, reward=reward, step=step, group=opts.group_col,
                      note=f"detected verl layout: grouping by {by}, reward from {reward}")
 
