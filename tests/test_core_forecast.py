@@ -175,3 +175,43 @@ def test_recalibration_recovers_a_known_distortion() -> None:
     np.testing.assert_allclose(coef, [1.5, 0.3, -0.4], atol=0.08)
     calibrated = (rng.random(f.size) < f).astype(float)
     np.testing.assert_allclose(fit_recalibration(f, skew, calibrated), [1.0, 0.0, 0.0], atol=0.06)
+
+
+def _recal_rows(seed: int, size: int, coef) -> tuple[np.ndarray, np.ndarray]:
+    from sigmaudit.core.forecast import recal_features
+
+    rng = np.random.default_rng(seed)
+    f, skew = rng.uniform(0.02, 0.98, size), rng.uniform(-1, 1, size)
+    return recal_features(f, skew), (rng.random(size) < recalibrate(f, skew, coef)).astype(float)
+
+
+def test_the_recalibration_update_is_the_full_refit_to_second_order() -> None:
+    """Issue 45 item 2: the online recalibration adds the groups of the steps since its last refit to it
+    (update_recalibration) instead of refitting on every earlier group. Brute force: the update solves its
+    own objective (the earlier rows' loss as its quadratic at the old optimum + the new rows' exact loss:
+    zero gradient), lands where a refit on all rows lands to within a tenth of the coefficients' standard
+    errors, and is exact for a first fit (the ridge is the quadratic of no rows)."""
+    from sigmaudit.core.forecast import RECAL_RIDGE, fit_recalibration_rows, fit_recalibration_state, update_recalibration
+
+    X1, y1 = _recal_rows(1, 4_000, [1.5, 0.3, -0.4])
+    X2, y2 = _recal_rows(2, 1_000, [1.3, 0.5, -0.2])  # drifted: the new rows pull the map elsewhere
+    old = fit_recalibration_state(X1, y1)
+    new = update_recalibration(old, X2, y2)
+    p = 1.0 / (1.0 + np.exp(-(X2 @ new.coef)))
+    grad = X2.T @ (p - y2) + old.hessian @ (new.coef - old.coef)
+    assert np.abs(grad).max() < 1e-6 * len(y2)
+    full = fit_recalibration_rows(np.vstack([X1, X2]), np.concatenate([y1, y2]))
+    se = np.sqrt(np.diag(np.linalg.inv(new.hessian)))
+    assert np.abs(new.coef - full).max() < 0.1 * se.min(), (new.coef, full, se)
+    assert not np.allclose(new.coef, old.coef, atol=se.min())  # the update did move the map
+    none = fit_recalibration_state(X1[:0], y1[:0])  # no rows: the identity, curvature = the ridge
+    np.testing.assert_array_equal(none.coef, [1.0, 0.0, 0.0])
+    np.testing.assert_array_equal(none.hessian, RECAL_RIDGE * np.eye(3))
+    np.testing.assert_array_equal(update_recalibration(none, X1, y1).coef, fit_recalibration_rows(X1, y1))
+    # the Hessian kept is the objective's at the optimum, by central differences of the gradient
+    def g(t):
+        q = 1.0 / (1.0 + np.exp(-(X1 @ t)))
+        return X1.T @ (q - y1) + RECAL_RIDGE * (t - np.array([1.0, 0.0, 0.0]))
+    h = 1e-5
+    num = np.stack([(g(old.coef + h * e) - g(old.coef - h * e)) / (2 * h) for e in np.eye(3)], axis=1)
+    np.testing.assert_allclose(old.hessian, num, rtol=1e-6)

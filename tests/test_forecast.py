@@ -264,3 +264,36 @@ def test_forecast_G_defaults_to_the_logged_group_size(capsys):
     assert f"-G not given: forecasting groups of G = {mode}, the log's most common group size" in err
     code2, out2, _ = run(capsys, "forecast", log, "-G", str(mode), "-f", "json")
     assert code2 == 0 and json.loads(out2)["per_prompt"] == json.loads(out)["per_prompt"]
+
+
+def test_the_online_recalibration_is_linear_in_the_steps(monkeypatch) -> None:
+    """Issue 45 item 2 without a clock: the replay refitted its recalibration on every earlier group every
+    RECAL_EVERY steps (rows fitted on grew as S² / 8: 15 of 17 s of a forecast at 8,000 steps). Counted on
+    200 and 400 steps of 12 groups: the rows the recalibration's fits touch are at most those of its full
+    fits (growing RECAL_FULL_GROWTH-fold: 1 / (1 − 1 / RECAL_FULL_GROWTH) times the scored groups in all),
+    its updates (each group once) and the final fit (once)."""
+    import sigmaudit.core.forecast as cf
+    from sigmaudit.audits.forecast import RECAL_FULL_GROWTH
+
+    def rows(steps: int) -> int:
+        touched = [0]
+        real = cf._penalised_newton
+
+        def counting(X, *a, **k):
+            touched[0] += len(X)
+            return real(X, *a, **k)
+
+        rng = np.random.default_rng(3)
+        p = rng.beta(0.6, 0.6, 12)
+        frame = pl.DataFrame({"prompt": np.tile([f"p{i}" for i in range(12)], steps),
+                              "step": np.repeat(np.arange(steps), 12), "n": 8,
+                              "k": rng.binomial(8, np.tile(p, steps))})
+        with monkeypatch.context() as m:
+            m.setattr(cf, "_penalised_newton", counting)
+            replay(frame)
+        return touched[0]
+
+    bound = 1.0 / (1.0 - 1.0 / RECAL_FULL_GROWTH) + 2.0
+    for steps in (200, 400):
+        scored = 12 * (steps - 1)
+        assert 4 * scored < rows(steps) <= bound * scored  # the old code: 25 and 50 x the scored groups

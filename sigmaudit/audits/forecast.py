@@ -43,6 +43,12 @@ RECAL_MIN_GROUPS = 200
 """The online recalibration starts once this many scored groups precede a step (identity before)."""
 RECAL_EVERY = 4
 """The recalibration is refitted every this many steps (and at steps 1, 2, 4, 8, ...)."""
+RECAL_FULL_GROWTH = 1.25
+"""A recalibration refit is made on every earlier scored group (a full fit) once they number this many
+times those of the last full fit; the refits in between add the groups since the last refit to it
+(:func:`~sigmaudit.core.forecast.update_recalibration`, cost independent of the history). The full fits
+then cost at most 1 / (1 − 1 / RECAL_FULL_GROWTH) = 5 fits on all the groups in all, whatever the number
+of steps; a larger growth is cheaper and leaves more of the map to the updates' approximation."""
 NO_STEPS = "the logs have no training-step information"
 STEPS_REMEDY = "name the step column with --step-col"
 
@@ -358,31 +364,47 @@ def _recalibrated(
     scored: NDArray[np.bool_], S: int,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Forecasts recalibrated online: the map used at step t is fitted on the scored groups of earlier
-    steps (identity until RECAL_MIN_GROUPS of them); also the map fitted on every scored group."""
-    from ..core.forecast import fit_recalibration, fit_recalibration_rows, recal_features, recalibrate
+    steps (identity until RECAL_MIN_GROUPS of them); also the map fitted on every scored group.
+
+    Refits come at steps 1, 2, 4, 8, ... and every RECAL_EVERY steps. A refit is full (on every earlier
+    group) at the first refit and once the groups have grown RECAL_FULL_GROWTH-fold since the last full
+    one; the others add the groups since the last refit to it
+    (:func:`~sigmaudit.core.forecast.update_recalibration`). The replay's cost is linear in the steps
+    (a full refit at every refit grew as S² / RECAL_EVERY: 15 of 17 s of a forecast at 8,000 steps;
+    issue 45 item 2)."""
+    from ..core.forecast import fit_recalibration, recal_features, recalibrate
 
     out = f.copy()
     # features built once; each refit takes the scored rows of earlier steps (a prefix of them when the
-    # groups are in step order, as they are after the replay's sort), the same rows in the same order
+    # groups are in step order, as they are after the replay's sort)
     X_scored, y_scored, step_scored = recal_features(f[scored], skew[scored]), y[scored], step_id[scored]
-    in_order = bool(np.all(step_scored[1:] >= step_scored[:-1]))
+    order = np.argsort(step_scored, kind="stable")
+    X_scored, y_scored, step_scored = X_scored[order], y_scored[order], step_scored[order]
     counts = np.cumsum(np.bincount(step_id[scored], minlength=S))
-    # refit at steps 1, 2, 4, 8, ... and every RECAL_EVERY steps, once enough groups precede
     refits = np.array([i for i in range(1, S) if counts[i - 1] >= RECAL_MIN_GROUPS
                        and (i % RECAL_EVERY == 0 or i & (i - 1) == 0)], dtype=np.int64)
+    state, done, full = None, 0, 0
     for j, i in enumerate(refits):
-        if in_order:
-            n = int(np.searchsorted(step_scored, i, side="left"))
-            coef = fit_recalibration_rows(X_scored[:n], y_scored[:n])
-        else:
-            train = step_scored < i
-            coef = fit_recalibration_rows(X_scored[train], y_scored[train])
+        n = int(np.searchsorted(step_scored, i, side="left"))
+        exact = state is None or n >= RECAL_FULL_GROWTH * full
+        state = _refit(state, X_scored, y_scored, done, n, exact)
+        done, full = n, n if exact else full
         upto = refits[j + 1] if j + 1 < refits.size else S
         rows = (step_id >= i) & (step_id < upto)
-        out[rows] = recalibrate(f[rows], skew[rows], coef)
+        out[rows] = recalibrate(f[rows], skew[rows], state.coef)
     final = (fit_recalibration(f[scored], skew[scored], y[scored]) if scored.sum() >= RECAL_MIN_GROUPS
              else np.array([1.0, 0.0, 0.0]))
     return out, final
+
+
+def _refit(state: Any, X: NDArray[np.float64], y: NDArray[np.float64], done: int, n: int, exact: bool) -> Any:
+    """The recalibration on rows :n of (X, y): fitted on all of them (``exact``), else ``state`` (fitted on
+    rows :done) updated with rows done:n."""
+    from ..core.forecast import fit_recalibration_state, update_recalibration
+
+    if exact:
+        return fit_recalibration_state(X[:n], y[:n])
+    return update_recalibration(state, X[done:n], y[done:n])
 
 
 def _last_silent(g: pl.DataFrame, visits: pl.DataFrame) -> NDArray[np.float64]:

@@ -347,20 +347,60 @@ def fit_recalibration_rows(
 ) -> NDArray[np.float64]:
     """:func:`fit_recalibration` on feature rows already built by :func:`recal_features` (the online
     backtest builds them once for every group and refits on growing subsets, bit for bit the same fit)."""
-    y = np.asarray(outcome, dtype=np.float64)
-    ridge_eye = ridge * np.eye(3)
-    theta0 = np.array([1.0, 0.0, 0.0])
+    return fit_recalibration_state(X, outcome, ridge, iterations).coef
+
+
+@dataclass(frozen=True)
+class RecalState:
+    """A recalibration fit and what it leaves of its data: the coefficients and the penalised log
+    likelihood's Hessian there (the data's curvature plus the ridge), the quadratic that stands for the
+    rows already fitted when later rows are added (:func:`update_recalibration`)."""
+
+    coef: NDArray[np.float64]
+    hessian: NDArray[np.float64]
+
+
+def fit_recalibration_state(
+    X: NDArray[np.float64], outcome: ArrayLike, ridge: float = RECAL_RIDGE, iterations: int = 30
+) -> RecalState:
+    """:func:`fit_recalibration_rows` with the Hessian at its optimum (for :func:`update_recalibration`)."""
+    return _penalised_newton(X, np.asarray(outcome, dtype=np.float64), np.array([1.0, 0.0, 0.0]),
+                             ridge * np.eye(3), iterations)
+
+
+def update_recalibration(
+    state: RecalState, X: NDArray[np.float64], outcome: ArrayLike, iterations: int = 30
+) -> RecalState:
+    """The recalibration refitted after rows ``X`` (features of :func:`recal_features`) with ``outcome``s are
+    added to the rows ``state`` was fitted on, at a cost that depends on the new rows only.
+
+    The earlier rows' penalised log loss is replaced by its second-order expansion at ``state``'s optimum
+    (½ (θ − θ₀)ᵀ H₀ (θ − θ₀): its gradient there is zero), the new rows' loss is exact (the Laplace, or
+    assumed-density, update of a logistic regression; Opper 1998, "A Bayesian approach to on-line
+    learning"). Exact when the earlier rows' loss is quadratic; otherwise it differs from a refit on all
+    rows by the third-order terms of the earlier loss over the distance θ moves, which shrinks as the
+    rows accumulate."""
+    return _penalised_newton(X, np.asarray(outcome, dtype=np.float64), state.coef, state.hessian, iterations)
+
+
+def _penalised_newton(
+    X: NDArray[np.float64], y: NDArray[np.float64], theta0: NDArray[np.float64], hess0: NDArray[np.float64],
+    iterations: int,
+) -> RecalState:
+    """Newton's method on Σ log loss(sigmoid(X θ), y) + ½ (θ − θ₀)ᵀ H₀ (θ − θ₀), started at θ₀; the
+    optimum and the objective's Hessian there."""
     theta = theta0.copy()
     for _ in range(iterations):
         z = X @ theta
         p = 0.5 * (1.0 + np.tanh(0.5 * z))
-        grad = X.T @ (p - y) + ridge * (theta - theta0)
-        hess = (X * (p * (1.0 - p))[:, None]).T @ X + ridge_eye
+        grad = X.T @ (p - y) + hess0 @ (theta - theta0)
+        hess = (X * (p * (1.0 - p))[:, None]).T @ X + hess0
         step = np.linalg.solve(hess, grad)
         theta -= step
         if float(np.abs(step).max()) < 1e-8:
             break
-    return theta
+    p = 0.5 * (1.0 + np.tanh(0.5 * (X @ theta)))
+    return RecalState(theta, (X * (p * (1.0 - p))[:, None]).T @ X + hess0)
 
 
 def recalibrate(forecast: ArrayLike, skew: ArrayLike, coef: ArrayLike) -> NDArray[np.float64]:
