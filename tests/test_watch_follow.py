@@ -196,6 +196,7 @@ def test_a_step_logged_after_a_later_step_is_reported_late_and_counted(tmp_path)
     truth = _truth([r for s in rows for r in rows[s]])
     watch = Watch(window=2)
     with Follower([folder]) as follower:
+        assert watch.advance(follower.poll().per_group) == []  # step 5 first seen: 1-4 complete from the next poll
         first = watch.advance(follower.poll().per_group)
         (folder / "3.jsonl").write_bytes(_jsonl(rows[3]))
         second = watch.advance(follower.poll().per_group)
@@ -495,6 +496,74 @@ def _fuzz_writer(folder: Path, seed: int, written: list[dict], polls: _Polls) ->
                 time.sleep(rnd.uniform(0, 0.02))
         logs[name] += data
         time.sleep(rnd.uniform(0, 0.03))
+
+
+def _follow_to_the_end(folder: Path, during_first_poll) -> list:  # noqa: ANN001
+    """Poll ``folder`` with ``during_first_poll`` run once inside the first poll, then until settled: the
+    steps reported."""
+    watch, reports = Watch(forecast=False), []
+    with Follower([folder]) as follower:
+        during_first_poll(follower)
+        for _ in range(3):
+            reports += watch.advance(follower.poll().per_group)
+        reports += watch.advance(follower.poll().per_group, final=True)
+    return [(r.step, r.observed.groups, r.observed.silent) for r in reports]
+
+
+def _truth_reports(rows: list[dict]) -> list:
+    return [(s, g, q / g) for s, (g, q) in _truth(rows).items()]
+
+
+def test_a_log_rotated_between_the_listing_and_its_read_is_counted_once(tmp_path, monkeypatch):
+    """Issue 42 (the fuzz under load): a poll lists b.jsonl, the writer rotates it (mv) and starts a new
+    b.jsonl, then the poll reads the path: the new file's rows were taken for the old file's next version
+    and counted again once the move was followed (steps 8 and 9 with 6 groups instead of 3)."""
+    import sigmaudit.loaders.follow as follow
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    rows = {s: _rows(s, prompts=3, seed=7, tag="b") for s in (1, 2, 3)}
+    (folder / "b.jsonl").write_bytes(_jsonl(rows[1]))
+    real = follow._stamps
+
+    def rotate_after_listing(follower):  # noqa: ANN001
+        def stamps(files):  # noqa: ANN001
+            out = real(files)
+            monkeypatch.setattr(follow, "_stamps", real)
+            with (folder / "b.jsonl").open("ab") as fh:
+                fh.write(_jsonl(rows[2]))
+            os.rename(folder / "b.jsonl", folder / "b.old1.jsonl")
+            (folder / "b.jsonl").write_bytes(_jsonl(rows[3]))
+            return out
+
+        monkeypatch.setattr(follow, "_stamps", stamps)
+
+    got = _follow_to_the_end(folder, rotate_after_listing)
+    assert got == _truth_reports(rows[1] + rows[2] + rows[3])
+
+
+def test_a_log_truncated_between_its_read_and_its_count_gives_the_bytes_read(tmp_path, monkeypatch):
+    """The rows counted are the bytes read, not the path read again: a log cut and rewritten with other rows
+    after the poll read it (copytruncate) counted the new rows under the old bytes' digest, then lost steps."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    rows = {s: _rows(s, prompts=3, seed=8, tag="a") for s in (1, 2, 3)}
+    log = folder / "a.jsonl"
+    log.write_bytes(_jsonl(rows[1] + rows[2]))
+    real = Follower._local_copy
+
+    def cut_after_read(follower):  # noqa: ANN001
+        def local_copy(self, f, part):  # noqa: ANN001
+            monkeypatch.setattr(Follower, "_local_copy", real)
+            with log.open("r+b") as fh:  # copytruncate after the read: the rows of steps 1-2 are in the copy
+                fh.truncate(0)
+            log.write_bytes(_jsonl(rows[3]))
+            return real(self, f, part)
+
+        monkeypatch.setattr(Follower, "_local_copy", local_copy)
+
+    got = _follow_to_the_end(folder, cut_after_read)
+    assert got == _truth_reports(rows[1] + rows[2] + rows[3])
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])

@@ -2,8 +2,11 @@
 
 :class:`Watch` is fed the per-group counts of everything complete so far (``step, prompt, n, k``,
 from :class:`sigmaudit.loaders.follow.Follower`) and reports each training step once, in step order,
-when it is **completed**: when a later step appears in the logs, or, at the end (``--once``,
-``--until-idle``), when no file changed during the last poll and none ends in a half-written line.
+when it is **completed**: when a later step appeared in the logs at an earlier poll, or, at the end
+(``--once``, ``--until-idle``), when no file changed during the last poll and none ends in a half-written
+line. (Not the poll that first shows the later step: a poll reads the files one after another, so it can
+read ``a.jsonl`` before step t's last rows reach it and then find step t + 1 in ``b.jsonl``. A trainer writes
+step t's rows before step t + 1's, so a poll that starts after step t + 1 was seen holds all of step t.)
 For each completed step t it gives, all *observed* unless named a forecast:
 
 - the step's own groups and their silent share (all wrong / all correct), at their logged sizes;
@@ -193,6 +196,8 @@ class Watch:
     _late_in_reports: int = 0
     _unstepped: int = 0
     _pending_step: int | None = None
+    _seen_last: int | None = None
+    """The highest step any earlier poll held (:meth:`saw`, :meth:`advance`)."""
     _started: bool = False
     _last_skip: set[str] = field(default_factory=set)
     _totals: Shares | None = None
@@ -230,7 +235,10 @@ class Watch:
         steps = table["step"]
         self._count_late(table)
         last = steps[-1]
-        todo = [i for i, s in enumerate(steps.tolist()) if s not in self._groups_at and (final or s < last)]
+        safe = self._seen_last  # a step below it was written whole before the poll before this one ended
+        self._seen_last = int(last) if safe is None else max(safe, int(last))
+        todo = [i for i, s in enumerate(steps.tolist())
+                if s not in self._groups_at and (final or (safe is not None and s < safe))]
         self._pending_step = None if final or int(last) in self._groups_at else int(last)
         history = not self._started  # the steps already complete when the watch started
         self._started = True
@@ -248,6 +256,17 @@ class Watch:
         if top is not None:  # the steps reported so far (with groups that came late), not the step pending
             self._totals = _shares_at(table, int(np.searchsorted(steps, top, side="right")) - 1, 0)
         return out
+
+    def saw(self, per_group: pl.DataFrame | None) -> None:
+        """A poll whose steps are not reported (``watch --once`` before its last poll): only the highest step
+        it holds is kept, for :meth:`advance`'s rule of completion."""
+        if per_group is None or per_group.height == 0:
+            return
+        import polars as pl
+
+        top = per_group.filter(pl.col("n") > 0)["step"].max()
+        if top is not None:
+            self._seen_last = int(top) if self._seen_last is None else max(self._seen_last, int(top))
 
     def advance_series(self, series: pl.DataFrame | None, source: str | None = None) -> list[StepReport]:
         """Report every step of a per-step series of shares (a trainer's metrics: each row is logged once its

@@ -308,8 +308,17 @@ class Follower:
         """A jsonl or csv file read up to its last complete line (the whole of it when it ends in one)."""
         f = state.name
         assert isinstance(f, Path)
+        import os
+
         try:
-            data = f.read_bytes()
+            with f.open("rb") as fh:
+                st = os.fstat(fh.fileno())
+                if state.stamp is not None and (st.st_dev, st.st_ino) != tuple(state.stamp[2:]):
+                    # renamed and replaced since it was listed: these bytes are another file's; the stamp is
+                    # kept (size unknown) so that the next poll follows the move and reads both files
+                    state.stamp = (-2, -2, *state.stamp[2:])
+                    return
+                data = fh.read()
         except FileNotFoundError:
             return
         except OSError as exc:
@@ -324,7 +333,9 @@ class Follower:
         if not complete.strip() or (fmt == "csv" and complete.count(b"\n") < 2 and tail):
             state.pending = "not one complete line yet" if not complete.strip() else "a header only so far"
             return
-        counts = self._count(f, None if cut == len(data) else complete, changing=True)
+        # the bytes read, never the path again: a file truncated or rewritten since would give counts that are
+        # not of these bytes (and a memory map of a file cut short under it is a SIGBUS)
+        counts = self._count(f, complete, changing=True)
         if counts is None:
             return
         state.read_len, state.digest = cut, hashlib.blake2b(complete).digest()

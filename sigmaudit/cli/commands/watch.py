@@ -235,6 +235,8 @@ def _loop(follower: Follower, state: Watch, live: _Live, signals: _Signals, *, o
             source = next((str(f) for f in follower.local_files()), None)
             reports = [] if once and not end else state.advance_series(snap.series, source)
         else:
+            if once and not end:
+                state.saw(snap.per_group)
             reports = [] if once and not end else state.advance(snap.per_group, final=settled)
         for report in reports:
             live.step(report, state)
