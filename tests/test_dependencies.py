@@ -86,3 +86,27 @@ def test_an_optional_import_is_declared_by_an_extra():
                for m in _imported(p, guarded=True)}
     assert {"duckdb", "pyspark"} <= set(guarded)
     assert {m: f for m, f in guarded.items() if m not in extras} == {}
+
+
+def _readme_test_command() -> str:
+    blocks = re.findall(r"```bash\n(.*?)\n```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
+    return next(b for b in blocks if "pytest" in b)
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    """.ci/run is the README's test command, word for word (its last line)."""
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
+    assert ci == _readme_test_command()
+
+
+def test_the_test_command_installs_the_cpu_torch_the_trainers_extra_pins():
+    """Issue 42: on Python 3.12/3.13 the test command took PyPI's CUDA torch (6.9 GB). It installs torch
+    first with PyTorch's CPU index beside PyPI, at the very version the ``trainers`` extra pins, so the extra is
+    already met when pip resolves it."""
+    command = _readme_test_command()
+    first = command.split("&&")[0].split()
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["trainers"]
+    pin = next(r for r in extra if r.startswith("torch"))
+    assert first[:3] == ["pip", "install", pin.replace(" ", "")]
+    assert first[3:] == ["--extra-index-url", "https://download.pytorch.org/whl/cpu"]
+    assert command.index("torch") < command.index(".[test,spark,trainers]")

@@ -189,7 +189,7 @@ def test_every_option_the_readme_names_exists():
 
 
 # options of other tools the docs show (pip, pytest, mkdocs)
-NOT_SIGMAUDIT_OPTIONS = {"--strict", "--durations", "--no-deps", "--resolution"}
+NOT_SIGMAUDIT_OPTIONS = {"--strict", "--durations", "--no-deps", "--resolution", "--extra-index-url"}
 
 
 def _keys(obj: object) -> set[str]:
