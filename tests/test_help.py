@@ -11,7 +11,7 @@ import typer
 
 from sigmaudit.cli.app import _tidy_metavars, app, main
 
-COMMANDS = ["scan", "plan", "check", "calc", "trend", "forecast", "backtest", "simulate", "report", "reduce"]
+COMMANDS = ["scan", "plan", "curate", "check", "calc", "trend", "forecast", "backtest", "simulate", "report", "reduce"]
 INTERNALS = ("<list[", "list[str]", "list[Path]", "range>", "x>=", "x<=", "<=x", "<int", "<float", "<path")
 
 

@@ -163,3 +163,153 @@ def drop_table(corpus: Corpus, per_prompt: pl.DataFrame, drop_above: float = DEF
         "drop": pl.Series([r is not None for r in rule[pair].tolist()], dtype=pl.Boolean),
     }
     return pl.DataFrame(columns)
+
+
+# ---------------------------------------------------------------- curation by value (``sigmaudit curate``)
+
+
+@dataclass(frozen=True)
+class ValueClass:
+    """One class of the value rule (docs/theory.md, "Curating by value")."""
+
+    decision: str
+    """``drop``, ``reprobe`` or ``keep``."""
+    prompts: int
+    """Prompts in the class."""
+    share: float
+    """Their share of the prompts."""
+    never_solved: int
+    """Of them, never solved in the log (k = 0)."""
+    always_solved: int
+    """Of them, always solved in the log (k = n)."""
+    mean_value: float | None
+    """Their mean value v (posterior chance of an informative group at G); None for an empty class."""
+    settle_samples: tuple[int, int] | None
+    """``reprobe`` only: the range over its never/always-solved prompts of the extra samples after which, the
+    outcome unchanged, the prompt would be dropped (None when it has none, or more samples cannot settle it)."""
+
+
+@dataclass(frozen=True)
+class ValueAt:
+    """The value rule's effect at one G (the same rollouts per step before and after)."""
+
+    G: int
+    """Group size."""
+    silent_before: float
+    """Predicted silent share of every prompt: 1 − mean v (posterior means, bayes)."""
+    silent_after: float | None
+    """The same over the prompts kept (``keep`` and ``reprobe``); None when none is kept."""
+    silent_after_reprobe_dropped: float | None
+    """The same were the ``reprobe`` prompts dropped too (the ``keep`` class alone)."""
+    snr_change: float | None
+    """The plan's step SNR (``snr`` of :mod:`.objective`) on the kept prompts over all of them, − 1."""
+    signal_cost: float | None
+    """Share of the corpus's expected update Σ_i E[c(k, G) | n_i, k_i] the dropped prompts carried."""
+
+
+@dataclass(frozen=True)
+class ValueCuration:
+    """The value rule on a corpus: its threshold, its classes, its effect."""
+
+    G: int
+    """The G the prompts are valued at (the G to be run)."""
+    corpus_value: float
+    """v̄: the mean over prompts of v (1 − the predicted silent share at G)."""
+    min_value: float
+    """θ (``--min-value``): the threshold as a share of v̄."""
+    threshold: float
+    """t = θ · v̄."""
+    confidence: float
+    """ℓ (``--confidence``): the posterior probability P(V < t) a drop needs."""
+    classes: tuple[ValueClass, ...]
+    """drop, reprobe, keep."""
+    at: tuple[ValueAt, ...]
+    """At G and at the logged G (when it differs)."""
+    advantage: str
+    std: str
+
+    def of(self, decision: str) -> ValueClass:
+        return next(c for c in self.classes if c.decision == decision)
+
+
+@dataclass(frozen=True)
+class PairValues:
+    """Per distinct (n, k) pair: v, q = P(V < t) and the class (``value_pairs``)."""
+
+    value: NDArray[np.float64]
+    below: NDArray[np.float64]
+    decision: NDArray[np.str_]
+    threshold: float
+    corpus_value: float
+
+
+def value_pairs(corpus: Corpus, G: int, min_value: float, confidence: float) -> PairValues:
+    """v, q and the class of every distinct (n, k) pair at G (:mod:`sigmaudit.core.value`)."""
+    from ..core.value import below_chance, decide, prompt_value
+
+    grid = corpus.prior.grid
+    v = prompt_value(corpus.posterior, grid, G)
+    mean = corpus.mean(v)
+    t = float(min_value) * mean
+    q = below_chance(corpus.posterior, grid, G, t)
+    return PairValues(v, q, decide(v, q, t, confidence), t, mean)
+
+
+def value_curation(corpus: Corpus, G: int, also: Sequence[int] = (), *, min_value: float, confidence: float,
+                   advantage: Advantage = "grpo", std: StdConvention = "sample") -> ValueCuration:
+    """The value rule at G (the classes), and its effect at G and at each G of ``also``."""
+    pv = value_pairs(corpus, G, min_value, confidence)
+    classes = tuple(_value_class(corpus, pv, d, G, min_value, confidence) for d in ("drop", "reprobe", "keep"))
+    at = tuple(_value_at(corpus, pv.decision, g, advantage, std) for g in sorted({int(G), *map(int, also)}))
+    return ValueCuration(G=int(G), corpus_value=pv.corpus_value, min_value=float(min_value), threshold=pv.threshold,
+                         confidence=float(confidence), classes=classes, at=at, advantage=advantage, std=std)
+
+
+def _value_class(corpus: Corpus, pv: PairValues, decision: str, G: int, min_value: float,
+                 confidence: float) -> ValueClass:
+    from ..core.value import samples_to_settle
+
+    sel = pv.decision == decision
+    w = corpus.weight * sel
+    count = int(round(float(w.sum())))
+    settle = None
+    if decision == "reprobe":
+        ends = [samples_to_settle(corpus.prior.posterior, corpus.prior.grid, int(n), int(k), G, pv.threshold,
+                                  confidence)
+                for n, k in zip(corpus.n[sel], corpus.k[sel], strict=True) if k in (0, n)]
+        known = [m for m in ends if m is not None]
+        settle = (min(known), max(known)) if known else None
+    return ValueClass(
+        decision=decision, prompts=count, share=count / corpus.n_prompts,
+        never_solved=int(round(float(w[corpus.k == 0].sum()))),
+        always_solved=int(round(float(w[corpus.k == corpus.n].sum()))),
+        mean_value=float(w @ pv.value / w.sum()) if count else None, settle_samples=settle)
+
+
+def _value_at(corpus: Corpus, decision: NDArray[np.str_], G: int, advantage: Advantage,
+              std: StdConvention) -> ValueAt:
+    """Silent shares (posterior means: the kept set is chosen by the counts, docs/theory.md), the SNR
+    change and the signal cost at G."""
+    from ..core.update import gain_tables
+    from ..core.value import prompt_value
+    from .objective import evaluate
+
+    v = prompt_value(corpus.posterior, corpus.prior.grid, G)
+    kept = corpus.weight * (decision != "drop")
+    keep_only = corpus.weight * (decision == "keep")
+
+    def silent(w: NDArray[np.float64]) -> float | None:
+        return None if w.sum() <= 0 else float(1.0 - w @ v / w.sum())
+
+    R = int(G) * max(corpus.n_prompts, 1)  # the SNR's change does not depend on R (same N before and after)
+    snr_change = None
+    if kept.sum() > 0:
+        before = evaluate(corpus, [G], R, advantage=advantage, std=std, estimator="bayes").values["snr"][0]
+        after = evaluate(corpus, [G], R, advantage=advantage, std=std, estimator="bayes",
+                         weights=kept).values["snr"][0]
+        snr_change = float(after / before - 1.0) if before > 0 else None
+    c = corpus.posterior @ gain_tables(corpus.prior.grid, [int(G)], advantage, std)[0][:, 0]
+    total = float(corpus.weight @ c)
+    cost = float((corpus.weight - kept) @ c / total) if total > 0 else None
+    return ValueAt(G=int(G), silent_before=float(silent(corpus.weight) or 0.0), silent_after=silent(kept),
+                   silent_after_reprobe_dropped=silent(keep_only), snr_change=snr_change, signal_cost=cost)

@@ -69,8 +69,8 @@ def _root(
     """Audit RL-with-verifiable-rewards rollout logs (see --help of each command)."""
 
 
-COMMANDS: tuple[str, ...] = ("scan", "plan", "check", "calc", "trend", "forecast", "backtest", "simulate", "report",
-                             "reduce", "watch")
+COMMANDS: tuple[str, ...] = ("scan", "plan", "curate", "check", "calc", "trend", "forecast", "backtest", "simulate",
+                             "report", "reduce", "watch")
 """The commands in the order ``--help`` lists them: each is the function of that name in ``commands/<name>.py``;
 the app, not the module, registers it (so no command module imports this one). Each module's import is light
 (heavy imports happen inside the command), and a run imports only the module of the command it names."""

@@ -117,6 +117,11 @@ def output_option(help: str = "Write the report to this file (atomically, after 
     return typer.Option("--output", "-o", help=help, **{"show_default": False} | extra)
 
 
+def drop_out_option(help: str, **extra: Any) -> OptionInfo:
+    """``--drop-out``: the per-prompt drop list a command writes (.csv, .parquet or .jsonl)."""
+    return typer.Option("--drop-out", dir_okay=False, show_default=False, help=help, **extra)
+
+
 ESTIMATOR_HELP = ("auto (default: silent rates unbiased where every prompt has n ≥ G, else bayes; everything else "
                   "bayes), bayes (posterior under the corpus prior), unbiased, or plugin (p̂ = k/n). The same rule in "
                   "scan, plan, check, report and trend.")

@@ -18,6 +18,7 @@ __all__ = ["Section", "Table", "View", "build_view", "worded"]
 _BUILDERS: dict[str, tuple[str, str, str | None]] = {
     "ScanReport": ("scan", "scan_view", "silent"),
     "PlanResult": ("plan", "plan_view", "sweep"),
+    "CurateResult": ("curate", "curate_view", None),
     "CheckResult": ("check", "check_view", "checks"),
     "CalcResult": ("calc", "calc_view", "results"),
     "TrendResult": ("trend", "trend_view", "steps"),

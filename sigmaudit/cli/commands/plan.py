@@ -28,6 +28,7 @@ from ..options import (
     RunStepsOpt,
     TrainBatchOpt,
     dapo_settings,
+    drop_out_option,
     emit_result,
     eps_option,
     group_size_option,
@@ -128,8 +129,8 @@ def plan(
     keep_band: Annotated[str | None, typer.Option(
         "--keep-band", rich_help_panel=_DATA, metavar="LO:HI", show_default=False,
         help="Curation: also show keeping only LO < p̂ < HI (and drop outside it in --drop-out).")] = None,
-    drop_out: Annotated[Path | None, typer.Option(
-        "--drop-out", rich_help_panel=_DATA, dir_okay=False, show_default=False,
+    drop_out: Annotated[Path | None, drop_out_option(
+        rich_help_panel=_DATA,
         help="Write one row per prompt with its counts, posterior P(p = 0), P(p = 1), the rule dropping it and "
              "drop true/false (.csv, .parquet or .jsonl): the list to join against the training set.")] = None,
     budget: Annotated[int | None, typer.Option(
