@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 EXAMPLES = 5
 """Logged prompts quoted for each kind of failed match (every one is in the ``--drop-out`` list)."""
+CANDIDATES = 20
+"""Candidate rows the ``--drop-out`` list names for a prompt matching several."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,9 @@ class DatasetJoin:
     rows_kept: int
     """Rows it keeps: matched and not dropped, plus ``rows_unseen``."""
     rows_unseen: int
-    """Rows no logged prompt matched: kept."""
+    """Rows no logged prompt matched, even as one of several candidates: kept."""
+    rows_ambiguous: int
+    """Rows only prompts matching several rows point at: kept."""
     rows_reprobe: int
     """Kept rows of a prompt in the ``reprobe`` class."""
     rows_mixed: int
@@ -152,18 +156,23 @@ def dataset_join(data: TrainingSet, matches: list[Match], decision: np.ndarray, 
     from ..errors import few
 
     classes: list[set[str]] = [set() for _ in range(data.rows)]
+    candidate = [False] * data.rows
     for m, d in zip(matches, decision.tolist(), strict=True):
         if m.row is not None:
             classes[m.row].add(str(d))
+        for r in m.candidates:
+            candidate[r] = True
     keep = tuple(c != {"drop"} for c in classes)
     unmatched = [p for p, m in zip(prompts, matches, strict=True) if m.status == "none"]
     several = [p for p, m in zip(prompts, matches, strict=True) if m.status == "several"]
+    pairs = list(zip(classes, candidate, strict=True))
     join = DatasetJoin(
         path=str(data.root), column=data.column, shape=data.shape, files=len(data.files), rows=data.rows,
         prompts_matched=sum(m.status == "row" for m in matches), prompts_unmatched=len(unmatched),
         prompts_several=len(several), unmatched_examples=tuple(few([u], 1, 80) for u in unmatched[:EXAMPLES]),
         several_examples=tuple(few([s], 1, 80) for s in several[:EXAMPLES]),
-        rows_dropped=sum(not k for k in keep), rows_kept=sum(keep), rows_unseen=sum(not c for c in classes),
+        rows_dropped=sum(not k for k in keep), rows_kept=sum(keep), rows_unseen=sum(not c and not a for c, a in pairs),
+        rows_ambiguous=sum(not c and a for c, a in pairs),
         rows_reprobe=sum(c == {"reprobe"} for c in classes), rows_mixed=sum(len(c) > 1 for c in classes))
     return join, keep
 
@@ -206,5 +215,6 @@ def _row_keys(matches: list[Match], data: TrainingSet) -> dict[str, Any]:
         "file_row": pl.Series([None if w is None else w[1] for w in where], dtype=pl.Int64),
         "text_sha256": pl.Series([None if r is None else text_hash(data.texts[r]) for r in rows], dtype=pl.Utf8),
         "text": pl.Series([None if r is None else data.texts[r] for r in rows], dtype=pl.Utf8),
-        "candidate_rows": pl.Series([" ".join(map(str, m.candidates)) or None for m in matches], dtype=pl.Utf8),
+        "candidate_rows": pl.Series([" ".join(map(str, m.candidates[:CANDIDATES])) or None for m in matches],
+                                    dtype=pl.Utf8),
     }

@@ -45,8 +45,6 @@ DEFAULT_COLUMN = "prompt"
 KEY_LENGTH = 24
 """Characters of a row's longest content used to find its candidates in a logged text (a lookup index,
 not a threshold: every candidate is then checked in full)."""
-SHOWN = 20
-"""Candidate rows listed for a prompt matching several."""
 
 
 @dataclass(frozen=True)
@@ -205,7 +203,7 @@ class Match:
     row: int | None
     """The row (status ``row``)."""
     candidates: tuple[int, ...]
-    """Status ``several``: the rows it could be (at most :data:`SHOWN`)."""
+    """Status ``several``: the rows it could be."""
 
 
 def match_prompts(logged: Sequence[str], data: TrainingSet) -> list[Match]:
@@ -225,7 +223,7 @@ def match_prompts(logged: Sequence[str], data: TrainingSet) -> list[Match]:
         elif len(cands) == 1:
             out.append(Match("row", cands[0], ()))
         else:
-            out.append(Match("several", None, tuple(cands[:SHOWN])))
+            out.append(Match("several", None, tuple(cands)))
     return out
 
 

@@ -71,7 +71,7 @@ def classes_section(result: CurateResult) -> Section:
     rows = tuple((c.decision, c.prompts, c.share, c.never_solved, c.always_solved, c.mean_value,
                   None if c.settle_samples is None else c.settle_samples[0],
                   None if c.settle_samples is None else c.settle_samples[1]) for c in result.value.classes)
-    cols = ("class", "prompts", "share", "never solved", "always solved", "mean value", "settle min", "settle max")
+    cols = ("class", "prompts", "share", "k = 0", "k = n", "mean value", "settle from", "settle to")
     note = (f"value at G = {result.value.G:,}: posterior chance of an informative group; settle: extra samples of "
             "the same outcome after which a never/always-solved re-probe prompt would be dropped")
     return Section("classes", tables=(Table("classes", cols, rows, note=note, digits=RATE),))
@@ -91,7 +91,8 @@ def effect_section(result: CurateResult) -> Section:
 def join_lines(j: DatasetJoin) -> tuple[str, ...]:
     first = (f"training set {j.path} ({j.rows:,} rows, column {j.column!r}, {j.shape}): {j.prompts_matched:,} logged "
              f"prompts matched one row, {j.prompts_unmatched:,} none, {j.prompts_several:,} several; rows dropped "
-             f"{j.rows_dropped:,}, kept {j.rows_kept:,} (never seen in the log {j.rows_unseen:,}, re-probe "
+             f"{j.rows_dropped:,}, kept {j.rows_kept:,} (never seen in the log {j.rows_unseen:,}, only among several "
+             f"candidates {j.rows_ambiguous:,}, re-probe "
              f"{j.rows_reprobe:,}, matched by prompts of different classes {j.rows_mixed:,})")
     more = [f"matches no row: {e}" for e in j.unmatched_examples]
     more += [f"matches several rows: {e}" for e in j.several_examples]
