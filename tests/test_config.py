@@ -120,3 +120,196 @@ def test_debug_shows_where_each_value_came_from(capsys, project, monkeypatch):
 def test_missing_config_file_is_refused(capsys, project):
     code, _, err = run(capsys, "--config", "nope.toml", "calc", "-p", "0.1")
     assert code == 2 and "nope.toml: no such config file" in err
+
+
+# --- Issue 44: a file's settings are printed, its paths stay in its folder, its values are read strictly ---------
+
+
+def _gate_log(folder: Path) -> Path:
+    """A log whose whole window fails --max-silent 0.1 (30 % of groups all wrong over steps 1-3) while its last
+    step alone passes (no group silent): a file that narrows the window turns a failing gate into a pass."""
+    rows = ["prompt,step,reward"]
+    for step in (1, 2, 3, 4):
+        for i in range(25):
+            rewards = [0, 0, 0, 0] if step < 4 and i < 10 else [1, 1, 0, 0]
+            rows += [f"q{i},{step},{r}" for r in rewards]
+    log = folder / "log.csv"
+    log.write_text("\n".join(rows) + "\n")
+    return log
+
+
+def test_every_value_a_file_set_is_printed_even_when_it_says_quiet(capsys, project):
+    """A file's settings were silent (only --debug named the file): now one note on every run names the file and
+    each key it set, as written, and quiet = true in the file does not hide it."""
+    log = _gate_log(project)
+    (project / "sigmaudit.toml").write_text('quiet = true\n[check]\nlast-steps = 1\nmax-silent = 0.1\n')
+    code, _, err = run(capsys, "check", str(log), "--bootstrap", "0", "-f", "json")
+    assert code == 0
+    assert err.splitlines()[0] == (f"sigmaudit: settings from {project / 'sigmaudit.toml'}: quiet = true; "
+                                   "[check] last-steps = 1, max-silent = 0.1")
+    code, _, err = run(capsys, "check", str(log), "--bootstrap", "0", "-f", "json", "--last-steps", "4")
+    assert code == 1  # the command line wins, and the note no longer lists last-steps
+    assert err.splitlines()[0].endswith("quiet = true; [check] max-silent = 0.1")
+    code, _, err = run(capsys, "--no-config", "check", str(log), "--bootstrap", "0", "-f", "json", "--max-silent",
+                       "0.1", "-q")
+    assert code == 1 and f"--no-config: {project / 'sigmaudit.toml'} not read" in err
+
+
+@pytest.mark.parametrize("where", ["../outside.json", "/ABS/outside.json", "link/out.json", "out.json"])
+def test_an_output_path_from_a_file_stays_in_that_files_folder(capsys, project, where):
+    """output = "../outside.json" wrote outside the checkout; an absolute path outside the file's folder, or a
+    symbolic link inside it pointing out, did too. Each is refused in one line, nothing written; inside is kept."""
+    root = project / "a"  # the file's folder; the working folder is a/b
+    elsewhere = project / "elsewhere"
+    elsewhere.mkdir()
+    (root / "link").symlink_to(elsewhere)
+    where = where.replace("/ABS", str(elsewhere))
+    (root / "sigmaudit.toml").write_text(f'[calc]\noutput = "{where}"\n')
+    code, out, err = run(capsys, "calc", "-p", "0.1", "-G", "8", "-f", "json")
+    written = sorted(p.name for p in project.rglob("*.json"))
+    if where == "out.json":
+        assert code == 0 and written == ["out.json"] and (root / "out.json").is_file()  # the file's folder, not a/b
+        return
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and written == []
+    assert f"output = \"{where}\" is outside the config file's folder {root}" in err
+
+
+def test_relative_paths_in_a_file_follow_the_files_folder(capsys, project, monkeypatch):
+    """paths = ["log.csv"] read the working folder's log.csv: the same gate failed from repo/ and passed (or could
+    not run) from repo/sub. Now it reads the file's folder from anywhere."""
+    log = _gate_log(project)
+    (project / "sigmaudit.toml").write_text('paths = ["log.csv"]\n[check]\nmax-silent = 0.1\nbootstrap = 0\n'
+                                            'format = "json"\njunit = "gate.xml"\n')
+    reports = []
+    for here in (project, project / "a" / "b"):
+        monkeypatch.chdir(here)
+        code, out, _ = run(capsys, "check")
+        assert code == 1 and (project / "gate.xml").is_file()
+        assert here == project or not (here / "gate.xml").exists()
+        reports.append(json.loads(out)["checks"][0]["value"])
+    assert reports[0] == reports[1] == 0.3
+    assert log.is_file()
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("[check]\nmax-silent = true\n", "max-silent = true: a number is expected, not a boolean"),
+    ("[calc]\ngroup-size = true\n", "group-size = true: a whole number is expected, not a boolean"),
+    ("[check]\nlast-steps = true\n", "last-steps = true: a whole number is expected, not a boolean"),
+    ("[calc]\ngroup-size = [8, true]\n", "group-size = true: a whole number is expected, not a boolean"),
+    ("[calc]\ngroup-size = 8.0\n", "group-size = 8.0: a whole number is expected, not a decimal number"),
+    ("[check]\nlast-steps = 1.5\n", "last-steps = 1.5: a whole number is expected, not a decimal number"),
+    ("[check]\nmax-silent = \"0.5\"\n", "max-silent = \"0.5\": a number is expected, not a string"),
+    ("quiet = 1\n", "quiet = 1: true or false is expected, not a whole number"),
+    ("[calc]\neps = [0.1, 0.2]\n", "eps = [0.1, 0.2]: one value is expected, not a list"),
+])
+def test_a_value_of_the_wrong_type_is_refused_as_the_command_line_refuses_it(capsys, project, text, says):
+    """max-silent = true became a limit of 1.0 (a gate that cannot fail), group-size = true G = 1, last-steps =
+    true a one-step window, 8.0 a whole number: each is refused in one line naming the key and the file."""
+    (project / "sigmaudit.toml").write_text(text)
+    code, out, err = run(capsys, "calc", "-p", "0.1", "-G", "8")
+    assert code == 2 and out == "" and len(err.splitlines()) == 1
+    assert str(project / "sigmaudit.toml") in err and says in err, err
+
+
+@pytest.mark.parametrize("table", ["[check]\n", "", "[tool.sigmaudit.check]\n"])
+def test_two_spellings_of_one_option_in_one_table_are_refused(capsys, project, table):
+    """max-silent and max_silent in one table: the later won silently."""
+    name = "pyproject.toml" if table.startswith("[tool") else "sigmaudit.toml"
+    (project / name).write_text(f"{table}max-silent = 0.1\nmax_silent = 0.9\n")
+    code, _, err = run(capsys, "check", SAMPLE, "-q")
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "'max-silent' and 'max_silent' both set --max-silent; keep one of them" in err
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("[check]\nmax-silnt = 0.5\n", "did you mean 'max-silent'?"),
+    ("max_silnt = 0.5\n", "did you mean 'max-silent'?"),
+    ("[chek]\nmax-silent = 0.5\n", "did you mean 'check'?"),
+    ("[calc]\ngroup_sise = 8\n", "did you mean 'group-size'?"),
+])
+def test_a_misspelled_key_gets_the_nearest_spelling(capsys, project, text, says):
+    (project / "sigmaudit.toml").write_text(text)
+    code, _, err = run(capsys, "calc", "-p", "0.1", "-G", "8")
+    assert code == 2 and len(err.splitlines()) == 1 and says in err, err
+
+
+FOREIGN = {"tool is a number": b"tool = 5\n", "does not parse": b"[project\nname = 1\n",
+           "tool.x does not parse": b"[tool.black]\nline-length = \n", "not UTF-8": b"[tool.x]\na = \"\xff\xfe\"\n",
+           "tool is a list": b"tool = [1, 2]\n"}
+
+
+def _complete(capsys, monkeypatch, words: str) -> tuple[int, str]:
+    monkeypatch.setenv("_SIGMAUDIT_COMPLETE", "complete_bash")
+    monkeypatch.setenv("COMP_WORDS", words)
+    monkeypatch.setenv("COMP_CWORD", str(len(words.split()) - 1))
+    code, out, _ = run(capsys)
+    for var in ("_SIGMAUDIT_COMPLETE", "COMP_WORDS", "COMP_CWORD"):
+        monkeypatch.delenv(var)
+    return code, out
+
+
+@pytest.mark.parametrize("text", FOREIGN.values(), ids=FOREIGN.keys())
+def test_a_pyproject_that_is_not_sigmaudits_is_passed_over(capsys, project, monkeypatch, text):
+    """tool = 5 gave 'internal error: TypeError' even for --version; a pyproject that does not parse broke
+    --version, --help and Tab completion. Such a file above the working folder is not sigmaudit's: passed over."""
+    (project / "pyproject.toml").write_bytes(text)
+    code, out, err = run(capsys, "--version")
+    assert (code, err) == (0, "") and out.startswith("sigmaudit ")
+    code, out, err = run(capsys, "--help")
+    assert code == 0 and err == "" and "Usage: sigmaudit" in out
+    code, out, err = run(capsys, "check", "--help")
+    assert code == 0 and err == "" and "--max-silent" in out
+    assert _complete(capsys, monkeypatch, "sigmaudit ch") == (0, "check\n")
+    code, res, err = _calc(capsys, "calc", "-p", "0.1", "-G", "8", "-f", "json")
+    assert code == 0 and err == "" and res["G"] == 8
+    code, _, err = run(capsys, "--debug", "calc", "-p", "0.1", "-G", "8")
+    assert code == 0 and f"sigmaudit: debug: passed over {project / 'pyproject.toml'}" in err
+
+
+@pytest.mark.parametrize("text", [b"[tool.sigmaudit.calc]\ngroup-size = \n", b"[tool.sigmaudit\n",
+                                  b"tool.sigmaudit = 5\n", b"[tool]\nsigmaudit = [1]\n"])
+def test_sigmaudits_table_in_a_broken_pyproject_stops_only_what_needs_it(capsys, project, monkeypatch, text):
+    (project / "pyproject.toml").write_bytes(text)
+    assert run(capsys, "--version")[0] == 0
+    code, out, err = run(capsys, "calc", "--help")
+    assert code == 0 and err == "" and "--group-size" in out
+    assert _complete(capsys, monkeypatch, "sigmaudit ca") == (0, "calc\n")
+    code, out, err = run(capsys, "calc", "-p", "0.1", "-G", "8")
+    assert code == 2 and out == "" and len(err.splitlines()) == 1
+    assert str(project / "pyproject.toml") in err and ("not valid TOML" in err or "is not a table" in err), err
+
+
+def test_config_from_a_pipe_or_a_fifo_is_read_and_a_folder_is_refused(capsys, project):
+    """--config <(…), a FIFO or a folder: 'no such config file'. A pipe and a FIFO are read (their relative paths
+    follow the working folder: they have no folder of their own); a folder is refused saying so."""
+    import os
+    import threading
+
+    read, write = os.pipe()
+    os.write(write, b"[calc]\ngroup-size = 5\n")
+    os.close(write)
+    try:
+        code, res, err = _calc(capsys, "--config", f"/dev/fd/{read}", "calc", "-p", "0.1", "-f", "json")
+    finally:
+        os.close(read)
+    assert code == 0 and res["G"] == 5 and f"settings from /dev/fd/{read}: [calc] group-size = 5" in err
+    fifo = project / "fifo.toml"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text('[calc]\ngroup-size = 7\noutput = "out.json"\n'))
+    writer.start()
+    code, _, err = run(capsys, "--config", str(fifo), "calc", "-p", "0.1")
+    writer.join(timeout=10)
+    assert code == 0 and json.loads((project / "a" / "b" / "out.json").read_text())["results"][0]["G"] == 7
+    code, _, err = run(capsys, "--config", str(project), "calc", "-p", "0.1")
+    assert code == 2 and f"{project}: is a folder, not a config file" in err and "sigmaudit.toml" in err
+
+
+def test_sigmaudits_table_that_is_not_a_table_is_refused(capsys, project):
+    (project / "pyproject.toml").write_text("[tool]\nsigmaudit = 5\n")
+    code, _, err = run(capsys, "calc", "-p", "0.1", "-G", "8")
+    assert code == 2 and "[tool.sigmaudit] is not a table" in err
+    named = project / "other.toml"
+    (project / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    code, _, err = run(capsys, "--config", str(project / "pyproject.toml"), "calc", "-p", "0.1", "-G", "8")
+    assert code == 2 and "has no [tool.sigmaudit] table" in err
+    assert not named.exists()

@@ -207,30 +207,17 @@ def _os_error(exc: OSError) -> str:
     return f"{where}{exc.strerror or type(exc).__name__}"
 
 
-def _kind(param: object) -> str | None:
-    """PATH, INT, FLOAT or TEXT for a Typer parameter's type (None: a choice or a flag, left as Typer shows it)."""
-    desc = getattr(param, "type_descriptor", None)
-    if desc is None or getattr(desc, "is_choice", False) or getattr(param, "is_flag", False):
-        return None
-    if getattr(desc, "is_path", False):
-        return "PATH"
-    bare = getattr(param, "bare_type", None)
-    name = (desc.ranged_type_name if getattr(desc, "is_ranged", False) else bare() if bare else "").lower()
-    for key, kind in (("path", "PATH"), ("int", "INT"), ("float", "FLOAT"), ("str", "TEXT")):
-        if key in name:
-            return kind
-    return None
-
-
 def _tidy_metavars(command: object) -> None:
     """Plain metavars in --help (``PATH``, ``INT``, ``FLOAT``) instead of Typer's ``<list[Path]>`` and
     ``<int range>``: set on every parameter that does not name its own (an argument's ``...`` and its
     usage without braces come from :class:`~sigmaudit.cli.help.Command`)."""
+    from .config_values import param_kind
+
     for sub in (getattr(command, "commands", {}) or {}).values():
         for param in sub.params:
             if param.metavar is not None:
                 continue
-            kind = _kind(param)
+            kind = param_kind(param)
             if kind is not None:
                 param.metavar = kind
 

@@ -99,6 +99,16 @@ class Command(TyperCommand):
 
         return give(super().get_help_option(ctx))
 
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """Parse the command's arguments, after raising the config file's error (the command is to run with that
+        file): not for ``--help`` or shell completion, which need no config and must not break on one."""
+        from .config import raise_error
+
+        words = args[: args.index("--")] if "--" in args else args
+        if not ctx.resilient_parsing and not {"--help", "-h"} & set(words):
+            raise_error()
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: Any) -> Any:
         """Run the command with its outputs reserved first and committed together after it succeeded
         (a verdict, exit 1, is a success; any other way out leaves no output: :func:`writers.run_outputs`)."""
@@ -121,6 +131,12 @@ class Command(TyperCommand):
 
             for line in sources(self.name or "", ctx):
                 sys.stderr.write(f"sigmaudit: debug: {line}\n")
+        from .config import settings_note
+        from .output import note
+
+        told = settings_note(self.name or "", ctx)
+        if told:
+            note(told, always=True)  # what a config file changed is never hidden, not even by a quiet = true in it
 
         try:
             with run_outputs(planned_outputs(self.name or "", ctx.params)) as commit:

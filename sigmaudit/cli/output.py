@@ -87,13 +87,13 @@ def planned_outputs(command: str, params: dict[str, Any]) -> list[tuple[Path, st
     return [(path, flag) for path, flag in outputs if not is_stdout(path)]
 
 
-def note(message: str) -> None:
+def note(message: str, *, always: bool = False) -> None:
     """A one-line note on stderr (never mixed into the report); control characters escaped. Under ``-q``
-    (:mod:`.settings`) only warnings are written."""
+    (:mod:`.settings`) only warnings and the ``always`` notes (what a config file set) are written."""
     from ..fmt import printable
     from .settings import current
 
-    if current.quiet and not message.lower().startswith(("warning", "error")):
+    if current.quiet and not always and not message.lower().startswith(("warning", "error")):
         return
 
     if "://" in message:  # a URL's credentials and signatures never reach the terminal or a CI log
