@@ -153,3 +153,28 @@ def display_pair(value: float, limit: float, digits: int = RATE) -> tuple[str, s
         if a != b or value == limit:
             return a, b
     return repr(float(value)), repr(float(limit))
+
+
+def toml_text(value: Any) -> str:
+    """A config value as TOML writes it (for notes and errors): ``true``, ``0.5``, ``"logs/"``, ``[8, 16]``."""
+    import json
+
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_text(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{…}"
+    return str(value)
+
+
+def settings_line(file: str, values: Any) -> str:
+    """What a config file set for a run, in one line: ``settings from ./sigmaudit.toml: quiet = true; [check]
+    last-steps = 1, max-silent = 0.1`` (``values``: (table, key, value) as written; table "" for top-level keys)."""
+    tables: dict[str, list[str]] = {}
+    for table, key, value in values:
+        tables.setdefault(table, []).append(f"{key} = {toml_text(value)}")
+    parts = [(f"{table} " if table else "") + ", ".join(keys) for table, keys in tables.items()]
+    return f"settings from {file}: " + "; ".join(parts)

@@ -121,7 +121,7 @@ def test_check_step_never_echoes_url_secrets(tmp_path):
               "args": "--bootstrap 0 --engine spark --spark-remote sc://host:15002/;token=t0ps3cret"}
     done = _run_step(_step("check"), inputs, tmp_path)
     log = done.stdout + done.stderr
-    assert done.returncode == 2 and log.startswith("+ sigmaudit check ")
+    assert done.returncode == 2 and log.startswith("+ sigmaudit --no-config check ")
     for secret in ("hunter2", "alice", "deadbeef42", "AKIAXYZ", "AKIAKEY", "s3cr3t", "t0ps3cret"):
         assert secret not in log, (secret, log)
     first = done.stdout.splitlines()[0]
@@ -154,3 +154,53 @@ def test_check_step_splits_args_like_a_shell(tmp_path):
                     tmp_path)
     assert bad.returncode == 2 and "unbalanced quotes" in bad.stdout
     assert (tmp_path / "github_output").read_text().endswith("exit-code=2\n")
+
+
+def _gate_log(folder: Path) -> Path:
+    """A log that fails --max-silent 0.1 over its 4 steps (30 % of groups all wrong in steps 1-3) and passes on
+    its last step alone."""
+    rows = ["prompt,step,reward"] + [f"q{i},{step},{r}" for step in (1, 2, 3, 4) for i in range(25)
+                                     for r in ([0, 0, 0, 0] if step < 4 and i < 10 else [1, 1, 0, 0])]
+    log = folder / "log.csv"
+    log.write_text("\n".join(rows) + "\n")
+    return log
+
+
+def test_a_config_file_in_the_checkout_cannot_change_the_gate(tmp_path):
+    """Issue 44: a pull request adding [check] last-steps = 1, quiet = true, output = "../outside.json" turned a
+    failing gate (exit 1) into exit 0 and wrote outside the checkout, and nothing in the log named the file. The
+    step runs `sigmaudit --no-config check`: the gate is the inputs' (exit 1), nothing is written outside, and
+    the log says the file was not read."""
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    log = _gate_log(checkout)
+    (checkout / "sigmaudit.toml").write_text('[check]\nlast-steps = 1\nquiet = true\noutput = "../outside.json"\n')
+    (checkout / "pyproject.toml").write_text('[tool.sigmaudit.check]\nmax-silent = 0.9\n')
+    done = _run_step(_step("check"), {"paths": str(log), "max-silent": "0.1", "args": "--bootstrap 0"}, checkout)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.startswith("+ sigmaudit --no-config check ")
+    assert "sigmaudit: --no-config: ./sigmaudit.toml not read" in done.stderr
+    assert "silent_rate 0.3000 > limit 0.1000" in done.stderr
+    assert not (tmp_path / "outside.json").exists()
+
+
+def test_a_config_file_the_workflow_names_is_read_and_each_value_printed(tmp_path):
+    """The `config` input reads a file the workflow owner names (outside the checkout here): each value it sets is
+    printed in the log and written in the JUnit report's properties; the step's inputs win over it."""
+    checkout, owner = tmp_path / "checkout", tmp_path / "owner"
+    checkout.mkdir()
+    owner.mkdir()
+    log = _gate_log(checkout)
+    gate = owner / "gate.toml"
+    gate.write_text('[check]\nmax-silent = 0.1\nlast-steps = 1\nquiet = true\n')
+    junit = checkout / "junit.xml"
+    inputs = {"paths": str(log), "config": str(gate), "junit": str(junit), "args": "--bootstrap 0"}
+    done = _run_step(_step("check"), inputs, checkout)
+    note = f"sigmaudit: settings from {gate}: [check] max-silent = 0.1, last-steps = 1, quiet = true"
+    assert done.returncode == 0 and note in done.stderr.splitlines(), done.stderr
+    assert done.stdout.startswith(f"+ sigmaudit --config {gate} check ")
+    props = {p.get("name"): p.get("value") for p in ET.parse(junit).getroot().iter("property")}
+    assert props["config"] == note.removeprefix("sigmaudit: ")
+    done = _run_step(_step("check"), {**inputs, "args": "--bootstrap 0 --last-steps 4"}, checkout)
+    assert done.returncode == 1  # the workflow's args win over its file
+    assert f"sigmaudit: settings from {gate}: [check] max-silent = 0.1, quiet = true" in done.stderr

@@ -195,7 +195,7 @@ def test_contract_and_annotations():
     d = worded(res).to_dict()
     assert list(d) == ["passed", "G", "G_source", "estimator", "estimator_rule", "fidelity_estimator", "prompts",
                        "level", "replicates", "confidence", "checks", "warnings", "filtered", "pre_filter", "basis",
-                       "consecutive", "silent_by", "by", "window", "drift", "dapo"]
+                       "consecutive", "silent_by", "by", "window", "drift", "dapo", "config"]
     assert d["checks"][0] == {"name": "silent_rate", "value": 0.5, "value_ci": None, "tested": 0.5, "limit": 0.3,
                               "kind": "max", "op": "<=", "passed": False, "estimator": "auto",
                               "sentence": "silent_rate 0.5000 > limit 0.3000", "meaning": "silent-group rate at G"}

@@ -78,8 +78,8 @@ def test_json_contract(capsys, counts):
     assert list(d) == ["schema_version", "passed", "G", "G_source", "estimator", "estimator_rule",
                        "fidelity_estimator", "prompts", "level", "replicates", "confidence", "checks", "warnings",
                        "filtered", "pre_filter", "basis", "consecutive", "silent_by", "by",
-                       "window", "drift", "dapo"]
-    assert d["filtered"] is None and d["pre_filter"] is None
+                       "window", "drift", "dapo", "config"]
+    assert d["filtered"] is None and d["pre_filter"] is None and d["config"] is None
     assert d["G"] == 16 and d["estimator"] == "bayes" and d["prompts"] == len(N)
     assert set(d["checks"][0]) == {"name", "value", "value_ci", "tested", "limit", "kind", "op", "passed", "estimator",
                                    "sentence", "meaning"}

@@ -206,10 +206,12 @@ CONTRACT_RUNS = {
     "plan": [["plan", SAMPLE, "-q", "-G", "8", "--budget", "4000", "--train-batch", "512", "--gen-batch", "1536",
               "--max-gen-batches", "6"],  # the objective's keys and DAPO's
              ["plan", SAMPLE, "-q", "-G", "8", "--max-silent", "0.1"]],  # a target under the floor: `floor`
-    "check": ["check", SAMPLE, "-q", "-G", "8", "--max-silent", "0.9", "--max-all-wrong", "0.9",
-              "--max-all-correct", "0.9", "--max-extreme-share", "0.9", "--min-fidelity", "0.1",
-              "--max-never-solved", "0.9", "--train-batch", "512", "--gen-batch", "1536", "--max-gen-batches", "6",
-              "--max-p-raises", "0.5"],
+    "check": [["check", SAMPLE, "-q", "-G", "8", "--max-silent", "0.9", "--max-all-wrong", "0.9",
+               "--max-all-correct", "0.9", "--max-extreme-share", "0.9", "--min-fidelity", "0.1",
+               "--max-never-solved", "0.9", "--train-batch", "512", "--gen-batch", "1536", "--max-gen-batches", "6",
+               "--max-p-raises", "0.5"],
+              ["--config", str(ROOT / "tests" / "fixtures" / "config" / "gate.toml"), "check", SAMPLE, "-q", "-G", "8",
+               "--bootstrap", "0"]],  # a config file's values: `config`
     "trend": ["trend", SAMPLE, "-q", "-G", "16"],
     "simulate": ["simulate", "--prompts", "200", "--num-steps", "5"],
 }

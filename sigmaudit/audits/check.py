@@ -137,6 +137,19 @@ def evaluate(values: Mapping[str, float | None], thresholds: Sequence[Threshold]
 
 
 @dataclass(frozen=True)
+class FileSettings:
+    """The values a config file (``sigmaudit.toml``, ``[tool.sigmaudit]``) set for a gate and nothing overrode:
+    the report names them, as the run's note does, so a file that changed a gate is never invisible."""
+
+    file: str
+    values: tuple[tuple[str, str, Any], ...]
+    """(table as written, "" for top-level keys; key as written; value as written)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "values": [{"table": t, "key": k, "value": v} for t, k, v in self.values]}
+
+
+@dataclass(frozen=True)
 class CheckResult:
     """The gate's outcome at one G."""
 
@@ -185,6 +198,8 @@ class CheckResult:
     """Set when pass rates moved within the window (:mod:`sigmaudit.audits.drift`): pooled-count figures understate."""
     dapo: DapoResult | None = None
     """With ``--train-batch``: DAPO's loop as verl runs it (:mod:`.dapo`; ``--max-p-raises`` gates it)."""
+    config: FileSettings | None = None
+    """The values a config file set for this gate (the command line's: None when no file set any)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON contract: passed, G, estimator, prompts, checks[{name, value, value_ci, tested, limit, ...}]."""
@@ -214,6 +229,7 @@ class CheckResult:
             "by": None if self.by is None else self.by.to_dict(),
             **context_json(self.window, self.drift),
             "dapo": None if self.dapo is None else self.dapo.to_dict(),
+            "config": None if self.config is None else self.config.to_dict(),
         }
 
     @property

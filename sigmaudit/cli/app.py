@@ -60,11 +60,12 @@ def _root(
     ),
     config_file: str = typer.Option(
         None, "--config", metavar="FILE", show_default=False,
-        help="Read option defaults from FILE (sigmaudit.toml, or a pyproject.toml's [tool.sigmaudit]) instead of "
-             "the first found from the current folder upwards (also SIGMAUDIT_CONFIG=FILE). Precedence: command "
-             "line > environment (SIGMAUDIT_<COMMAND>_<OPTION>) > config file > built-in.",
+        help="Read option defaults from FILE (sigmaudit.toml, or a pyproject.toml's [tool.sigmaudit]; a pipe "
+             "too) instead of the first found from the current folder upwards (also SIGMAUDIT_CONFIG=FILE). "
+             "Precedence: command line > environment (SIGMAUDIT_<COMMAND>_<OPTION>) > config file > built-in. "
+             "Every value a file sets is printed on stderr; its relative paths follow its folder.",
     ),
-    no_config: bool = typer.Option(False, "--no-config", help="Read no config file."),
+    no_config: bool = typer.Option(False, "--no-config", help="Read no config file (what a CI gate should run)."),
 ) -> None:
     """Audit RL-with-verifiable-rewards rollout logs (see --help of each command)."""
 

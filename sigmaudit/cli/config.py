@@ -14,8 +14,16 @@ from the current folder upwards (``sigmaudit.toml`` first within a folder: it ex
 ``pyproject.toml`` under ``[tool.sigmaudit]`` and ``[tool.sigmaudit.check]``. A key is an option's long name
 without its dashes (``max-silent``; ``max_silent`` too) or an argument's name (``paths``). A shared key applies to
 every command that has that option; a key no command has, a command table naming no command, or a key that
-command lacks is refused in one line naming the key and the file. ``--debug`` prints, for each value not from
-the command line, where it came from.
+command lacks is refused in one line naming the key and the file (with the nearest spelling); so are two spellings
+of one option in one table. Values are typed strictly and paths follow the file's folder
+(:mod:`.config_values`).
+
+Every run prints one line naming the file and each value it set that nothing overrode (:func:`settings_note`),
+whatever ``--quiet`` says; ``--debug`` prints, for each value not from the command line, where it came from, and
+each ``pyproject.toml`` passed over. A ``pyproject.toml`` that is not sigmaudit's (no ``[tool.sigmaudit]``,
+``tool`` not a table, a file that does not parse and shows no sigmaudit table) is passed over. An error in the
+file is kept (:attr:`Config.error`) and raised when a command is about to run with it (:func:`raise_error`),
+never for ``--version``, ``--help`` or shell completion.
 """
 
 from __future__ import annotations
@@ -37,6 +45,8 @@ CONFIG_ENV = "SIGMAUDIT_CONFIG"
 FILE_NAMES = ("sigmaudit.toml", "pyproject.toml")
 
 
+TOP = "(top level)"
+"""How an error names the shared keys of ``sigmaudit.toml`` (no table)."""
 MAX_BYTES = 1 << 20
 """A config file larger than this (1 MiB) is refused: no settings file is that long, and ``--config /dev/zero``
 must not read forever."""
@@ -162,6 +172,8 @@ def load(named: Path | None, none: bool, commands: Callable[[], dict[str, Any]])
     """The run's :class:`Config`: ``named`` (else ``SIGMAUDIT_CONFIG``, else :func:`find`), checked against
     ``commands()`` (name -> click command, every command of the CLI; built only when a file is read). A file that
     cannot be used gives a Config holding the error (raised when a command runs: :func:`raise_error`)."""
+    global used
+    used = None
     passed: list[str] = []
     if none:
         try:
@@ -278,7 +290,7 @@ class _Reading:
 
 def _resolve(path: Path, table: str, data: dict[str, Any], commands: dict[str, Any]) -> Config:
     names = {name: _names(cmd) for name, cmd in commands.items()}
-    here = f"[{table}]" if table else "(top level)"
+    here = f"[{table}]" if table else TOP
     reading = _Reading(path, here, commands, names, {name: {} for name in commands})
     seen: dict[tuple[str, str], str] = {}
     for key, value in ((k, v) for k, v in data.items() if not isinstance(v, dict)):
@@ -337,23 +349,33 @@ def shown(path: Path) -> str:
         return str(path)
 
 
+def in_effect(command: str, ctx: Any) -> tuple[tuple[str, str, Any], ...]:
+    """The values of ``command`` the config file set and nothing overrode (not the command line, not the
+    environment): (table as written, "" for top-level keys; key as written; value as written), in file order."""
+    out = []
+    for (of, name), (where, key, value) in current.written.items():
+        if of == command and getattr(ctx.get_parameter_source(name), "name", "") == "DEFAULT_MAP":
+            out.append(("" if where == TOP else where, key, value))
+    return tuple(out)
+
+
+used: tuple[str, tuple[tuple[str, str, Any], ...]] | None = None
+"""The config file (as :func:`shown`) and :func:`in_effect` for the command running, set when it starts (a gate
+writes them into its report); None when no file set anything."""
+
+
 def settings_note(command: str, ctx: Any) -> str | None:
     """The note every run prints when values of ``command`` came from the config file, whatever ``--quiet``
     says: the file and each key it set, as written (``settings from ./sigmaudit.toml: [check] last-steps = 1,
     quiet = true``); with ``--no-config``, the file it did not read. None when the file set nothing here."""
-    from .config_values import toml_text
+    from ..fmt import settings_line
 
-    if current.path is None:
-        return f"--no-config: {shown(current.unread)} not read" if current.unread is not None else None
-    tables: dict[str, list[str]] = {}
-    for (of, name), (where, key, value) in current.written.items():
-        if of != command or getattr(ctx.get_parameter_source(name), "name", "") != "DEFAULT_MAP":
-            continue  # another command's, or the command line or the environment overrode it
-        tables.setdefault(where, []).append(f"{key} = {toml_text(value)}")
-    if not tables:
-        return None
-    parts = [(f"{where} " if where.startswith("[") else "") + ", ".join(keys) for where, keys in tables.items()]
-    return f"settings from {shown(current.path)}: " + "; ".join(parts)
+    global used
+    values = in_effect(command, ctx) if current.path is not None else ()
+    used = (shown(current.path), values) if current.path is not None and values else None
+    if used is not None:
+        return settings_line(*used)
+    return f"--no-config: {shown(current.unread)} not read" if current.unread is not None else None
 
 
 def raise_error() -> None:

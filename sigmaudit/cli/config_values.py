@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..fmt import toml_text
 
 EXPECTED = {"bool": "true or false", "int": "a whole number", "float": "a number", "str": "a string"}
 """What each kind of option takes, in words."""
@@ -51,21 +52,6 @@ def expected(param: Any) -> tuple[str | None, bool]:
     if desc is not None and getattr(desc, "is_choice", False):
         return "str", many
     return {"INT": "int", "FLOAT": "float", "PATH": "str", "TEXT": "str"}.get(param_kind(param) or ""), many
-
-
-def toml_text(value: Any) -> str:
-    """A value as TOML writes it (for notes and errors): ``true``, ``0.5``, ``"logs/"``, ``[8, 16]``."""
-    import json
-
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, list):
-        return "[" + ", ".join(toml_text(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{…}"
-    return str(value)
 
 
 def _what(value: Any) -> str:
@@ -126,8 +112,9 @@ def placed(value: Any, param: Any, key: str, where: str, path: Path, outputs: di
         full = folder / item
         if param.name in outputs and not _inside(full, folder):
             raise ConfigError(f"{where}: {key} = {toml_text(item)} is outside the config file's folder {folder}",
-                              location=str(path), remedy=f"name a file inside that folder, or give {outputs[param.name]}"
-                                                         f" on the command line")
+                              location=str(path),
+                              remedy=f"name a file inside that folder, or give {outputs[param.name]} on the "
+                                     "command line")
         out.append(str(full))
     return out if isinstance(value, list) else out[0]
 

@@ -70,7 +70,8 @@ FullOpt = Annotated[bool, typer.Option(
     "--full", help="Print the whole audit in the terminal: every table (the default first screen shows the "
                    "headline and what to do; JSON, CSV, markdown and HTML always carry everything).")]
 QuietOpt = Annotated[bool, typer.Option(
-    "--quiet", "-q", help="Do not print notes (what was detected, what was dropped) on stderr; warnings stay.")]
+    "--quiet", "-q", help="Do not print notes (what was detected, what was dropped) on stderr; warnings stay, and so "
+                              "does the line naming what a config file set.")]
 
 
 def _declared(color: ColorOpt = Color.auto, full: FullOpt = False, quiet: QuietOpt = False) -> None:

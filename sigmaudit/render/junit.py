@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..fmt import pct
+from ..fmt import pct, settings_line
 
 if TYPE_CHECKING:
     from ..views import View
@@ -31,6 +31,9 @@ def render_junit(view: View) -> str:
         value = d.get(key)
         ET.SubElement(props, "property", {"name": "estimator" if key == "estimator_rule" else key,
                                           "value": "" if value is None else str(value)})
+    if d.get("config"):  # a config file set values of this gate: named, as the run's note names them
+        values = [(v["table"], v["key"], v["value"]) for v in d["config"]["values"]]
+        ET.SubElement(props, "property", {"name": "config", "value": settings_line(d["config"]["file"], values)})
     for c in checks:
         case = ET.SubElement(suite, "testcase", {"classname": "sigmaudit.check", "name": c["name"], "time": "0"})
         text = f"{c['sentence']} at G = {d['G']} ({c['meaning']}; estimator {c['estimator']})"

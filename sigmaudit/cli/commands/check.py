@@ -197,11 +197,22 @@ def check(
                             allow_filtered=allow_filtered, estimator=estimator, replicates=replicates, level=level,
                             confidence=confidence, G_source=G_source, basis=basis, consecutive=consecutive,
                             silent_by=silent_by, dapo=dapo)
+    result = _with_config(result)
     emit_result(result, fmt, output)
     if junit is not None:
         _write_junit(result, junit)
     after_commit(lambda: _verdict(result))  # after the report and --junit are written (a failed run: neither)
     raise typer.Exit(int(ExitCode.OK if result.passed else ExitCode.FAILED))
+
+
+def _with_config(result: CheckResult) -> CheckResult:
+    """``result`` naming the values a config file set for this run (its JSON ``config``, a JUnit property)."""
+    from dataclasses import replace
+
+    from ...audits.check import FileSettings
+    from .. import config
+
+    return result if config.used is None else replace(result, config=FileSettings(*config.used))
 
 
 def _series(loaded: LoadedCounts, thresholds: list, G: int | None, basis: str | None, groups_generated: int | None,
