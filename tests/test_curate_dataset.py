@@ -209,3 +209,24 @@ def test_refusals_leave_no_file(tmp_path, capsys, case):
     words = {"same": "never writes over", "no-dataset": "--dataset", "suffix": ".parquet", "token-ids": "tokenizer",
              "missing-column": "--dataset-col"}
     assert words[case] in err
+
+
+def test_rows_sharing_an_instruction_are_found_by_what_sets_them_apart(tmp_path, monkeypatch):
+    """DAPO-Math-style rows: the same instruction before and after every problem. Each row is looked up by its
+    rarest window, so a prompt checks about one candidate in full, not every row (counted, not timed)."""
+    from sigmaudit.loaders import dataset as ds
+
+    head = "Solve the following math problem step by step. The last line of your response should be of the form " \
+           "Answer: $Answer (without quotes) where $Answer is the answer to the problem.\n\n"
+    tail = '\n\nRemember to put your answer on its own line after "Answer:".'
+    rows = [head + f"Find the remainder when {1000 + 7 * i}^{i % 9 + 2} is divided by {i % 97 + 3}." + tail
+            for i in range(2000)]
+    data = tmp_path / "train.parquet"
+    pl.DataFrame({"prompt": [[{"role": "user", "content": r}] for r in rows]}).write_parquet(data)
+    checks = []
+    real = ds._in_order
+    monkeypatch.setattr(ds, "_in_order", lambda text, parts: checks.append(1) or real(text, parts))
+    logged = [qwen_dump([{"role": "user", "content": rows[i]}]) for i in range(0, 2000, 7)]
+    matches = ds.match_prompts(logged, ds.read_dataset(data))
+    assert [m.row for m in matches] == list(range(0, 2000, 7))
+    assert len(checks) <= 2 * len(logged)

@@ -43,8 +43,10 @@ DATASET_SUFFIXES = {".parquet": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl"
 DEFAULT_COLUMN = "prompt"
 """The prompt column verl (``data.prompt_key``) and TRL read by default."""
 KEY_LENGTH = 24
-"""Characters of a row's longest content used to find its candidates in a logged text (a lookup index,
-not a threshold: every candidate is then checked in full)."""
+"""Characters of the window a row is looked up by in a logged text (a lookup index, not a threshold: every
+candidate is then checked in full)."""
+KEY_STRIDE = 12
+"""Characters between the windows a row's key is chosen from."""
 
 
 @dataclass(frozen=True)
@@ -228,14 +230,28 @@ def match_prompts(logged: Sequence[str], data: TrainingSet) -> list[Match]:
 
 
 def _key_index(data: TrainingSet) -> dict[int, dict[str, list[int]]]:
-    """Key length -> (the first characters of each row's longest content -> rows)."""
+    """Key length -> (key -> rows): each row indexed by its rarest window of :data:`KEY_LENGTH` characters
+    (windows every :data:`KEY_STRIDE` characters of its contents, and each content's last), so an instruction
+    that every row of a set starts or ends with does not make every row a candidate of every prompt."""
+    windows = [_windows(parts) for parts in data.contents]
+    counts = Counter(w for ws in windows for w in set(ws))
     index: dict[int, dict[str, list[int]]] = {}
-    for row, parts in enumerate(data.contents):
-        if parts:
-            longest = max(parts, key=len)
-            key = longest[:KEY_LENGTH]
+    for row, ws in enumerate(windows):
+        if ws:
+            key = min(ws, key=lambda w: (counts[w], ws.index(w)))
             index.setdefault(len(key), {}).setdefault(key, []).append(row)
     return index
+
+
+def _windows(parts: tuple[str, ...]) -> list[str]:
+    out = []
+    for part in parts:
+        if len(part) <= KEY_LENGTH:
+            out.append(part)
+            continue
+        out += [part[i:i + KEY_LENGTH] for i in range(0, len(part) - KEY_LENGTH + 1, KEY_STRIDE)]
+        out.append(part[-KEY_LENGTH:])
+    return out
 
 
 def _candidates(text: str, data: TrainingSet, index: dict[int, dict[str, list[int]]]) -> list[int]:
