@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -175,3 +176,51 @@ def test_skip_policy_state_round_trips():
     assert copy.skipped == policy.skipped and copy.forecaster.per_group.equals(policy.forecaster.per_group)
     listed = sorted(policy.skipped)
     assert [copy.keep(p) for p in listed * 20] == [policy.keep(p) for p in listed * 20]
+
+
+def _scaled(rewards_of_right: float, wrong: float = 0.0):
+    """_steps with right answers scoring ``rewards_of_right`` and wrong ones ``wrong``."""
+    return [(step, ids, np.where(np.asarray(r) >= 1, rewards_of_right, wrong)) for step, ids, r in _steps(seed=2)]
+
+
+def test_rewards_that_never_reach_the_threshold_but_vary_are_warned_and_skip_nothing():
+    """Right answers scoring 0.7 at the default threshold 1.0: every group counts all-wrong, so the
+    forecast calls every prompt silent (with no warning before: every prompt skip-listed). The same
+    rewards at threshold 0.7 give the skip list of the binary run exactly."""
+    binary = SkipPolicy(max_p_silent=0.5)
+    for step, ids, rewards in _steps(seed=2):
+        binary.observe(step, ids, rewards, group_size=4)
+    assert binary.skipped and not binary.scale.mismatch
+    low = SkipPolicy(max_p_silent=0.5)
+    with pytest.warns(RuntimeWarning, match=r"every reward so far is below threshold 1 \(rewards 0 to 0.7\), yet "
+                                            r"\d+ group\(s\) had rewards that differ: every group is counted all-wrong"):
+        for step, ids, rewards in _scaled(0.7):
+            low.observe(step, ids, rewards, group_size=4)
+    assert low.scale.mismatch and low.skipped == frozenset()
+    assert low.forecaster.skip_list() == sorted({f"q{i}" for i in range(12)})  # what it would have skipped: all
+    fitted = SkipPolicy(max_p_silent=0.5, threshold=0.7)
+    for step, ids, rewards in _scaled(0.7):
+        fitted.observe(step, ids, rewards, group_size=4)
+    assert fitted.skipped == binary.skipped and not fitted.scale.mismatch
+    above = SkipPolicy(max_p_silent=0.5)  # 1 (wrong) and 1.2 (right): every group all-correct
+    with pytest.warns(RuntimeWarning, match="at or above threshold 1 .* counted all-correct"):
+        for step, ids, rewards in _scaled(1.2, wrong=1.0):
+            above.observe(step, ids, rewards, group_size=4)
+    assert above.skipped == frozenset()
+    metrics = SilentGroupMetrics(zero_std_atol=1e-8)
+    with pytest.warns(RuntimeWarning, match="below threshold 1"):
+        for step, ids, rewards in _scaled(0.7):
+            metrics.step(step, ids, rewards, group_size=4)
+
+
+def test_binary_rewards_never_meet_the_threshold_warning():
+    """0/1 rewards at threshold 1: a group whose rewards differ holds a 1, so the warning's condition
+    (rewards differ, none at or above the threshold) cannot hold, whatever the draws."""
+    rng = np.random.default_rng(11)
+    for _ in range(100):
+        policy = SkipPolicy()
+        r = (rng.random(24) < rng.random()).astype(float)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            policy.observe(1, [f"q{i // 4}" for i in range(24)], r, group_size=4)
+        assert not policy.scale.mismatch

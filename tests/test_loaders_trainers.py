@@ -202,3 +202,15 @@ def test_inspect_eval_with_several_scorers_asks_which(tmp_path):
     lc = load_counts([log], LoadOptions(reward_col="match"))
     assert lc.layout == "inspect-ai"
     assert_frame_equal(lc.per_prompt, prompts([("task | 1", 2, 1), ("task | 2", 1, 1)]))
+
+
+def test_verl_legacy_refusal_names_the_file_of_the_step_drawn_twice(tmp_path):
+    for step in (1, 2, 3):
+        rows = [verl_row(step, p, a) for p in ("P", "Q", "R") for a in (True, False)]
+        if step == 2:
+            rows += [verl_row(2, "P", True), verl_row(2, "P", False)]
+        write_jsonl(tmp_path / f"{step}.jsonl", rows)
+    with pytest.raises(SchemaError) as err:
+        load_counts([tmp_path])
+    assert err.value.location == str(tmp_path / "2.jsonl")
+    assert "e.g. step 2" in err.value.one_line()

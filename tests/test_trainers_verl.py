@@ -1,15 +1,19 @@
-"""The verl integration through verl's own code (the ``[trainers]`` extra): its ``ppo_trainer`` config
-composed by Hydra with the documented overrides, the dataset loaded by ``create_rl_dataset``
-(``data.custom_cls``), the dataloader built by ``RayPPOTrainer._create_dataloader`` (which also plans
-the run's steps from ``len()``), batches turned into ``DataProto`` and repeated per rollout as
-``RayPPOTrainer.fit`` does, then fed to ``on_batch_end``. Rewards are drawn from known per-row
-success rates, so which rows must end on the skip list is known independently."""
+"""The verl integration inside verl's own training loop (the ``[trainers]`` extra): verl 0.9.1's
+``RayPPOTrainer.fit`` runs with its own dataset and dataloader construction (``data.custom_cls``,
+``_create_dataloader``), its own checkpoint save and load (``_save_checkpoint``, ``_load_checkpoint``,
+``data.pt``), its own advantage computation, metrics and rollout dump (``rollout_data_dir``); only what
+runs on GPUs is replaced by CPU stand-ins: the worker group (log-probs, actor update, checkpoint
+weights), the rollout (agent loop) and the weight sync. Rewards are drawn from known per-row success
+rates, seeded by (step, row, sample), so which rows must end on the skip list is known independently,
+and a resumed run draws the same rewards as the uninterrupted one. The run's own dump is audited with
+``sigmaudit scan``."""
 
 from __future__ import annotations
 
+import json
 import os
-import uuid
-from types import SimpleNamespace
+import shutil
+import warnings
 
 import numpy as np
 import pytest
@@ -19,24 +23,35 @@ pytest.importorskip("verl", reason="the [trainers] extra is not installed (pip i
 import polars as pl  # noqa: E402
 import torch  # noqa: E402
 import verl  # noqa: E402
+from cli_runner import run as run_cli  # noqa: E402
 from hydra import compose, initialize_config_dir  # noqa: E402
+from tensordict import TensorDict  # noqa: E402
 from tokenizers import Tokenizer, models, pre_tokenizers  # noqa: E402
 from transformers import PreTrainedTokenizerFast  # noqa: E402
 from verl import DataProto  # noqa: E402
 from verl.trainer.ppo.ray_trainer import RayPPOTrainer  # noqa: E402
-from verl.trainer.ppo.utils import create_rl_dataset, create_rl_sampler  # noqa: E402
-from verl.utils.dataset.rl_dataset import collate_fn  # noqa: E402
+from verl.trainer.ppo.utils import Role, create_rl_dataset  # noqa: E402
+from verl.utils import tensordict_utils as tu  # noqa: E402
 
 from sigmaudit.errors import ConfigError  # noqa: E402
-from sigmaudit.integrations.verl import ROW, SigmauditDataset  # noqa: E402
+from sigmaudit.integrations.verl import ROW, STATE_FILE, SigmauditDataset, check_version  # noqa: E402
 
-ROWS, BATCH, N = 40, 8, 4
-SOLVED = range(0, 6)  # always right: forecast silent, skip-listed after two steps
+pytestmark = pytest.mark.slow
+
+ROWS, BATCH, N, RESPONSE = 32, 8, 4, 3
+EPOCH = ROWS // BATCH  # steps per epoch
+SOLVED = range(0, 12)  # always right: forecast silent, skip-listed after two steps
 FLOOR = 0.1
 HOOK = ["data.custom_cls.path=pkg://sigmaudit.integrations.verl", "data.custom_cls.name=SigmauditDataset",
         "data.dataloader_num_workers=0", "trainer.use_v1=False", f"data.train_batch_size={BATCH}",
         f"actor_rollout_ref.rollout.n={N}", "trainer.total_epochs=3", "data.seed=3",
         "+data.sigmaudit.max_p_silent=0.8", f"+data.sigmaudit.floor={FLOOR}"]
+FIT = ["algorithm.adv_estimator=grpo", "actor_rollout_ref.actor.use_kl_loss=False", "trainer.val_before_train=False",
+       "trainer.test_freq=-1", "trainer.logger=[console]", f"actor_rollout_ref.actor.ppo_mini_batch_size={BATCH}"]
+
+
+def _rate(row: int) -> float:
+    return 1.0 if row in SOLVED else 0.5
 
 
 @pytest.fixture(scope="module")
@@ -63,93 +78,223 @@ def _tokenizer():
     return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>")
 
 
-def _trainer(config):
-    """verl's own dataset and dataloader construction (RayPPOTrainer.__init__ calls _create_dataloader)."""
-    trainer = SimpleNamespace(config=config, tokenizer=_tokenizer(), processor=None)
-    train = create_rl_dataset(config.data.train_files, config.data, trainer.tokenizer, None)
-    val = create_rl_dataset(config.data.val_files, config.data, trainer.tokenizer, None)
-    RayPPOTrainer._create_dataloader(trainer, train, val, collate_fn, create_rl_sampler(config.data, train))
+class Workers:
+    """The actor worker group's stand-in: what ``fit`` asks of it through verl's own conversions
+    (``left_right_2_no_padding`` in, ``no_padding_2_padding`` out), and checkpoint weights on disk."""
+
+    _dispatch_info = {"actor": [0]}  # one data-parallel rank (for _balance_batch)
+
+    def save_checkpoint(self, local_path, remote_path=None, global_step=0, max_ckpt_to_keep=None):
+        os.makedirs(local_path, exist_ok=True)
+        with open(os.path.join(local_path, "weights"), "w") as f:
+            f.write(str(global_step))
+
+    def load_checkpoint(self, path, del_local_after_load=False):
+        with open(os.path.join(path, "weights")) as f:
+            self.loaded = int(f.read())
+
+    @staticmethod
+    def _zeros(td):
+        ids = td["input_ids"]
+        return torch.nested.nested_tensor_from_jagged(torch.zeros(ids.values().shape[0]), offsets=ids.offsets())
+
+    def compute_log_prob(self, td):
+        out = TensorDict({"log_probs": self._zeros(td), "entropy": self._zeros(td)}, batch_size=td.batch_size)
+        tu.assign_non_tensor(out, metrics={"mfu": 0.0})
+        return out
+
+    def update_actor(self, td):
+        out = TensorDict({}, batch_size=[])
+        tu.assign_non_tensor(out, metrics={"mfu": 0.0, "pg_loss": 0.0})
+        return out
+
+
+class Weights:
+    def update_weights(self, step):
+        pass
+
+    def sleep_replicas(self):
+        pass
+
+
+class Pools:
+    def get_n_gpus(self):
+        return 1
+
+
+class Rollout:
+    """The agent loop's stand-in: responses and rewards (``rm_scores``, as verl's reward loop returns
+    them) for each sample; records per step the rows served and the skip list they were drawn under."""
+
+    def __init__(self, dataset):
+        self.dataset, self.tokenizer, self.steps = dataset, _tokenizer(), {}
+
+    def generate_sequences(self, gen):
+        rows = [int(e[ROW]) for e in gen.non_tensor_batch["extra_info"]]
+        step = int(gen.meta_info["global_steps"])
+        self.steps[step] = {"rows": rows[::N], "skipped": self.dataset.policy.skipped}
+        prompts = torch.tensor([self.tokenizer(p[0]["content"])["input_ids"] for p in gen.non_tensor_batch["raw_prompt"]])
+        size, length = len(rows), prompts.shape[1] + RESPONSE
+        scores, seen = torch.zeros(size, RESPONSE), {}
+        for i, row in enumerate(rows):
+            seen[row] = j = seen.get(row, -1) + 1
+            scores[i, -1] = float(np.random.default_rng([step, row, j]).random() < _rate(row))
+        responses = torch.ones(size, RESPONSE, dtype=prompts.dtype)
+        return DataProto.from_dict(
+            {"prompts": prompts, "responses": responses, "input_ids": torch.cat([prompts, responses], 1),
+             "attention_mask": torch.ones(size, length, dtype=torch.long),
+             "position_ids": torch.arange(length).expand(size, -1).clone(),
+             "response_mask": torch.ones(size, RESPONSE, dtype=torch.long), "rm_scores": scores},
+            non_tensors={"multi_modal_inputs": np.array([{} for _ in range(size)], dtype=object)},
+            meta_info={"timing": {}})
+
+
+class Trainer(RayPPOTrainer):
+    """verl's RayPPOTrainer; ``init_workers`` (Ray worker groups, vLLM servers) gives CPU stand-ins."""
+
+    def init_workers(self):
+        self.actor_rollout_wg = Workers()
+        self.async_rollout_manager = Rollout(self.train_dataset)
+        self.checkpoint_manager = Weights()
+
+
+def fit(config):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # verl deprecates its legacy trainer
+        trainer = Trainer(config=config, tokenizer=_tokenizer(), role_worker_mapping={Role.ActorRollout: object},
+                          resource_pool_manager=Pools())
+    trainer.init_workers()
+    trainer.fit()
     return trainer
 
 
-def _rate(row: int) -> float:
-    return 1.0 if row in SOLVED else 0.5
+def _run(data_file, tmp, *overrides):
+    return fit(_config(data_file, *HOOK, *FIT, f"trainer.default_local_dir={tmp}/ckpt",
+                       f"+trainer.rollout_data_dir={tmp}/rollout", *overrides))
 
 
-def _step(trainer, batch_dict, rng):
-    """One training step's batch as RayPPOTrainer.fit builds it, rewards from the rows' rates."""
-    batch = DataProto.from_single_dict(batch_dict)
-    batch.non_tensor_batch["uid"] = np.array([str(uuid.uuid4()) for _ in range(len(batch))], dtype=object)
-    batch = batch.repeat(repeat_times=N, interleave=True)
-    rows = [e[ROW] for e in batch.non_tensor_batch["extra_info"]]
-    scores = torch.zeros(len(batch), 3)
-    scores[:, -1] = torch.tensor([float(rng.random() < _rate(r)) for r in rows])
-    batch.batch["token_level_scores"] = scores
-    trainer.train_dataset.on_batch_end(batch=batch)
-    return rows[::N]
+def _groups(trainer, up_to=None):
+    """Every group fed (within a step in the order of verl's random uids: sorted here)."""
+    g = trainer.train_dataset.policy.forecaster.per_group.sort("step", "prompt", "n", "k")
+    return g if up_to is None else g.filter(pl.col("step") <= up_to)
 
 
-def test_skips_the_silent_rows_and_keeps_every_epochs_length(data_file):
-    """In order (data.shuffle=False: the sampler draws rows 0..39 each epoch), so each draw is known:
-    a row off the skip list is served as drawn; a listed one is served with probability floor, else
-    its draw goes to a row off the list. No epoch shrinks; verl's planned steps are the steps run."""
-    trainer = _trainer(_config(data_file, *HOOK, "data.shuffle=False"))
+def _scan(capsys, folder):
+    capsys.readouterr()
+    code, out, err = run_cli(capsys, "scan", str(folder), "-f", "json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def _dumped(folder):
+    """The run's own dump, per step: the prompts and whether each (step, prompt) group is silent."""
+    rows = [json.loads(line) for f in sorted(os.listdir(folder)) for line in open(os.path.join(folder, f))]
+    frame = pl.DataFrame(rows).group_by("step", "input").agg(pl.len().alias("n"), pl.col("score").n_unique().alias("u"))
+    return frame
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(data_file, tmp_path_factory):
+    """Three epochs in order (data.shuffle=False: the sampler draws rows 0..31 each epoch, so each draw
+    is known, and a resumed run's sampler continues as the uninterrupted one's), a checkpoint after
+    every step."""
+    tmp = tmp_path_factory.mktemp("whole")
+    return tmp, _run(data_file, tmp, "data.shuffle=False", "trainer.save_freq=1")
+
+
+def test_fit_skips_the_silent_rows_keeps_every_epoch_and_stays_auditable(uninterrupted, capsys):
+    """A row off the skip list is served as drawn; a listed one is served with probability floor, else
+    its draw goes to a row off the list not already in the batch. No row twice in a step, so
+    ``sigmaudit scan`` reads the run's own dump: one group per (step, prompt), as fed to the forecaster."""
+    whole, trainer = uninterrupted
     assert isinstance(trainer.train_dataset, SigmauditDataset)
-    assert len(trainer.train_dataloader) == ROWS // BATCH
-    assert trainer.total_training_steps == 3 * (ROWS // BATCH)  # verl's plan, from len()
-    rng = np.random.default_rng(0)
-    steps, listed_draws, kept = 0, 0, 0
-    for _epoch in range(3):
-        batches = 0
-        for b, batch_dict in enumerate(trainer.train_dataloader):
-            listed = trainer.train_dataset.policy.skipped  # as the batch was drawn
-            rows = _step(trainer, batch_dict, rng)
-            assert [p[0]["content"] for p in batch_dict["raw_prompt"]] == [f"w{r % 20} w{r // 20}" for r in rows]
-            for drawn, row in zip(range(b * BATCH, (b + 1) * BATCH), rows, strict=True):
-                if str(drawn) not in listed:
-                    assert row == drawn
-                else:
-                    listed_draws += 1
-                    kept += row == drawn
-                    assert row == drawn or str(row) not in listed
-            batches += 1
-        steps += batches
-        assert batches == len(trainer.train_dataloader) == ROWS // BATCH  # the epoch did not shrink
-    assert steps == trainer.total_training_steps
-    assert trainer.train_dataset.policy.skipped == {str(r) for r in SOLVED}  # exactly the always-solved rows
-    assert listed_draws >= len(SOLVED)
+    assert trainer.total_training_steps == 3 * EPOCH  # verl's plan, from len()
+    steps = trainer.async_rollout_manager.steps
+    assert sorted(steps) == list(range(1, 3 * EPOCH + 1))  # every planned step ran: no epoch shrank
+    listed_draws = kept = 0
+    for step, seen in steps.items():
+        b = (step - 1) % EPOCH
+        assert len(set(seen["rows"])) == BATCH  # no row twice in a step
+        for drawn, row in zip(range(b * BATCH, (b + 1) * BATCH), seen["rows"], strict=True):
+            if str(drawn) not in seen["skipped"]:
+                assert row == drawn
+            else:
+                listed_draws += 1
+                kept += row == drawn
+                assert row == drawn or str(row) not in seen["skipped"]
+    listed = trainer.train_dataset.policy.skipped
+    assert {str(r) for r in range(BATCH)} <= listed <= {str(r) for r in SOLVED}  # always-solved rows only
+    assert listed_draws >= 2 * BATCH
     assert abs(kept - listed_draws * FLOOR) <= 4 * np.sqrt(listed_draws * FLOOR * (1 - FLOOR)) + 1
+    assert trainer.train_dataset.steps == 3 * EPOCH - 1  # fit returns before on_batch_end on its last step
+    fed = _groups(trainer)
+    assert fed.height == (3 * EPOCH - 1) * BATCH
+    assert sorted(fed["step"].unique().to_list()) == list(range(1, 3 * EPOCH))  # verl's global steps
+    scanned = _scan(capsys, whole / "rollout")
+    dump = _dumped(whole / "rollout")
+    assert dump.height == 3 * EPOCH * BATCH and set(dump["n"].to_list()) == {N}
+    assert scanned["observed_silent"]["groups"] == dump.height
+    silent = dump.filter(pl.col("u") == 1).height
+    assert scanned["observed_silent"]["fraction"] == pytest.approx(silent / dump.height, abs=1e-12)
 
 
-def test_resume_restores_the_skip_state_with_the_dataloaders(data_file, tmp_path):
-    rng = np.random.default_rng(1)
-    first = _trainer(_config(data_file, *HOOK))
-    for _epoch in range(2):
-        for batch_dict in first.train_dataloader:
-            _step(first, batch_dict, rng)
-    assert first.train_dataset.policy.skipped  # skipping has begun
-    it = iter(first.train_dataloader)
-    for _ in range(2):  # into the third epoch
-        _step(first, next(it), rng)
-    torch.save(first.train_dataloader.state_dict(), tmp_path / "data.pt")  # as RayPPOTrainer._save_checkpoint
-    state = rng.bit_generator.state
-    went_on = [_step(first, next(it), rng) for _ in range(3)]
-    resumed = _trainer(_config(data_file, *HOOK))
-    resumed.train_dataloader.load_state_dict(torch.load(tmp_path / "data.pt", weights_only=False))
-    assert resumed.train_dataset.policy.skipped == frozenset()  # restored when iteration starts, as verl does
-    rng.bit_generator.state = state
-    it = iter(resumed.train_dataloader)
-    assert [_step(resumed, next(it), rng) for _ in range(3)] == went_on
-    assert resumed.train_dataset.policy.skipped == first.train_dataset.policy.skipped != frozenset()
-    assert resumed.train_dataset.steps == first.train_dataset.steps == 15
+def _resume(data_file, tmp, whole, step):
+    shutil.copytree(whole / "ckpt" / f"global_step_{step}", tmp / "from" / f"global_step_{step}")
+    return _run(data_file, tmp, "data.shuffle=False", "trainer.save_freq=-1", "trainer.resume_mode=resume_path",
+                f"trainer.resume_from_path={tmp}/from/global_step_{step}")
+
+
+def _same_run_from(resumed, first, step, whole, tmp):
+    """From ``step`` on, the resumed run drew, rewarded, fed and dumped exactly what the uninterrupted one did."""
+    assert sorted(resumed.async_rollout_manager.steps) == list(range(step + 1, 3 * EPOCH + 1))
+    for s, seen in resumed.async_rollout_manager.steps.items():
+        assert seen == first.async_rollout_manager.steps[s], s
+        assert (tmp / "rollout" / f"{s}.jsonl").read_text() == (whole / "rollout" / f"{s}.jsonl").read_text()
+    assert _groups(resumed).equals(_groups(first))
+    assert resumed.train_dataset.policy.skipped == first.train_dataset.policy.skipped
+    assert resumed.train_dataset.steps == first.train_dataset.steps == 3 * EPOCH - 1
+
+
+def test_fit_resumed_at_an_epoch_boundary_continues_with_the_skip_state(data_file, uninterrupted, tmp_path, capsys):
+    """verl does not restore ``data.pt`` at an epoch boundary (global step 8 = 2 epochs of 4): the
+    dataset restores its own ``sigmaudit.pt``, with step 8's rewards, and skips from its first batch on."""
+    whole, first = uninterrupted
+    assert (whole / "ckpt" / f"global_step_{2 * EPOCH}" / STATE_FILE).exists()
+    assert not (whole / "ckpt" / f"global_step_{3 * EPOCH}" / STATE_FILE).exists()  # the last step is never fed
+    resumed = _resume(data_file, tmp_path, whole, 2 * EPOCH)
+    assert resumed.actor_rollout_wg.loaded == 2 * EPOCH
+    assert resumed.train_dataset.resumed_from.endswith(f"global_step_{2 * EPOCH}/{STATE_FILE}")
+    assert resumed.async_rollout_manager.steps[2 * EPOCH + 1]["skipped"]  # skipping from the first batch on
+    _same_run_from(resumed, first, 2 * EPOCH, whole, tmp_path)
+    assert _scan(capsys, tmp_path / "rollout")["observed_silent"]["groups"] == EPOCH * BATCH
+
+
+def test_fit_resumed_inside_an_epoch_replays_the_uninterrupted_run(data_file, uninterrupted, tmp_path):
+    """Inside an epoch verl restores ``data.pt`` too (taken before the step's rewards were fed); the
+    dataset keeps its fuller ``sigmaudit.pt`` state."""
+    whole, first = uninterrupted
+    resumed = _resume(data_file, tmp_path, whole, EPOCH + 2)
+    assert resumed.train_dataset.resumed_from.endswith(f"global_step_{EPOCH + 2}/{STATE_FILE}")
+    _same_run_from(resumed, first, EPOCH + 2, whole, tmp_path)
+
+
+def test_the_version_gate_refuses_only_a_verl_that_never_calls_the_hook():
+    """RayPPOTrainer.fit calls on_batch_end from v0.5.0 (v0.5.0 l.1419–1421, the 0.7.1 wheel l.1625–1627,
+    0.9.1 l.1818–1820); v0.4.1's has no such call."""
+    for version in ("0.5.0", "0.6.1", "0.7.1", "0.8.0", "0.9.1", "0.10.0.dev0"):
+        check_version(version)
+    for version in ("0.4.1", "0.3.0.post1", "0.2"):
+        with pytest.raises(ConfigError, match="never calls train_dataset.on_batch_end"):
+            check_version(version)
 
 
 @pytest.mark.parametrize(("overrides", "message"), [
     (["trainer.use_v1=True"], "v1 trainer never calls train_dataset.on_batch_end"),
     (["data.dataloader_num_workers=2"], "each dataloader worker holds its own copy"),
     (["+data.sigmaudit.max_psilent=0.5"], "unknown option max_psilent"),
+    (["algorithm.filter_groups.enable=True"], "never reads algorithm.filter_groups"),
 ])
-def test_a_verl_it_cannot_hook_into_is_refused_at_start_up(data_file, overrides, message):
+def test_a_configuration_it_cannot_serve_is_refused_at_start_up(data_file, overrides, message):
     config = _config(data_file, *HOOK, *overrides)
     with pytest.raises(ConfigError, match=message):
         create_rl_dataset(config.data.train_files, config.data, _tokenizer(), None)

@@ -8,6 +8,7 @@ the group's answers are all below or all at/above ``threshold`` (a reward >= thr
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -80,6 +81,74 @@ def group_counts(prompt_ids: Sequence[Hashable], rewards: ArrayLike, group_ids: 
     return prompts, n, k, silent
 
 
+@dataclass
+class RewardScale:
+    """Whether the rewards fed so far fit ``threshold``: a warning when every scored reward lies on one
+    side of it while some group's rewards differ.
+
+    Why: the forecast counts a group all-wrong when every reward is below ``threshold`` and all-correct
+    when every reward is at or above it, and a group counted so is forecast silent. A group whose
+    rewards differ is not silent, so it must hold rewards on both sides of a threshold that separates
+    right from wrong answers (binary rewards at threshold 1 always do). When no reward has reached the
+    threshold (or every one has) yet some group's rewards differ, the threshold misses the reward's
+    scale (say right answers score 0.7 at the default 1.0): every group is counted all-wrong (all-correct)
+    and every prompt is forecast silent, however much its rewards vary. Until a reward falls on the other
+    side the warning stands (once per object); shaped rewards of a run whose every answer is still wrong
+    (0 and a 0.2 format bonus) also meet it, rightly: their groups are not silent either."""
+
+    threshold: float = 1.0
+    below: bool = False
+    at_or_above: bool = False
+    spread: int = 0
+    low: float = float("inf")
+    high: float = float("-inf")
+    warned: bool = False
+
+    def feed(self, rewards: np.ndarray, n: np.ndarray, silent: np.ndarray) -> None:
+        scored = rewards[~np.isnan(rewards)]
+        if scored.size:
+            self.below |= bool((scored < self.threshold).any())
+            self.at_or_above |= bool((scored >= self.threshold).any())
+            self.low, self.high = min(self.low, float(scored.min())), max(self.high, float(scored.max()))
+        self.spread += int(((n >= 2) & ~silent).sum())
+
+    @property
+    def mismatch(self) -> bool:
+        """Every scored reward on one side of ``threshold`` while some group's rewards differ."""
+        return self.spread > 0 and self.below != self.at_or_above
+
+    def warn(self, consequence: str) -> None:
+        if not self.mismatch or self.warned:
+            return
+        self.warned = True
+        side = "below" if self.below else "at or above"
+        counted = "all-wrong" if self.below else "all-correct"
+        warnings.warn(f"sigmaudit: every reward so far is {side} threshold {self.threshold:g} (rewards "
+                      f"{self.low:g} to {self.high:g}), yet {self.spread} group(s) had rewards that differ: every "
+                      f"group is counted {counted} and every prompt forecast silent; {consequence}set threshold to "
+                      "the reward a right answer gets", RuntimeWarning, stacklevel=4)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"below": self.below, "at_or_above": self.at_or_above, "spread": self.spread,
+                "low": self.low, "high": self.high}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for key, value in state.items():
+            setattr(self, key, value)
+
+
+def refeed(forecaster: Forecaster, groups: dict[str, list], up_to: int | None = None) -> Forecaster:
+    """``forecaster`` fed ``groups`` (a ``per_group`` table as lists), step by step; only steps <= ``up_to``."""
+    steps = np.asarray(groups["step"], dtype=np.int64)
+    for step in np.unique(steps):
+        if up_to is not None and step > up_to:
+            break
+        at = np.flatnonzero(steps == step)
+        forecaster.update_counts(int(step), [groups["prompt"][i] for i in at],
+                                 np.asarray(groups["n"])[at], np.asarray(groups["k"])[at])
+    return forecaster
+
+
 def _feed(forecaster: Forecaster, step: int, prompts: list[str], n: np.ndarray, k: np.ndarray) -> np.ndarray:
     """Feed the groups with a scored sample to ``forecaster``; which groups those are."""
     scored = n >= 1
@@ -103,6 +172,10 @@ class SilentGroupMetrics:
     forecast: bool = True
     forecaster: Forecaster = field(default_factory=Forecaster)
     zero_std_atol: float | None = None
+    scale: RewardScale = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.scale = RewardScale(self.threshold)
 
     def step(self, step: int, prompt_ids: Sequence[Hashable], rewards: ArrayLike, *,
              group_size: int | None = None, group_ids: Sequence[Hashable] | None = None) -> dict[str, float]:
@@ -110,6 +183,8 @@ class SilentGroupMetrics:
         prompts, n, k, silent = group_counts(prompt_ids, rewards, group_ids, group_size, self.threshold,
                                              self.zero_std_atol)
         scored = _feed(self.forecaster, step, prompts, n, k)
+        self.scale.feed(np.asarray(rewards, dtype=np.float64).ravel(), n, silent)
+        self.scale.warn("")
         groups = int(n.size)
         share = (lambda hits: float(hits.sum() / groups)) if groups else (lambda hits: float("nan"))
         out = {f"{PREFIX}groups": float(groups),
@@ -149,19 +224,26 @@ class SkipPolicy:
     forecaster: Forecaster = field(init=False)
     _skip: frozenset[str] = field(default=frozenset(), init=False)
     _rng: Any = field(init=False)
+    scale: RewardScale = field(init=False)
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.floor <= 1.0:
             raise ConfigError(f"floor must lie in [0, 1], got {self.floor!r}", location="floor")
         self.forecaster = Forecaster(self.G, max_p_silent=self.max_p_silent)
         self._rng = np.random.default_rng(self.seed)
+        self.scale = RewardScale(self.threshold)
 
     def observe(self, step: int, prompt_ids: Sequence[Hashable], rewards: ArrayLike,
                 group_ids: Sequence[Hashable] | None = None, group_size: int | None = None) -> None:
-        """Feed one step's scored samples; the skip list is refreshed (from the second step on)."""
-        prompts, n, k, _ = group_counts(prompt_ids, rewards, group_ids, group_size, self.threshold)
+        """Feed one step's scored samples; the skip list is refreshed (from the second step on). While
+        the rewards miss ``threshold``'s scale (:class:`RewardScale`) the skip list is empty (a warning)."""
+        prompts, n, k, silent = group_counts(prompt_ids, rewards, group_ids, group_size, self.threshold)
         _feed(self.forecaster, step, prompts, n, k)
-        if len(self.forecaster.steps) >= 2:
+        self.scale.feed(np.asarray(rewards, dtype=np.float64).ravel(), n, silent)
+        if self.scale.mismatch:
+            self.scale.warn("no prompt is skipped until one falls on the other side; ")
+            self._skip = frozenset()
+        elif len(self.forecaster.steps) >= 2:
             self._skip = frozenset(self.forecaster.skip_list())
 
     @property
@@ -181,16 +263,12 @@ class SkipPolicy:
         """Everything fed, the skip list and the random state, as plain Python (for a trainer's checkpoint)."""
         groups = self.forecaster.per_group
         return {"groups": {c: groups[c].to_list() for c in ("step", "prompt", "n", "k")},
-                "skip": sorted(self._skip), "rng": self._rng.bit_generator.state}
+                "skip": sorted(self._skip), "rng": self._rng.bit_generator.state, "scale": self.scale.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`'s output: the same forecasts, skip list and draws follow."""
-        self.forecaster = Forecaster(self.G, max_p_silent=self.max_p_silent)
-        g = state["groups"]
-        steps = np.asarray(g["step"], dtype=np.int64)
-        for step in np.unique(steps):
-            at = np.flatnonzero(steps == step)
-            self.forecaster.update_counts(int(step), [g["prompt"][i] for i in at],
-                                          np.asarray(g["n"])[at], np.asarray(g["k"])[at])
+        self.forecaster = refeed(Forecaster(self.G, max_p_silent=self.max_p_silent), state["groups"])
+        self.scale = RewardScale(self.threshold)
+        self.scale.load_state_dict(state.get("scale", {}))
         self._skip = frozenset(state["skip"])
         self._rng.bit_generator.state = state["rng"]

@@ -44,7 +44,7 @@ def conclude(files: Sequence[Any], counted: Sequence[FileCounts], copies: Sequen
         mine.append(f"{null_keys} rows with a null prompt key ({key_note(plans[0].prompt)}) dropped")
     if copies:
         mine.append(copies_note(copies))
-    trainers.check(loaded.layout, plans, loaded.per_group, missing, str(files[0]))
+    trainers.check(loaded.layout, plans, loaded.per_group, missing, _locator(files, counted))
     norms = [(c.filtered, c.reward_source) for c in counted if c.framework]
     filtered = norms[0][0] if norms and all(n[0] for n in norms) else None
     extra = [*relogged, *(note for c in counted for note in c.extra_notes)]
@@ -59,6 +59,15 @@ def conclude(files: Sequence[Any], counted: Sequence[FileCounts], copies: Sequen
     return dataclasses.replace(loaded, notes=tuple(notes), filtered=filtered, reward_source=source,
                                n_null_keys=null_keys, missing_at=pl.concat(where) if where else None,
                                length_source=length_source)
+
+
+def _locator(files: Sequence[Any], counted: Sequence[FileCounts]) -> Any:
+    """A step -> the file(s) holding its rows (for a framework's refusal to name), else the first file."""
+    def locate(step: Any) -> str:
+        hits = [str(c.path) for c in counted
+                if c.frame is not None and "step" in c.frame.columns and bool((c.frame["step"] == step).any())]
+        return ", ".join(hits[:3]) + (f" and {len(hits) - 3} more" if len(hits) > 3 else "") if hits else str(files[0])
+    return locate
 
 
 def _lengths_of(counted: Sequence[FileCounts]) -> tuple[list[pl.DataFrame], str | None]:

@@ -11,8 +11,9 @@ cannot give). Files ending in ``.gz`` or ``.zst`` are recognised and read by the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -108,8 +109,8 @@ def run_root(path: Path, layout: str) -> Path:
 
 
 def check(layout: str, plans: Sequence[ColumnMap], per_group: pl.DataFrame | None,
-          missing: int, where: str) -> None:
-    """Let the framework refuse group counts its dump cannot give."""
+          missing: int, where: Callable[[Any], str]) -> None:
+    """Let the framework refuse group counts its dump cannot give (``where``: a step -> the file(s) holding it)."""
     framework = BY_LAYOUT.get(layout)
     if framework is not None and per_group is not None:
         framework.check(per_group, missing, list(plans), where)

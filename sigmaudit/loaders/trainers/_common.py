@@ -18,7 +18,7 @@ import json
 import math
 import re
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -150,8 +150,9 @@ class TrainerReader:
         alone."""
         return Repeats({})
 
-    def check(self, per_group: pl.DataFrame, missing: int, plans: list[ColumnMap], where: str) -> None:
-        """Raise when the group counts are ones the dump cannot give."""
+    def check(self, per_group: pl.DataFrame, missing: int, plans: list[ColumnMap],
+              where: Callable[[object], str]) -> None:
+        """Raise when the group counts are ones the dump cannot give (``where``: a step -> its file(s))."""
         return None
 
     def run_root(self, path: Path) -> Path:

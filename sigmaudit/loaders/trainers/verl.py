@@ -19,6 +19,8 @@ list has one entry per sample (often ``acc``, ``pred``; ``request_id`` in the le
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import polars as pl
 
 from ...errors import SchemaError
@@ -54,7 +56,7 @@ def recognize(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> 
                      note=f"detected verl layout: grouping by {by}, reward from {reward}")
 
 
-def check(per_group: pl.DataFrame, missing: int, plans, where: str) -> None:  # noqa: ANN001
+def check(per_group: pl.DataFrame, missing: int, plans, where: Callable[[object], str]) -> None:  # noqa: ANN001
     """Legacy dumps (no uid): when every (step, input) group holds a multiple of the usual group
     size G >= 2 and some hold 2G or more, a prompt was drawn twice in one step, and the dump
     cannot separate its groups. Logs of another shape (sizes that are not multiples of G, a
@@ -71,10 +73,11 @@ def check(per_group: pl.DataFrame, missing: int, plans, where: str) -> None:  # 
         raise SchemaError(
             f"verl dump without uid: {big.height} (step, input) groups hold a multiple of the "
             f"group size {g} (e.g. step {step}, {n} rows of {prompt!r}): a prompt drawn twice in "
-            f"one step, whose groups the dump cannot separate",
-            location=where,
-            remedy="dump with verl's v1 trainer (it writes uid), or pass --group-col with a "
-                   "per-draw id")
+            f"one step (or two dataset rows with one prompt text), whose groups the dump cannot separate",
+            location=where(step),
+            remedy="pass --group-col with a per-draw id, or dump with verl's v1 trainer (it writes uid; "
+                   "sigmaudit's SigmauditDataset, which needs the legacy trainer, never serves a row twice "
+                   "in a step)")
 
 
 class Verl(TrainerReader):
