@@ -66,7 +66,7 @@ class TrendRow:
     step_last: int
     """Last logged step of the bucket."""
     groups: int | None
-    """Logged groups (None for a per-step series, which has none)."""
+    """Logged groups (a per-step series: its group count column summed over the bucket, None without one)."""
     pass_rate: float | None
     """Mean over the groups of k/n (a series: its pass-rate column, if any)."""
     observed_silent: float | None
@@ -386,7 +386,8 @@ def trend_from_series(series: pl.DataFrame, *, every: int = 1, G: Sequence[int] 
     """A per-step series of shares (``LoadedCounts.series``) as a :class:`TrendResult` with no forecast.
 
     Buckets of ``every`` steps average the shares of their rows. ``observed_silent`` is the
-    file's silent column, else the sum of its two branches when both are present.
+    file's silent column, else the sum of its two branches when both are present. ``groups`` (when the file
+    gives the groups per step) is the bucket's sum; a bucket's shares are the mean of its steps' shares.
     """
     if int(every) != every or every < 1:
         raise ValueError(f"every must be a whole number >= 1, got {every!r}")
@@ -395,7 +396,8 @@ def trend_from_series(series: pl.DataFrame, *, every: int = 1, G: Sequence[int] 
     first = int(df["step"].min())  # type: ignore[arg-type]
     rows_df = (df.with_columns(((pl.col("step") - first) // every).alias("bucket"))
                .group_by("bucket").agg(pl.col("step").min().alias("first"), pl.col("step").max().alias("last"),
-                                       *(pl.col(f).mean() for f in fields))
+                                       *(pl.col(f).mean() for f in fields),
+                                       *([pl.col("groups").sum()] if "groups" in df.columns else []))
                .sort("bucket"))
 
     def silent(r: dict[str, Any]) -> float | None:
@@ -407,7 +409,7 @@ def trend_from_series(series: pl.DataFrame, *, every: int = 1, G: Sequence[int] 
 
     Gs = tuple(dict.fromkeys(int(g) for g in G))
     rows = tuple(
-        TrendRow(step=int(r["first"]), step_last=int(r["last"]), groups=None, pass_rate=r["pass_rate"],
+        TrendRow(step=int(r["first"]), step_last=int(r["last"]), groups=r.get("groups"), pass_rate=r["pass_rate"],
                  observed_silent=silent(r), observed_all_wrong=r["observed_all_wrong"],
                  observed_all_correct=r["observed_all_correct"], forecast_silent=None, forecast_all_wrong=None,
                  forecast_all_correct=None, forecast=dict.fromkeys(Gs))

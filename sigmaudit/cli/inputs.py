@@ -62,6 +62,12 @@ RateScaleOpt = Annotated[float | None, typer.Option(
 LengthColOpt = Annotated[str | None, typer.Option(
     "--length-col", help="Per-rollout column of generated tokens: the share of tokens in silent groups is "
     "reported beside the share of rollouts (prime-rl and NeMo-RL dumps carry their own).", **_OVERRIDE)]
+SilentShareColOpt = Annotated[str | None, typer.Option(
+    "--silent-share-col", help="Per-step series: the column of each step's silent share (groups with zero "
+    "reward spread / groups), read as the trainer's own share at its own G.", **_OVERRIDE)]
+GroupCountColOpt = Annotated[str | None, typer.Option(
+    "--group-count-col", help="Per-step series, with --silent-share-col: the column of groups per step.",
+    **_OVERRIDE)]
 ThresholdOpt = Annotated[float | None, typer.Option(
     "--threshold", help="Reward >= T counts as correct (needed for non-binary rewards).", **_OVERRIDE)]
 ByOpt = Annotated[
@@ -314,6 +320,8 @@ LAYOUT_OPTIONS: dict[str, Any] = {
     "keep_duplicates": KeepDuplicatesOpt,
     "pool_runs": PoolRunsOpt,
     "pool_prompts": PoolPromptsOpt,
+    "silent_share_col": SilentShareColOpt,
+    "group_count_col": GroupCountColOpt,
 }
 """The flag of each :class:`~sigmaudit.loaders.LoadOptions` field a user sets (its default is the field's;
 ``subset`` is set by ``--by``, not by a flag of its own). A field added there gets its flag here, once:

@@ -28,6 +28,9 @@ zero-spread flag. What a file holds at each poll:
 - **The command's own outputs are never read as logs** (``outputs``: ``--events``, ``--skip-out``,
   ``-o``); an output that names a log (a file given as input, or one in a followed folder that reads
   as a log) is refused before anything is written.
+- Per-step series (a trainer's metrics: each ``checkpoint-N/trainer_state.json`` a Trainer saves) are read as
+  they appear and put together as ``scan`` puts them (:func:`.series.merge_series`: a step logged in several
+  files once); a checkpoint deleted later (``save_total_limit``) keeps its steps.
 - Files a trainer writes beside its rollouts are skipped as in ``scan``; a file found in a folder that
   fits no layout or holds no data is skipped with a note, as in ``scan``; a file of another layout
   than the first one read is skipped with a note.
@@ -380,7 +383,8 @@ class Follower:
         try:
             loaded = load_counts([target], self.opts)
         except SigmauditError:
-            return False
+            # deleted while read (a Trainer's save_total_limit removes old checkpoints): the next poll sees it gone
+            return not target.exists()
         if loaded.layout != "series":
             return False
         self.files_read += 1
@@ -465,9 +469,12 @@ class Follower:
                 notes.append(f"{s.name}: skipped, layout {s.layout} (the files before it are {layout})")
             else:
                 kept.append(s)
-        if layout == "series":  # one file of shares: its rows are the steps
+        if layout == "series":  # files of shares (a run's checkpoints): the union of their steps, each once
+            from .series import merge_series
+
+            series, _ = merge_series([(str(k.name), k.series) for k in kept], ", ".join(map(str, self.paths)))
             return Snapshot(None, changed, pending, layout, True, self._new([*kept[0].notes, *notes]), len(kept),
-                            waiting, series=kept[0].series)
+                            waiting, series=series)
         per_group, loaded_notes = _assemble(kept)
         return Snapshot(per_group, changed, pending, layout, any(s.has_steps for s in kept),
                         self._new([*loaded_notes, *notes]), len(kept), waiting)

@@ -40,6 +40,10 @@ class Inputs:
         return ", ".join(map(str, self.args))
 
     def none_left(self) -> InputError:
+        if self.skipped:  # every file found was set aside: say why each was
+            from .rules import none_fit
+
+            return none_fit([], self)
         return InputError("no files to read", location=self.where())
 
 

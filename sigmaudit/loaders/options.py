@@ -95,6 +95,11 @@ class LoadOptions:
     pool_prompts: bool = False
     """With several runs pooled, a prompt's samples from every run are one prompt's counts (implies
     ``pool_runs``)."""
+    silent_share_col: str | None = None
+    """A per-step series' column of each step's silent share (zero-spread groups / groups): the file is read
+    as a series whatever its other columns (:mod:`.series`)."""
+    group_count_col: str | None = None
+    """With ``silent_share_col``: the series' column of groups per step (the count the share is a share of)."""
 
     @property
     def pooling(self) -> tuple[bool, bool]:

@@ -205,6 +205,25 @@ def passed_over(exc: SigmauditError) -> str:
     return f"holds no data ({exc.message})"
 
 
+def none_fit(errors: Sequence[SigmauditError], inputs: Any) -> SchemaError:
+    """The refusal of inputs none of whose files is read: "no file fits a layout", with why each was passed over
+    (``inputs.skipped``: fits no layout, holds no data, written beside a trainer's rollouts), one reason each with
+    the first file it was given for and how many more, most files first."""
+    from ..errors import shorten
+
+    by_reason: dict[str, list[Any]] = {}
+    for path, why in inputs.skipped.items():
+        by_reason.setdefault(why, []).append(path)
+    order = sorted(by_reason, key=lambda why: -len(by_reason[why]))
+    said = [f"{Path(str(by_reason[w][0])).name}{f' and {len(by_reason[w]) - 1} more' if len(by_reason[w]) > 1 else ''}"
+            f": {shorten(w, 80)}" for w in (order if len(order) <= 4 else order[:3])]
+    if len(order) > 4:
+        said.append(f"{sum(len(by_reason[w]) for w in order[3:]):,} more for other reasons")
+    n = len(inputs.skipped)
+    return SchemaError(f"no file fits a layout ({n:,} file{'s' if n != 1 else ''} passed over: {'; '.join(said)})",
+                       location=inputs.where(), remedy="point at the folder of the logs, or name a log file")
+
+
 def skip_notes(skipped: dict[Any, str]) -> list[str]:
     """One note per reason: the first file skipped for it, and how many more."""
     by_reason: dict[str, list[Any]] = {}
@@ -222,9 +241,27 @@ def is_plain(opts: LoadOptions) -> bool:
     return not any((opts.prompt_col, opts.reward_col, opts.group_col, opts.n_col, opts.k_col, opts.rate_col))
 
 
+def _series_opts(opts: LoadOptions) -> tuple[str | None, str | None]:
+    return opts.silent_share_col, opts.group_count_col
+
+
 def series_of(path: Path | str, src: Any, opts: LoadOptions) -> LoadedCounts | None:
-    """The per-step series a lone file holds (step and share columns only), or None."""
+    """The per-step series a file holds (step and share columns only, a trainer's metrics log, or the columns
+    ``--silent-share-col`` names), or None. A ``trainer_state.json`` is read by :mod:`.trainer_state`."""
+    from . import trainer_state
+
+    named = _series_opts(opts)
+    if isinstance(path, Path) and trainer_state.claims(path):
+        if not is_plain(opts):
+            raise SchemaError("a transformers trainer_state.json holds per-step metrics, no rollouts: a prompt, "
+                              "reward or count column does not apply", location=str(path),
+                              remedy="drop the column options, or give the rollout dump")
+        lf, step, mapping = trainer_state.series_source(path, opts)
+        return series_loaded(path, read_series(lf, step, mapping, str(path)), step, mapping)
     if not is_plain(opts):
+        if named != (None, None):
+            raise SchemaError("--silent-share-col reads a per-step series; a prompt, reward or count column names "
+                              "a rollout log", location="--silent-share-col", remedy="give one or the other")
         return None
     lf, schema = src.lf, src.schema
     if isinstance(schema.get("data"), pl.Struct) and "step" in schema:  # verl's FileLogger: {"step", "data": {...}}
@@ -232,19 +269,69 @@ def series_of(path: Path | str, src: Any, opts: LoadOptions) -> LoadedCounts | N
                                  if f.name != "step"))
         schema = dict(lf.collect_schema())
     name = path.name if isinstance(path, Path) else str(path).rsplit("/", 1)[-1]
-    found = series_columns(schema, opts.step_col, name, str(path))
+    found = series_columns(schema, opts.step_col, name, str(path), named)
     if found is None:
         return None
     step, mapping = found
-    frame = read_series(lf, step, mapping, str(path))
-    cols = ", ".join(f"{col} as {field}" if field != "observed_mixed" else f"{col} as 1 − observed_silent"
-                     for field, col in mapping.items())
+    return series_loaded(path, read_series(lf, step, mapping, str(path)), step, mapping)
+
+
+def _described(mapping: dict[str, str]) -> str:
+    said = {"observed_mixed": "1 − observed_silent", "groups": "groups per step", "silent_groups": "silent groups "
+            "per step (checked against share x groups)"}
+    return ", ".join(f"{col} as {said.get(field, field)}" for field, col in mapping.items())
+
+
+def series_loaded(path: Path | str, frame: pl.DataFrame, step: str, mapping: dict[str, str]) -> LoadedCounts:
+    """The load of one file's per-step series."""
     return LoadedCounts(
         per_prompt=pl.DataFrame(schema={"prompt": pl.Utf8, "n": pl.Int64, "k": pl.Int64}), per_group=None,
         layout="series", files=(str(path),), n_rows=frame.height, missing_rewards=0, n_single_sample_prompts=0,
-        notes=(f"detected a per-step series ({frame.height} steps, step from {step}; {cols}): shares only, "
-               f"no groups or prompts ({PER_PROMPT}: a rollout dump)",),
+        notes=(f"detected a per-step series ({frame.height} steps, step from {step}; {_described(mapping)}): "
+               f"shares only, no groups or prompts ({PER_PROMPT}: a rollout dump)",),
         reward_source=", ".join(mapping.values()), has_steps=True, series=frame)
+
+
+def series_root(path: Path) -> Path:
+    """The run a series file belongs to: the output_dir of a ``checkpoint-N/`` folder (its checkpoints log one run's
+    steps again), else its folder."""
+    return path.parent.parent if CHECKPOINT.fullmatch(path.parent.name) else path.parent
+
+
+CHECKPOINT = re.compile(r"checkpoint-\d+")
+"""A transformers Trainer's checkpoint folder (``PREFIX_CHECKPOINT_DIR-{global_step}``)."""
+
+
+def joined_series(series: Sequence[LoadedCounts], skipped: dict[Any, str]) -> LoadedCounts:
+    """The per-step series of several files of one run (a TRL output_dir's checkpoints, a folder of TensorBoard
+    exports) as one: :func:`.series.merge_series`, steps logged in several files kept once. Files of several runs
+    (folders that are not checkpoints of one output_dir) are refused, never pooled."""
+    from .series import merge_series
+
+    paths = [Path(s.files[0]) for s in series]
+    runs = list(dict.fromkeys(series_root(p) for p in paths))
+    if len(runs) > 1:
+        raise SchemaError(f"per-step series of {len(runs)} runs ({few(map(str, runs))}): their steps would be pooled",
+                          location=str(paths[0]), remedy=f"point at one run's folder (e.g. {runs[0]})")
+    frame, again = merge_series([(str(p), s.series) for p, s in zip(paths, series, strict=True)],  # type: ignore[misc]
+                                str(runs[0]))
+    notes = [f"detected a per-step series in {len(series)} files of {runs[0]} ({frame.height} steps; "
+             f"{'; '.join(dict.fromkeys(_columns_said(s) for s in series))}): shares only, no groups or prompts "
+             f"({PER_PROMPT}: a rollout dump)"]
+    if again:
+        notes.append(f"{again:,} step values logged again in a later file (a checkpoint's log_history holds every "
+                     "record logged before it) read once: equal in every file")
+    notes += skip_notes(skipped)
+    return LoadedCounts(
+        per_prompt=pl.DataFrame(schema={"prompt": pl.Utf8, "n": pl.Int64, "k": pl.Int64}), per_group=None,
+        layout="series", files=tuple(map(str, paths)), n_rows=frame.height, missing_rewards=0,
+        n_single_sample_prompts=0, notes=tuple(notes), reward_source=series[0].reward_source, has_steps=True,
+        series=frame)
+
+
+def _columns_said(loaded: LoadedCounts) -> str:
+    note = loaded.notes[0]
+    return note[note.index("; ") + 2: note.index("): shares only")]
 
 
 REMOTE_SNIFFS = 8

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ..errors import SchemaError
+from ..errors import SchemaError, few
 from .columns import K_NAMES, N_NAMES, PROMPT_NAMES, REWARD_NAMES, STEP_NAMES, find
 
 SERIES_NAMES: dict[str, tuple[str, ...]] = {
@@ -37,14 +37,36 @@ SERIES_NAMES: dict[str, tuple[str, ...]] = {
     "observed_all_wrong": ("allwrong_fraction", "all_wrong_fraction", "all_wrong", "allwrong",
                            "all_wrong_share", "all_wrong_rate", "solve_none_fraction"),
     "observed_silent": ("silent_fraction", "silent", "silent_share", "silent_rate", "zero_std_fraction",
-                        "zero_std_ratio"),
+                        "zero_std_ratio", "zero_std_group_ratio", "zero_std_groups_ratio", "silent_group_ratio"),
     "pass_rate": ("pass_rate", "mean_pass_rate", "accuracy", "mean_accuracy", "solve_rate"),
+    "observed_mixed": ("mixed_group_ratio", "mixed_groups_ratio", "mixed_fraction", "mixed_ratio"),
 }
-"""Series fields and the column names that mean them (lower case)."""
+"""Series fields and the column names that mean them (lower case). The ``*_group_ratio`` names are those of a
+per-step table of a DAPO run's group outcomes (``zero_std_group_ratio``, ``all_correct_group_ratio``,
+``all_wrong_group_ratio``, ``mixed_group_ratio``, with ``n_groups`` and ``zero_std_groups`` beside them)."""
+for _field, _more in (("observed_all_correct", ("all_correct_group_ratio", "all_correct_groups_ratio")),
+                      ("observed_all_wrong", ("all_wrong_group_ratio", "all_wrong_groups_ratio",
+                                              "all_incorrect_group_ratio", "all_incorrect_groups_ratio"))):
+    SERIES_NAMES[_field] = (*SERIES_NAMES[_field], *_more)
+GROUP_COUNT_NAMES = ("n_groups", "num_groups", "group_count", "groups", "n_prompts", "num_prompts")
+"""A series' column of groups per step (the count its shares are shares of), lower case."""
+SILENT_COUNT_NAMES = ("zero_std_groups", "silent_groups", "num_zero_std_groups", "n_zero_std_groups")
+"""A series' column of silent groups per step (checked against the share and the group count when all three are
+given), lower case."""
 
 
 PER_PROMPT = "predictions at another G, fidelity, never-solved and extreme shares, and curation need per-prompt data"
 """What a per-step series cannot give (said once, in its detection note)."""
+
+
+def g_refused(where: str) -> Exception:
+    """The refusal of ``-G`` on a per-step series: its shares are the trainer's own, at the group size it ran
+    with; a figure "at G = 16" would name a size the file says nothing about."""
+    from ..errors import ConfigError
+
+    return ConfigError("a per-step series holds the trainer's own shares at the group size it ran with; "
+                       "figures at another G need per-prompt data", location=f"-G ({where})",
+                       remedy="drop -G (the logged shares are reported as they are), or give the rollout dump")
 METRICS: dict[str, tuple[str, ...]] = {
     "observed_silent": ("frac_reward_zero_std", "train/frac_reward_zero_std"),
     "observed_all_correct": ("group/all_correct_groups_ratio", "train/group/all_correct_groups_ratio"),
@@ -58,12 +80,14 @@ W_AND_B_EXTRAS = ("__min", "__max", "_step")
 
 
 def _metric(column: str) -> str:
-    """A column's metric name: a W&B export's ``<run> - <metric>`` without the run."""
-    return column.split(" - ", 1)[1] if " - " in column else column
+    """A column's metric name: a W&B export's ``<run> - <metric>`` without the run. The run name is whatever
+    precedes the last `` - `` (a run named ``qwen - grpo - lr1e-6`` holds the separator itself; metric names
+    are keys such as ``train/frac_reward_zero_std``, which hold none)."""
+    return column.rsplit(" - ", 1)[1] if " - " in column else column
 
 
 def _runs(cols: list[str]) -> list[str]:
-    return list(dict.fromkeys(c.split(" - ", 1)[0] for c in cols if " - " in c))
+    return list(dict.fromkeys(c.rsplit(" - ", 1)[0] for c in cols if " - " in c))
 
 
 def tensorboard_metric(schema: dict[str, pl.DataType], name: str | None) -> str | None:
@@ -101,14 +125,21 @@ def metric_columns(schema: dict[str, pl.DataType], step_col: str | None,
 
 
 def series_columns(schema: dict[str, pl.DataType], step_col: str | None, name: str | None = None,
-                   where: str = "") -> tuple[str, dict[str, str]] | None:
+                   where: str = "", named: tuple[str | None, str | None] = (None, None)
+                   ) -> tuple[str, dict[str, str]] | None:
     """(step column, {field: column}) when the schema is a per-step series, else None.
 
     A series has a step column, at least one share column of :data:`SERIES_NAMES` and no
     prompt, reward or count column (which would make it a log of samples or prompts); or it is a
     trainer metrics log (:func:`metric_columns`), or a TensorBoard export named by its file ``name``.
+    A group count column (:data:`GROUP_COUNT_NAMES`) maps to ``groups``, a silent count
+    (:data:`SILENT_COUNT_NAMES`) to ``silent_groups``. ``named`` is (``--silent-share-col``,
+    ``--group-count-col``): a series whatever its other columns, those columns read as the silent share
+    and the groups per step.
     """
     cols = list(schema)
+    if named[0] is not None or named[1] is not None:
+        return _named_series(schema, step_col, named, where)
     tb = tensorboard_metric(schema, name)
     if tb is not None:
         return cols[1], {tb: cols[2]}
@@ -125,11 +156,50 @@ def series_columns(schema: dict[str, pl.DataType], step_col: str | None, name: s
         col = find(cols, names, exclude=(step, *mapping.values()))
         if col is not None and schema[col].is_numeric():
             mapping[field] = col
-    return (step, mapping) if mapping else None
+    if not mapping:
+        return None
+    for field, names in (("groups", GROUP_COUNT_NAMES), ("silent_groups", SILENT_COUNT_NAMES)):
+        col = find(cols, names, exclude=(step, *mapping.values()))
+        if col is not None and schema[col].is_numeric():
+            mapping[field] = col
+    return step, mapping
+
+
+def _named_series(schema: dict[str, pl.DataType], step_col: str | None, named: tuple[str | None, str | None],
+                  where: str) -> tuple[str, dict[str, str]]:
+    """The series ``--silent-share-col`` / ``--group-count-col`` name (SchemaError for a column not there, not
+    numeric, or a file without a step column)."""
+    silent, count = named
+    cols = list(schema)
+    if silent is None:
+        raise SchemaError("--group-count-col names the groups behind a share: it needs --silent-share-col",
+                          location="--group-count-col", remedy="add --silent-share-col with the step's silent share")
+    for flag, col in (("--silent-share-col", silent), ("--group-count-col", count)):
+        if col is not None and col not in schema:
+            raise SchemaError(f"column {col!r} not found; columns: {few(cols, 8)}", location=f"{where}: {flag}",
+                              remedy=f"pass {flag} with one of the listed columns")
+        if col is not None and not schema[col].is_numeric():
+            raise SchemaError(f"column {col!r} holds {schema[col]} values, not numbers",
+                              location=f"{where}: column {col}", remedy=f"pass {flag} with a numeric column")
+    step = step_col or find(cols, STEP_NAMES) or next((c for name in METRIC_STEPS for c in cols if c.lower() == name),
+                                                      None)
+    if step is None:
+        raise SchemaError(f"no step column (a per-step series needs one); columns: {few(cols, 8)}", location=where,
+                          remedy="pass --step-col")
+    mapping = {"observed_silent": silent}
+    if count is not None:
+        mapping["groups"] = count
+    return step, mapping
+
+
+SHARE_FIELDS = ("observed_all_correct", "observed_all_wrong", "observed_silent", "pass_rate", "observed_mixed")
+"""The fields of a series that hold shares in [0, 1]."""
 
 
 def read_series(lf: pl.LazyFrame, step: str, mapping: dict[str, str], where: str) -> pl.DataFrame:
-    """The series as ``step`` plus one Float64 column per field, sorted by step; shares checked in [0, 1]."""
+    """The series as ``step`` plus one Float64 column per share field (and ``groups``, Int64, when a group
+    count is given), sorted by step; shares checked in [0, 1], a mixed share against the silent one, a silent
+    count against share x groups."""
     from .readers import POLARS_ERRORS
 
     from .reduce import fractional_step_error
@@ -142,11 +212,7 @@ def read_series(lf: pl.LazyFrame, step: str, mapping: dict[str, str], where: str
     except POLARS_ERRORS as exc:
         raise SchemaError(f"step column {step!r} or a share column is not numeric (steps must be whole numbers)",
                           location=f"{where}: column {step}", remedy="pass --step-col with an integer column") from exc
-    if "observed_mixed" in df.columns:  # ROLL's mixed share: the rest of the groups are silent
-        df = df.with_columns((1.0 - pl.col("observed_mixed")).alias("observed_silent") if "observed_silent" not in
-                             df.columns else pl.col("observed_silent")).drop("observed_mixed")
-        mapping = {("observed_silent" if f == "observed_mixed" else f): c for f, c in mapping.items()}
-    shares = [f for f in mapping if f in df.columns]
+    shares = [f for f in mapping if f in SHARE_FIELDS]
     # a metrics log's records without these metrics (eval records, the run's summary) are not steps of it
     logged = pl.any_horizontal(pl.col(f).is_not_null() for f in shares)
     df = df.filter(pl.col("step").is_not_null() & logged).sort("step")
@@ -156,9 +222,72 @@ def read_series(lf: pl.LazyFrame, step: str, mapping: dict[str, str], where: str
                           f"file?)", location=where, remedy="keep one record per step")
     if df.height == 0:
         raise SchemaError("no rows with a step value", location=where)
-    for field, col in mapping.items():
+    for field in shares:
         bad = df.filter(~pl.col(field).is_between(0.0, 1.0) & pl.col(field).is_not_null())
         if bad.height:
-            raise SchemaError(f"column {col} must hold shares in [0, 1], got {bad[field][0]!r} at step "
+            raise SchemaError(f"column {mapping[field]} must hold shares in [0, 1], got {bad[field][0]!r} at step "
                               f"{bad['step'][0]}", location=where)
-    return df
+    _check_counts(df, mapping, where)
+    if "groups" in df.columns:
+        df = df.with_columns(pl.col("groups").cast(pl.Int64))
+    if "observed_mixed" in df.columns:  # the rest of the groups are silent
+        if "observed_silent" not in df.columns:
+            df = df.with_columns((1.0 - pl.col("observed_mixed")).alias("observed_silent"))
+        df = df.drop("observed_mixed")
+    return df.drop("silent_groups", strict=False)
+
+
+COUNT_TOLERANCE = 1e-6
+"""Two shares of one step's groups that must add to 1 (silent + mixed), or a count and share x groups, may differ
+by this much (a share written with 6 decimals); further apart, the columns are not what their names say."""
+
+
+def _check_counts(df: pl.DataFrame, mapping: dict[str, str], where: str) -> None:
+    """Refuse a series whose columns contradict each other: silent + mixed ≠ 1, a group count that is no whole
+    number, or a silent count ≠ share x groups (beyond rounding of the share to ``1/(2 groups)``)."""
+    def first(bad: pl.Expr, what: str) -> None:
+        rows = df.filter(bad)
+        if rows.height:
+            raise SchemaError(f"{what} at step {rows['step'][0]}", location=where,
+                              remedy="check what the columns hold, or name the silent share with --silent-share-col")
+
+    if "observed_mixed" in df.columns and "observed_silent" in df.columns:
+        first((pl.col("observed_silent") + pl.col("observed_mixed") - 1.0).abs() > COUNT_TOLERANCE,
+              f"{mapping['observed_silent']} + {mapping['observed_mixed']} is not 1 (every group is silent or mixed)")
+    if "groups" in df.columns:
+        first((pl.col("groups") < 1) | (pl.col("groups") != pl.col("groups").round(0)),
+              f"{mapping['groups']} is not a whole number of groups >= 1")
+        if "silent_groups" in df.columns and "observed_silent" in df.columns:
+            first((pl.col("silent_groups") - pl.col("observed_silent") * pl.col("groups")).abs() > 0.5,
+                  f"{mapping['silent_groups']} is not {mapping['observed_silent']} x {mapping['groups']}")
+
+
+def merge_series(parts: list[tuple[str, pl.DataFrame]], where: str) -> tuple[pl.DataFrame, int]:
+    """One series from several files' (``where``, series) of one run: the union of their steps and fields, a
+    step's field given by several files kept once when their values are equal; two values for one step and
+    field are refused naming both files (two runs, or a checkpoint of an abandoned attempt beside a resumed
+    one's). Also the number of (step, field) values given again and dropped."""
+    if len(parts) == 1:
+        return parts[0][1], 0
+    fields = list(dict.fromkeys(c for _, df in parts for c in df.columns if c != "step"))
+    long = pl.concat([df.select("step", *(pl.col(f).cast(pl.Float64) if f in df.columns else
+                                          pl.lit(None, pl.Float64).alias(f) for f in fields))
+                      .with_columns(pl.lit(i).alias("_file")) for i, (_, df) in enumerate(parts)])
+    long = long.unpivot(fields, index=["step", "_file"], variable_name="field").drop_nulls("value")
+    spread = long.group_by("step", "field").agg(pl.col("value").n_unique().alias("values"),
+                                                pl.col("_file").min().alias("a"), pl.col("_file").max().alias("b"),
+                                                pl.len().alias("given"))
+    clash = spread.filter(pl.col("values") > 1).sort("step", "field")
+    if clash.height:
+        step, field = clash["step"][0], clash["field"][0]
+        at = long.filter((pl.col("step") == step) & (pl.col("field") == field)).unique("value", keep="first",
+                                                                                        maintain_order=True)
+        (fa, va), (fb, vb) = ((parts[f][0], v) for f, v in zip(at["_file"][:2], at["value"][:2], strict=True))
+        raise SchemaError(f"step {step} holds {field.removeprefix('observed_')} {va!r} in {fa} and {vb!r} in {fb}: "
+                          f"two runs, or an abandoned attempt's checkpoint beside a resumed run's", location=where,
+                          remedy="point at one run's folder, or remove the checkpoints of the abandoned attempt")
+    again = int((spread["given"] - 1).sum())
+    merged = long.unique(["step", "field"], keep="first").pivot("field", index="step", values="value").sort("step")
+    if "groups" in merged.columns:
+        merged = merged.with_columns(pl.col("groups").cast(pl.Int64))
+    return merged.select("step", *(f for f in fields if f in merged.columns)), again

@@ -221,6 +221,10 @@ def _series(loaded: LoadedCounts, thresholds: list, G: int | None, basis: str | 
     from ...audits.check import check_series
     from ...errors import ConfigError
 
+    if G is not None:
+        from ...loaders.series import g_refused
+
+        raise g_refused(loaded.files[0])
     if dapo is not None:
         raise ConfigError("DAPO's loop is read from per-prompt groups (and their forecast); a per-step series "
                           "holds only shares", location="--train-batch", remedy="give the rollout log itself")

@@ -72,7 +72,7 @@ def scan(
     from ..output import emit, filtered_note, note, resolve_format
 
     if loaded.layout == "series":
-        return _scan_series(loaded, per_prompt=per_prompt, fmt=fmt, output=output)
+        return _scan_series(loaded, per_prompt=per_prompt, fmt=fmt, output=output, sized=bool(G) or g_main is not None)
     if resolve_format(fmt, output) is Format.html:  # the report of this one scan
         from ...audits.report import build_report
 
@@ -96,14 +96,19 @@ def scan(
     emit_result(report, fmt, output)
 
 
-def _scan_series(loaded: LoadedCounts, *, per_prompt: Path | None, fmt: object, output: Path | None) -> None:
+def _scan_series(loaded: LoadedCounts, *, per_prompt: Path | None, fmt: object, output: Path | None,
+                 sized: bool = False) -> None:
     """A per-step series of shares (a trainer's metrics): its observed shares step by step (as ``trend`` shows
-    them; the detection note says what needs per-prompt data)."""
+    them; the detection note says what needs per-prompt data). ``sized``: -G or --g-main was given (refused)."""
     from ...audits.trend import trend_from_series
     from ...errors import ConfigError
     from ...render import Format
     from ..output import resolve_format
 
+    if sized:
+        from ...loaders.series import g_refused
+
+        raise g_refused(loaded.files[0])
     if per_prompt is not None or resolve_format(fmt, output) is Format.html:
         raise ConfigError("needs per-prompt counts, and a per-step series holds only shares",
                           location="--per-prompt" if per_prompt is not None else "--format html",

@@ -62,8 +62,8 @@ def trend(
     from ...audits.trend import trend_logs
 
     if loaded.series is not None and G:
-        from ..output import note
+        from ...loaders.series import g_refused
 
-        note("-G is ignored for a per-step series: it holds shares, not counts to forecast from")
+        raise g_refused(loaded.files[0])
     emit_result(trend_logs(loaded, G=G or (), every=every, estimator=estimator,  # type: ignore[arg-type]
                            post_filter=post_filter), fmt, output)

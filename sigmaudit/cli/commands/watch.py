@@ -34,12 +34,14 @@ import typer
 
 from ..inputs import (
     GroupColOpt,
+    GroupCountColOpt,
     KeepDuplicatesOpt,
     LengthColOpt,
     PathsArg,
     PromptColOpt,
     QuietOpt,
     RewardColOpt,
+    SilentShareColOpt,
     StepColOpt,
     ThresholdOpt,
 )
@@ -115,6 +117,8 @@ def watch(
     threshold: ThresholdOpt = None,
     length_col: LengthColOpt = None,
     keep_duplicates: KeepDuplicatesOpt = False,
+    silent_share_col: SilentShareColOpt = None,
+    group_count_col: GroupCountColOpt = None,
     train_batch: TrainBatchOpt = None,
     gen_batch: GenBatchOpt = None,
     max_gen_batches: MaxGenBatchesOpt = 0,
@@ -147,7 +151,8 @@ def watch(
     outputs = {Path(p): flag for p, flag in ((events, "--events"), (skip_out, "--skip-out"), (output, "-o"))
                if p is not None and str(p) != "-"}
     opts = LoadOptions(prompt_col=prompt_col, reward_col=reward_col, step_col=step_col, group_col=group_col,
-                       threshold=threshold, length_col=length_col, keep_duplicates=keep_duplicates)
+                       threshold=threshold, length_col=length_col, keep_duplicates=keep_duplicates,
+                       silent_share_col=silent_share_col, group_count_col=group_count_col)
     state = Watch(G=G, window=window, max_p_silent=max_p_silent, max_silent=max_silent, for_steps=for_steps)
     live = _Live(chosen is Format.json, events, skip_out, quiet)
     live.dapo, live.warn_at = dapo_settings(train_batch, gen_batch, max_gen_batches, 100), warn_p_raises
@@ -233,6 +238,10 @@ def _loop(follower: Follower, state: Watch, live: _Live, signals: _Signals, *, o
         # --once reports at its second poll only: the steps there are one history, forecast once
         if snap.layout == "series":
             source = next((str(f) for f in follower.local_files()), None)
+            if state.G is not None:
+                from ...loaders.series import g_refused
+
+                raise g_refused(source or "the followed files")
             reports = [] if once and not end else state.advance_series(snap.series, source)
         else:
             if once and not end:

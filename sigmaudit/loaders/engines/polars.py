@@ -19,7 +19,7 @@ from pathlib import Path
 import polars as pl
 
 from ...errors import ConfigError, SchemaError, SigmauditError
-from .. import trainers
+from .. import trainer_state, trainers
 from ..assemble import conclude
 from ..columns import K_NAMES, N_NAMES, RATE_NAMES, REWARD_NAMES, ColumnMap
 from ..detect import detect
@@ -40,6 +40,8 @@ from ..rules import (
     drop_relogged,
     file_digest,
     framework_elsewhere,
+    joined_series,
+    none_fit,
     of_main_layout,
     passed_over,
     series_of,
@@ -69,6 +71,12 @@ def open_file(path: Path, tmp: Path, opts: LoadOptions, series_ok: bool,
     ``like`` is a jsonl source whose schema :func:`~..readers.scan` may reuse. With ``peek``, a file
     that a framework reader restructures is not read: its framework reader comes back. A lone file
     (``series_ok``) may be a per-step series: its counts come back."""
+    if trainer_state.claims(path):  # read in Python (a NaN it holds in a key never read is no error)
+        if not series_ok:  # read first: a file half-written (a watch) is an InputError, waited for
+            trainer_state.series_source(path, opts)
+            raise SchemaError("a transformers trainer_state.json: a per-step series, read when no rollout file is "
+                              "beside it", location=str(path), remedy="name it alone, or point at its run's folder")
+        return series_of(path, None, opts)  # type: ignore[return-value]
     module = trainers.reader(path, None) if trainers.needs_reader(path) else None
     if module is None:
         src = scan(path, tmp, like)
@@ -217,26 +225,34 @@ def load_local(inputs: Inputs, opts: LoadOptions, progress: Progress | None = No
 
 def _open_all(inputs: Inputs, files: list[Path], tmp: Path, opts: LoadOptions) -> list[Opened] | LoadedCounts:
     """Every file opened, in order; a file of a directory or glob that fits no layout is skipped
-    (a named one, or a lone one, is refused); the files of the inputs' main layout come back."""
+    (a named one, or a lone one, is refused); the files of the inputs' main layout come back. Files that are
+    per-step series (a trainer's metrics) are one series when nothing else is read (:func:`joined_series`), else
+    passed over with a note."""
     like = None  # the last jsonl file whose schema was inferred (readers.scan may reuse it)
     opened: list[Opened] = []
+    series: list[LoadedCounts] = []
     errors: list[SigmauditError] = []
-    for index, path in enumerate(files):
+    for path in files:
         try:
-            item = open_file(path, tmp, opts, series_ok=index == 0 and len(files) == 1, like=like)
+            item = open_file(path, tmp, opts, series_ok=True, like=like)
         except (SchemaError, NoDataError) as exc:
-            if path.resolve() in inputs.named or len(files) == 1:
+            if path.resolve() in inputs.named or (len(files) == 1 and not inputs.skipped):
                 raise
             errors.append(exc)
             inputs.skipped[path] = passed_over(exc)
             continue
         if isinstance(item, LoadedCounts):
-            return item
+            series.append(item)
+            continue
         if item.norm is None and item.src.fmt == "jsonl" and not item.src.reused:
             like = item.src
         opened.append(item)
+    if series and not opened:
+        return series[0] if len(files) == 1 else joined_series(series, inputs.skipped)
+    for s in series:
+        inputs.skipped[Path(s.files[0])] = "a per-step series of shares (a trainer's metrics), not rollouts"
     if not opened:
-        raise errors[0] if errors else inputs.none_left()
+        raise none_fit(errors, inputs)
     return of_main_layout(opened, inputs.named, inputs.args, files, inputs.skipped)
 
 

@@ -42,9 +42,24 @@ from ..options import LoadOptions, length_flag
 from ..readers import POLARS_ERRORS
 from ..reduce import fractional_step_error
 from ..rewards import is_reward_dtype
-from ._common import Normalised, Repeats, TrainerReader, run_groups
+from ._common import Normalised, Repeats, TrainerReader, plain_name, run_groups
 
 NAME = "trl"
+HF_SAVED = {
+    "adapter_config.json": "PEFT's adapter config",
+    "tokenizer_config.json": "a tokenizer's config", "tokenizer.json": "a tokenizer",
+    "special_tokens_map.json": "a tokenizer's special tokens", "added_tokens.json": "a tokenizer's added tokens",
+    "vocab.json": "a tokenizer's vocabulary", "config.json": "a model config",
+    "generation_config.json": "a generation config", "preprocessor_config.json": "a processor config",
+    "processor_config.json": "a processor config", "video_preprocessor_config.json": "a processor config",
+    "model.safetensors.index.json": "a weights index", "pytorch_model.bin.index.json": "a weights index",
+    "modelcard.json": "a model card",
+}
+"""JSON files ``save_pretrained`` writes into a Trainer's output_dir and its ``checkpoint-N/`` folders (transformers
+5.10.4 ``utils/__init__.py`` and ``tokenization_utils_base.py`` names; PEFT 0.21.2 ``utils/constants.py``
+``CONFIG_NAME``); beside them ``trainer_state.json`` (read as a per-step series), weights, ``README.md`` and
+``chat_template.jinja`` (not log formats: never listed)."""
+CHECKPOINT_DIR = re.compile(r"checkpoint-\d+")
 NON_REWARD = {"step", "prompt", "completion", "advantage", "image", "images"}
 FILE = re.compile(r"completions_(\d+)\.parquet")
 
@@ -194,6 +209,20 @@ def _repeats_in(folder: list[Path]) -> Repeats:
     return Repeats(dropped, tuple(notes))
 
 
+@functools.lru_cache(maxsize=8)
+def _saved_folders(files: frozenset[Path]) -> dict[Path, int]:
+    """Per folder, how many of ``files`` are a checkpoint's saved JSON (:data:`HF_SAVED`, ``trainer_state.json``)."""
+    out: dict[Path, int] = {}
+    for f in files:
+        if plain_name(f) in HF_SAVED or plain_name(f) == "trainer_state.json":
+            out[f.parent] = out.get(f.parent, 0) + 1
+    return out
+
+
+def _saved_count(files: frozenset[Path], folder: Path) -> int:
+    return _saved_folders(files).get(folder, 0)
+
+
 class TRL(TrainerReader):
     """TRL completions tables (see the module docstring)."""
 
@@ -203,6 +232,14 @@ class TRL(TrainerReader):
     def claims(self, path: Path, schema: dict[str, pl.DataType]) -> bool:
         """TRL completions tables, by their columns."""
         return {"step", "prompt", "completion"} <= set(schema) and "input" not in schema
+
+    def skip(self, path: Path, files: frozenset[Path]) -> str | None:
+        """A model's, adapter's or tokenizer's saved JSON (:data:`HF_SAVED`) in a ``checkpoint-N/`` folder, or beside
+        another such file or a ``trainer_state.json``: not a log."""
+        name = plain_name(path)
+        if name in HF_SAVED and (CHECKPOINT_DIR.fullmatch(path.parent.name) or _saved_count(files, path.parent) > 1):
+            return f"{HF_SAVED[name]} (save_pretrained), not a log"
+        return None
 
     def repeats(self, files: Sequence[Path]) -> Repeats:
         """Completions files that log the batch of the file logged before them again (see the
