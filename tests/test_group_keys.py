@@ -37,7 +37,8 @@ def test_uid_as_prompt_and_group_and_an_ignored_epoch_are_said(epochs, capsys):
     code, _, err = run(capsys, "scan", str(path), "-f", "json")
     note = err.splitlines()[0]
     assert code == 0
-    assert note.startswith("sigmaudit: detected long layout: prompt = uid, reward from passed, groups by (group id: uid)")
+    assert note.startswith("sigmaudit: detected long layout: prompt = uid, reward from passed, "
+                           "groups by (group id: uid)")
     assert "column uid serves as both prompt key and group id" in note and "pass --step-col" in note
     assert "column epoch looks like a training step and is not read as one: pass --step-col epoch" in note
 

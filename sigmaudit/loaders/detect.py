@@ -162,7 +162,8 @@ def _generic(schema: dict[str, pl.DataType], opts: LoadOptions, where: str) -> C
                               location=where, remedy="pass --prompt-col")
         prompt = _with_extras(cols, base or group or "", (step, reward, group))
     return ColumnMap("long", prompt, reward=reward, step=step, group=group,
-                     note=f"detected long layout: prompt = {key_note(prompt)}{run_note(prompt, bool(opts.prompt_col))}, "
+                     note=f"detected long layout: prompt = {key_note(prompt)}"
+                          f"{run_note(prompt, bool(opts.prompt_col))}, "
                           f"reward from {reward}, {_grouping(cols, prompt, step, group)}")
 
 
@@ -233,5 +234,6 @@ def _counts(schema: dict[str, pl.DataType], opts: LoadOptions, step: str | None,
     groups = f", one group per row (group id: {group})" if group else ""
     steps = f", step from {step}" if step else ""
     return ColumnMap("counts", prompt, step=step, group=group, n=n, k=k, rate=None if k else rate,
-                     note=f"detected counts layout: prompt = {key_note(prompt)}, n from {n or f'--samples {opts.samples}'}, "
+                     note=f"detected counts layout: prompt = {key_note(prompt)}, "
+                          f"n from {n or f'--samples {opts.samples}'}, "
                           f"k from {source}{steps}{groups}{extra}{ignored_steps(cols, (step, group, *prompt))}")

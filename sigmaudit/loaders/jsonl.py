@@ -149,16 +149,6 @@ class _Object(dict):
     pairs: list | None = None
 
 
-def as_written(record: dict) -> str:
-    """One JSON line of ``record`` (parsed with :func:`_pairs_hook`), a key given twice kept twice."""
-    pairs = getattr(record, "pairs", None)
-    if pairs is None:
-        return json.dumps(record, ensure_ascii=False, allow_nan=True)
-    return "{" + ", ".join(json.dumps(str(k), ensure_ascii=False) + ": " + json.dumps(v, ensure_ascii=False,
-                                                                                        allow_nan=True)
-                           for k, v in pairs) + "}"
-
-
 def twice_in(line: bytes | str) -> str | None:
     """The first top-level key given twice in one JSON line, or None (also for a line that is no object)."""
     try:

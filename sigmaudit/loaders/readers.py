@@ -207,12 +207,12 @@ class Source:
         return read_error(self.path, self.local, self.fmt, exc)
 
 
-def scan(path: Path | str, tmpdir: Path, like: Source | None = None) -> Source:
+def scan(path: Path | str, tmpdir: Path, like: Source | None = None, outcome_key: str | None = None) -> Source:
     """A lazy scan of one file (a URL string: see :mod:`.remote`); raises InputError for missing,
     empty or corrupt files.
 
     A jsonl file shaped like the jsonl Source ``like`` (see :mod:`.jsonl`) is scanned with its schema
-    instead of inferring one."""
+    instead of inferring one. ``outcome_key``: a .json file's key of outcomes to read (:func:`.jsonfile.as_lines`)."""
     if isinstance(path, str):
         return scan_remote(path, tmpdir)
     kind = file_kind(path)
@@ -226,7 +226,7 @@ def scan(path: Path | str, tmpdir: Path, like: Source | None = None) -> Source:
             raise InputError(f"a zip archive, not {fmt} text", location=str(path), remedy="unzip it first")
     local = _decompress(path, compression, tmpdir) if compression else path
     if fmt == "json":  # records written out as JSON lines, read as a jsonl file is
-        local, fmt = as_lines(local, str(path), tmpdir), "jsonl"
+        local, fmt = as_lines(local, str(path), tmpdir, outcome_key), "jsonl"
     if fmt == "jsonl" and _starts_with_bom(local):
         local = _decompress(local, "bom", tmpdir)
     if any(c in str(local) for c in GLOB_CHARS):  # polars would expand the name as a glob pattern
@@ -384,6 +384,13 @@ def read_error(path: Path | str, local: Path | str, fmt: str, exc: BaseException
     if fmt == "jsonl" and _json_array(local):
         return InputError("a JSON array, not JSON lines (one object a line)", location=str(path),
                           remedy="name it .json (an array of records reads as one), or write one record a line")
+    if fmt == "jsonl" and "multiple fields with name" in str(exc):
+        from .jsonl import duplicate_error
+
+        twice = nested_twice(local)
+        if twice is not None:  # one rule for .json and .jsonl: a record giving a key twice that is read is refused
+            json_file = isinstance(path, Path) and local != path and path.name.split(".")[1:2] == ["json"]
+            return duplicate_error(str(path), twice[0], twice[1], "record" if json_file else "line")
     if fmt == "jsonl":
         line = bad_json_line(local)
         if line is not None:
@@ -404,6 +411,31 @@ def read_error(path: Path | str, local: Path | str, fmt: str, exc: BaseException
         return InputError(f"corrupt {fmt} file: the reader failed on its data ({detail})",
                           location=str(path), remedy="re-export or re-download it")
     return InputError(f"cannot read {fmt}: {_first_line(exc)}", location=str(path))
+
+
+def nested_twice(path: Path) -> tuple[int, str] | None:
+    """(line number, dotted key) of the first line of a jsonl file with a nested object giving a key twice
+    (``metrics.correct``), or None: the read of such a field fails in Polars ("multiple fields with name")."""
+    from .jsonl import _pairs_hook
+
+    def twice(value: object, at: str) -> str | None:
+        if isinstance(value, dict):
+            if getattr(value, "twice", None) is not None and at:
+                return f"{at}.{value.twice}"
+            return next((t for k, v in value.items() if (t := twice(v, f"{at}.{k}" if at else str(k)))), None)
+        if isinstance(value, list):
+            return next((t for v in value if (t := twice(v, at))), None)
+        return None
+
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for number, line in enumerate(fh, start=1):
+            try:
+                found = twice(json.loads(line, object_pairs_hook=_pairs_hook), "")
+            except (ValueError, RecursionError):
+                continue
+            if found is not None:
+                return number, found
+    return None
 
 
 def json_object(line: str) -> tuple[dict | None, str | None]:

@@ -79,7 +79,7 @@ def open_file(path: Path, tmp: Path, opts: LoadOptions, series_ok: bool,
         return series_of(path, None, opts)  # type: ignore[return-value]
     module = trainers.reader(path, None) if trainers.needs_reader(path) else None
     if module is None:
-        src = scan(path, tmp, like)
+        src = scan(path, tmp, like, opts.reward_col)
         series = series_of(path, src, opts) if series_ok else None
         if series is not None:
             return series
