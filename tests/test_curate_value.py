@@ -149,3 +149,20 @@ def test_a_reprobed_extreme_is_settled_by_more_samples_of_the_same_outcome():
         q = below_chance(post, c.prior.grid, 8, pv.threshold)
         assert decide(v, q, pv.threshold, 0.9)[0] == (want if extra else pv.decision[(c.n == 8) & (c.k == 0)][0])
     assert samples_to_settle(c.prior.posterior, c.prior.grid, 8, 3, 8, pv.threshold, 0.9) is None
+
+
+def test_plan_curation_figures_are_posterior_means_not_estimates_biased_by_the_selection():
+    """plan's curation table: every rule keeps prompts by their counts. The hypergeometric estimate, unbiased per
+    prompt, is not on such a subset: at G = n = 8 it is 0 for every kept prompt of the 'log' rule (0 < k < 8),
+    where the truth is 17.7 %. The posterior mean is the truth's (2,000 prompts with known p)."""
+    from sigmaudit.audits.curation import curate
+
+    p, k, c = _corpus(8, prompts=2000, seed=2)
+    V = 1 - p**8 - (1 - p) ** 8
+    cur = curate(c, [8], 8000, "informative", value_G=8)
+    log = cur.row("log")
+    kept = (k > 0) & (k < 8)
+    assert log.at[0].silent_after == pytest.approx(np.mean(1 - V[kept]), abs=0.02)
+    assert log.at[0].silent_after > 0.1
+    value = cur.row("value")
+    assert value.prompts_dropped == value_curation(c, 8, min_value=0.5, confidence=0.9).of("drop").prompts

@@ -136,11 +136,12 @@ def test_curation_figures_against_the_drop_list(capsys, tmp_path):
     post = next(r for r in d["curation"]["rows"] if r["rule"] == "posterior")
     assert post["prompts_dropped"] == int(drop["drop"].sum())
     assert post["dropped_share"] == pytest.approx(drop["drop"].mean())
-    # silent share of the kept prompts at the logged G = 8, unbiased (n >= 8 everywhere): by hand
+    # silent share of the kept prompts at the logged G = 8: the posterior mean of p^8 + (1 − p)^8 under the corpus
+    # prior (the kept set is chosen by the counts: no per-prompt unbiased estimate), by hand on the prior's grid
     kept = drop.filter(~pl.col("drop"))
-    from math import comb
-
-    s = [(comb(k, 8) + comb(n - k, 8)) / comb(n, 8) for n, k in zip(kept["samples"], kept["k"], strict=True)]
+    prior = corpus_of(sigmaudit.load_counts(ROLLOUTS)).prior
+    post_k = prior.posterior(kept["samples"].to_numpy(), kept["k"].to_numpy())
+    s = post_k @ (prior.grid**8 + (1 - prior.grid) ** 8)
     at8 = next(a for a in post["at"] if a["G"] == 8)
     assert at8["silent_after"] == pytest.approx(float(np.mean(s)), rel=1e-9)
 

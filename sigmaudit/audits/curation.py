@@ -7,11 +7,19 @@ posterior under the corpus prior:
 - ``posterior``: posterior P(p ∈ {0, 1} | n, k) > ``drop_above`` (default :data:`DEFAULT_DROP_ABOVE`);
 - ``band``: p̂ = k/n outside the open band (LO, HI) of ``--keep-band``.
 
+- ``value`` (when ``value_G`` is given): the ``drop`` class of the value rule at that G (docs/theory.md,
+  "Curating by value"; :func:`value_curation` is ``sigmaudit curate``'s whole rule).
+
 For each rule: the prompts it drops, the share of the corpus's learnable signal they carry
 (Σ_dropped E[sqrt(p(1 − p))] / Σ_all, the large-G GRPO mass) and, at given G and the same rollouts per
 step, the silent share and the plan's objective of the prompts kept (the corpus prior and each
 prompt's posterior stay those of the whole corpus: dropping prompts does not change what their counts
-say about the others).
+say about the others). The silent shares before and after are posterior means (bayes) whatever the
+sweep's estimator: every rule chooses the kept prompts by their counts, and an estimator unbiased for each
+prompt is not unbiased on a subset its own counts chose (the hypergeometric estimate at G = n is 0 for
+every prompt with 0 < k < n: dropping the k ∈ {0, n} prompts of an 8-sample log "left" 0 % silent at
+G = 8 where 17.7 % is true, tests/test_curate_value.py). A G the counts do not identify gets no silent
+share (None).
 """
 
 from __future__ import annotations
@@ -31,11 +39,13 @@ if TYPE_CHECKING:
 
 DEFAULT_DROP_ABOVE = 0.5
 """``--drop-above``: drop a prompt more likely unreachable (p ∈ {0, 1}) than not."""
-RULES = ("log", "posterior", "band")
+RULES = ("log", "posterior", "band", "value")
 RULE_WORDS = {
     "log": "never or always solved in the log",
     "posterior": "posterior P(p ∈ {{0, 1}}) > {drop_above:g}",
     "band": "p̂ outside ({lo:g}, {hi:g})",
+    "value": "value at G = {value_G}: P(informative group) below {min_value:g} × the corpus mean, sure at "
+             "{confidence:g}",
 }
 
 
@@ -85,6 +95,8 @@ class Curation:
     """The objective of ``objective_before``/``objective_after``."""
     rows: tuple[CurationRow, ...]
     """One per rule shown."""
+    value_G: int | None = None
+    """The G the ``value`` rule valued prompts at (None: not shown)."""
 
     def row(self, rule: str) -> CurationRow | None:
         """The row of ``rule`` (None when not shown)."""
@@ -105,31 +117,52 @@ def drop_masks(corpus: Corpus, drop_above: float = DEFAULT_DROP_ABOVE,
 
 def curate(corpus: Corpus, Gs: Sequence[int], R: int, objective: str, *, advantage: Advantage = "grpo",
            std: StdConvention = "sample", estimator: str = "auto", drop_above: float = DEFAULT_DROP_ABOVE,
-           keep_band: tuple[float, float] | None = None) -> Curation:
-    """Each rule's figures at each G of ``Gs`` (the logged and the recommended G)."""
+           keep_band: tuple[float, float] | None = None, value_G: int | None = None) -> Curation:
+    """Each rule's figures at each G of ``Gs`` (the logged and the recommended G); with ``value_G`` also the
+    value rule at that G (its defaults: :data:`sigmaudit.core.value.DEFAULT_MIN_VALUE`, ``DEFAULT_CONFIDENCE``).
+    Silent shares are posterior means (module docstring); ``estimator`` is kept for the callers' signature."""
+    from ..core.value import DEFAULT_CONFIDENCE, DEFAULT_MIN_VALUE
     from .objective import evaluate
 
+    del estimator  # the kept set is chosen by the counts: posterior means only
     Gs = sorted({int(g) for g in Gs if int(g) >= 1})
-    full = evaluate(corpus, Gs, R, advantage=advantage, std=std, estimator=estimator)
+    known = [g for g in Gs if corpus.identification(g) is None]
+
+    def figures(weights: NDArray[np.float64] | None) -> Any:
+        return None if not known else evaluate(corpus, known, R, advantage=advantage, std=std, estimator="bayes",
+                                                weights=weights)
+
+    full = figures(None)
     mass = corpus.posterior_sd() * corpus.weight
     total = float(mass.sum())
+    masks = drop_masks(corpus, drop_above, keep_band)
+    if value_G is not None:
+        masks["value"] = value_pairs(corpus, int(value_G), DEFAULT_MIN_VALUE, DEFAULT_CONFIDENCE).decision == "drop"
+    lo, hi = keep_band or (0.0, 1.0)
     rows = []
-    for rule, drop in drop_masks(corpus, drop_above, keep_band).items():
+    for rule, drop in masks.items():
         kept_w = np.where(drop, 0.0, corpus.weight)
-        after = None if kept_w.sum() <= 0 else evaluate(corpus, Gs, R, advantage=advantage, std=std,
-                                                        estimator=estimator, weights=kept_w)
-        at = tuple(CuratedAt(
-            G=g, silent_before=_num(full.silent[i]), silent_after=None if after is None else _num(after.silent[i]),
-            objective_before=_num(full.values[objective][i]),
-            objective_after=None if after is None else _num(after.values[objective][i]),
-        ) for i, g in enumerate(Gs))
+        after = None if kept_w.sum() <= 0 else figures(kept_w)
+        at = tuple(_at(g, known, full, after, objective) for g in Gs)
         dropped = int(round(float(corpus.weight[drop].sum())))
-        lo, hi = keep_band or (0.0, 1.0)
+        words = RULE_WORDS[rule].format(drop_above=drop_above, lo=lo, hi=hi, value_G=value_G,
+                                        min_value=DEFAULT_MIN_VALUE, confidence=DEFAULT_CONFIDENCE)
         rows.append(CurationRow(
-            rule=rule, description=RULE_WORDS[rule].format(drop_above=drop_above, lo=lo, hi=hi),
-            prompts_dropped=dropped, dropped_share=dropped / corpus.n_prompts,
+            rule=rule, description=words, prompts_dropped=dropped, dropped_share=dropped / corpus.n_prompts,
             signal_share=float(mass[drop].sum() / total) if total > 0 else None, at=at))
-    return Curation(drop_above=float(drop_above), keep_band=keep_band, objective=objective, rows=tuple(rows))
+    return Curation(drop_above=float(drop_above), keep_band=keep_band, objective=objective, rows=tuple(rows),
+                    value_G=None if value_G is None else int(value_G))
+
+
+def _at(g: int, known: list[int], full: Any, after: Any, objective: str) -> CuratedAt:
+    """One G's figures (None where the counts do not identify G, or nothing is kept)."""
+    if g not in known:
+        return CuratedAt(G=g, silent_before=None, silent_after=None, objective_before=None, objective_after=None)
+    i = known.index(g)
+    return CuratedAt(G=g, silent_before=_num(full.silent[i]),
+                     silent_after=None if after is None else _num(after.silent[i]),
+                     objective_before=_num(full.values[objective][i]),
+                     objective_after=None if after is None else _num(after.values[objective][i]))
 
 
 def _num(x: float) -> float | None:
