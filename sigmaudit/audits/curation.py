@@ -136,7 +136,7 @@ def curate(corpus: Corpus, Gs: Sequence[int], R: int, objective: str, *, advanta
     mass = corpus.posterior_sd() * corpus.weight
     total = float(mass.sum())
     masks = drop_masks(corpus, drop_above, keep_band)
-    if value_G is not None:
+    if value_G is not None and corpus.identification(int(value_G)) is None:  # values the counts determine only
         masks["value"] = value_pairs(corpus, int(value_G), DEFAULT_MIN_VALUE, DEFAULT_CONFIDENCE).decision == "drop"
     lo, hi = keep_band or (0.0, 1.0)
     rows = []
