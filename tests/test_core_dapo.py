@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
 
-from sigmaudit.core.dapo import binomial_pmf, dapo_cost, poisson_binomial_pmf, step_law
+from sigmaudit.core.dapo import FiniteDataset, binomial_pmf, dapo_cost, poisson_binomial_pmf, step_law
 
 
 def verl_loop(p: np.ndarray, *, B: int, M: int, n: int, K: int, steps: int, seed: int) -> dict[str, np.ndarray]:
@@ -162,6 +162,123 @@ def test_edges() -> None:
     dead = dapo_cost(1.0, train_batch=10, gen_batch=7, n=8, max_gen_batches=3)
     assert dead.p_step_raises == 1.0 and dead.gen_batches_per_step is None and dead.p_run_raises == 1.0
     never = dapo_cost(1.0, train_batch=10, gen_batch=7, n=8)
-    assert never.gen_batches_per_step is None and not never.law.converged
+    assert never.gen_batches_per_step is None and not never.trains
     with pytest.raises(ValueError, match="train_batch"):
         dapo_cost(0.5, train_batch=0, gen_batch=7, n=8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(B=st.integers(1, 80), M=st.integers(1, 60), s=st.floats(0.0, 0.97), K=st.integers(0, 9), n=st.integers(2, 8))
+def test_closed_form_equals_the_chunk_programme(B: int, M: int, s: float, K: int, n: int) -> None:
+    """dapo_cost's closed form (binomial marginals, sums over chunk counts) against step_law's exact dynamic
+    programme over chunks: P(a step raises), E[J | J ≤ K] and the truncated surplus."""
+    cost = dapo_cost(s, train_batch=B, gen_batch=M, n=n, max_gen_batches=K)
+    law = step_law(binomial_pmf(M, 1 - s), B, K)
+    assert cost.p_step_raises == pytest.approx(law.p_raises, abs=1e-9)
+    if law.chunks is None or (K > 0 and law.p_raises > 1 - 1e-6):
+        return
+    assert cost.gen_batches_per_step == pytest.approx(law.chunks, rel=1e-6)
+    assert cost.discarded_informative_rollouts == pytest.approx(law.surplus_groups * n, rel=1e-6, abs=1e-6 * B * n)
+
+
+@settings(max_examples=30, deadline=None)
+@given(B=st.integers(1, 500), M=st.integers(1, 300), s=st.floats(0.0, 0.97), K=st.integers(0, 30),
+       D=st.integers(300, 5000))
+def test_no_spread_no_correction(B: int, M: int, s: float, K: int, D: int) -> None:
+    """ρ = 0 (every prompt kept with the same chance): drawing without replacement changes nothing."""
+    plain = dapo_cost(s, train_batch=B, gen_batch=M, n=8, max_gen_batches=K)
+    finite = dapo_cost(s, train_batch=B, gen_batch=M, n=8, max_gen_batches=K, dataset=FiniteDataset(D, 0.0))
+    assert finite.p_step_raises == pytest.approx(plain.p_step_raises, abs=1e-12)
+    assert finite.gen_batches_per_step == plain.gen_batches_per_step
+
+
+def finite_corpus(D: int, seed: int) -> np.ndarray:
+    """85 % never-solved prompts, the rest with p uniform in [0.2, 0.8]: q spread ρ ≈ 0.8 at n = 4."""
+    rng = np.random.default_rng(seed)
+    return np.where(rng.random(D) < 0.85, 0.0, rng.uniform(0.2, 0.8, D))
+
+
+def spread_of(p: np.ndarray, n: int) -> float:
+    q = 1 - p**n - (1 - p) ** n
+    return float(q.var() / (q.mean() * (1 - q.mean())))
+
+
+@pytest.mark.slow
+def test_finite_dataset_against_verls_loop_without_replacement() -> None:
+    """A step reading 80 % of a 3,000-prompt dataset (M = 200, K = 12, 15 chunks an epoch): verl's loop, run
+    as the first step of 3,000 runs (a fresh permutation, drop_last, the np.std filter, the raise), against
+    the corrected model within its Monte Carlo error; the uncorrected model (a dataset much larger than a
+    step reads) is outside it (the issue: 27.9 % where verl's loop gave 16.2 %)."""
+    n, B, M, K = 4, 265, 200, 12
+    p = finite_corpus(3000, 3)
+    s, rho = silent_mean(p, n), spread_of(p, n)
+    runs = [verl_loop(p, B=B, M=M, n=n, K=K, steps=1, seed=1000 + i) for i in range(3000)]
+    raised = np.array([r["raised"][0] for r in runs], dtype=np.float64)
+    fixed = dapo_cost(s, train_batch=B, gen_batch=M, n=n, max_gen_batches=K, dataset=FiniteDataset(p.size, rho))
+    plain = dapo_cost(s, train_batch=B, gen_batch=M, n=n, max_gen_batches=K)
+    assert_within(raised, fixed.p_step_raises, share=True)
+    assert abs(raised.mean() - plain.p_step_raises) > 6 * math.sqrt(plain.p_step_raises * (1 - plain.p_step_raises)
+                                                                  / raised.size)
+    trained = raised == 0
+    chunks = np.array([r["chunks"][0] for r in runs], dtype=np.float64)[trained]
+    surplus = np.array([r["surplus"][0] for r in runs], dtype=np.float64)[trained]
+    assert_within(chunks, fixed.gen_batches_per_step)
+    assert_within(surplus * n, fixed.discarded_informative_rollouts)
+
+
+def test_finite_dataset_over_epochs_against_verls_loop() -> None:
+    """No chunk limit on a hard 1,000-prompt dataset read in 4 chunks an epoch (M = 250): a step of several
+    epochs (each a fresh permutation); chunks and surplus within the Monte Carlo error of first steps."""
+    n, B, M = 4, 300, 250
+    p = finite_corpus(1000, 5)
+    s, rho = silent_mean(p, n), spread_of(p, n)
+    runs = [verl_loop(p, B=B, M=M, n=n, K=0, steps=1, seed=50 + i) for i in range(1500)]
+    fixed = dapo_cost(s, train_batch=B, gen_batch=M, n=n, dataset=FiniteDataset(p.size, rho))
+    assert_within(np.array([r["chunks"][0] for r in runs], dtype=np.float64), fixed.gen_batches_per_step)
+    assert_within(np.array([r["surplus"][0] for r in runs], dtype=np.float64) * n, fixed.discarded_informative_rollouts)
+    assert fixed.gen_batches_per_step > 4  # the step reads more than one epoch
+
+
+def test_a_generation_batch_larger_than_the_dataset_is_refused() -> None:
+    with pytest.raises(ValueError, match="larger than the dataset"):
+        dapo_cost(0.5, train_batch=10, gen_batch=101, n=8, dataset=FiniteDataset(100, 0.5))
+
+
+@pytest.mark.parametrize(("B", "M", "K"), [(10**9, 10**9, 0), (10**9, 3, 0), (512, 1536, 10**8),
+                                           (10**9, 1, 10**8), (10**9, 10**9, 10**8), (3, 10**9, 0)])
+def test_sizes_answer_at_once(B: int, M: int, K: int) -> None:
+    """Any B, M, K: the closed form's work does not grow with them (issue 44: --train-batch 10^9 took 20 GB).
+    The figures against the normal limit: E[J] ≈ B / (M q) + 1/2 and P(raise) ≈ Φ((B − KMq) / sd) when the
+    transition spans many chunk counts, else exact endpoints."""
+    import time
+
+    from scipy.stats import norm
+
+    q = 0.05
+    t0 = time.process_time()
+    c = dapo_cost(1 - q, train_batch=B, gen_batch=M, n=8, max_gen_batches=K, dataset=None)
+    d = dapo_cost(1 - q, train_batch=B, gen_batch=M, n=8, max_gen_batches=K,
+                  dataset=FiniteDataset(max(M, 10**9), 0.5))
+    assert time.process_time() - t0 < 5.0
+    if K > 0:
+        mean, sd = K * M * q, math.sqrt(K * M * q * (1 - q))
+        assert c.p_step_raises == pytest.approx(norm.cdf((B - 0.5 - mean) / sd), abs=0.02)
+    if c.gen_batches_per_step is not None and K <= 0:
+        ej = B / (M * q)
+        assert ej <= c.gen_batches_per_step <= max(ej, 1.0) + 1.0
+        # drawing without replacement moves E[J] by less than a chunk at these sizes (Wald's E[S_J] = E[J]·M·q
+        # no longer holds: a step still short has drawn few kept prompts, and the rest of its epoch holds more)
+        assert d.gen_batches_per_step == pytest.approx(c.gen_batches_per_step, abs=2.0)
+
+
+def test_whole_chunks_beat_the_ideal_refill_only_under_a_limit() -> None:
+    """docs/theory.md: E[J]·M/B ≥ 1/q without a limit (Wald), but the steps that train under a limit are the
+    lucky ones: B = 20, M = 10, q = 0.1, K = 20 gives 8.64 against 10 (verl's loop agrees, first steps)."""
+    free = dapo_cost(0.9, train_batch=20, gen_batch=10, n=8)
+    capped = dapo_cost(0.9, train_batch=20, gen_batch=10, n=8, max_gen_batches=20)
+    assert free.generated_per_trained >= 10.0
+    assert capped.generated_per_trained == pytest.approx(8.641, abs=1e-3)
+    assert capped.p_step_raises == pytest.approx(binom.cdf(19, 200, 0.1), rel=1e-9)
+    mc = verl_loop(hard(200_000, 1 - 0.1 / (1 - 2 / 256), 9), B=20, M=10, n=8, K=20, steps=4000, seed=3)
+    trained = mc["raised"] == 0
+    assert_within(mc["chunks"][trained] * 10 / 20, capped.generated_per_trained)

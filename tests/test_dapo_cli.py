@@ -60,7 +60,7 @@ def test_plan_without_dapo_flags_has_no_dapo(capsys) -> None:
     assert code == 0 and json.loads(out)["dapo"] is None
 
 
-@pytest.mark.parametrize("args", [["--gen-batch", "10"], ["--max-gen-batches", "3"]])
+@pytest.mark.parametrize("args", [["--gen-batch", "10"], ["--max-gen-batches", "3"], ["--dataset-size", "900"]])
 def test_dapo_flags_need_train_batch(capsys, args) -> None:
     code, out, err = run(capsys, "plan", SAMPLE, "-G", "8", *args, "-q")
     assert code == 2 and out == "" and "--train-batch" in err and "Traceback" not in err
@@ -131,3 +131,43 @@ def test_post_filter_log_flags_the_dapo_figures(capsys) -> None:
     code, out, _ = run(capsys, "plan", SAMPLE, "-G", "8", "--train-batch", "512", "--bootstrap", "0", "-f", "json",
                        "-q")
     assert json.loads(out)["dapo"]["filtered"] is False
+
+
+def test_dataset_size_corrects_p_raises(capsys) -> None:
+    """--dataset-size 2,000 with M = 1,536 (one chunk reads 77 % of an epoch): P(a step raises) is that of the
+    kept count's binomial matched to the without-replacement variance m q (1 − q)(1 − ρ (m − 1)/(D − 1))
+    (docs/theory.md), below the uncorrected Binomial(1536, q) figure; the JSON names D and ρ."""
+    from scipy.special import betainc
+
+    args = ("plan", SAMPLE, "-G", "8", "--train-batch", "640", "--gen-batch", "1536", "--max-gen-batches", "1",
+            "--bootstrap", "0", "-f", "json", "-q")
+    code, out, err = run(capsys, *args, "--dataset-size", "2000")
+    assert code == 0, err
+    d = json.loads(out)["dapo"]
+    q, rho, m = 1 - d["silent"], d["spread"], 1536
+    assert d["dataset_size"] == 2000 and 0.3 < rho < 1
+    var = m * q * (1 - q) * (1 - rho * (m - 1) / 1999)
+    p1 = 1 - var / (m * q)
+    want = betainc(m * q / p1 - 639, 640, 1 - p1)
+    assert d["p_step_raises"] == pytest.approx(want, rel=1e-9)
+    code, out, _ = run(capsys, *args)
+    plain = json.loads(out)["dapo"]
+    assert plain["dataset_size"] is None and plain["spread"] is None
+    assert plain["p_step_raises"] == pytest.approx(binom.cdf(639, 1536, q), rel=1e-9)
+    assert d["p_step_raises"] > plain["p_step_raises"] + 0.02  # the mean is below B: less spread, more raises
+
+
+@pytest.mark.parametrize("command", ["plan", "check"])
+def test_generation_batch_larger_than_the_dataset_is_refused(capsys, command) -> None:
+    extra = ("--max-p-raises", "0.1") if command == "check" else ()
+    code, out, err = run(capsys, command, SAMPLE, "--train-batch", "512", "--gen-batch", "1536", "--dataset-size",
+                         "1000", *extra, "-q")
+    assert code == 2 and out == ""
+    assert "--gen-batch" in err and "Train dataloader is empty" in err and "at most 1,000" in err
+    assert "Traceback" not in err
+
+
+def test_generation_batch_larger_than_the_logs_prompts_is_named(capsys) -> None:
+    code, out, _ = run(capsys, "plan", SAMPLE, "-G", "8", "--train-batch", "512", "--gen-batch", "1536",
+                       "--bootstrap", "0", "-q", "-f", "markdown")
+    assert code == 0 and "larger than the 200 prompts this log shows" in " ".join(out.split())

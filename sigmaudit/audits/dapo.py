@@ -46,13 +46,22 @@ class DapoSettings:
     """K: ``algorithm.filter_groups.max_num_gen_batches`` (≤ 0: no limit)."""
     run_steps: int = DEFAULT_RUN_STEPS
     """S for P(a run of S steps raises)."""
+    dataset_size: int | None = None
+    """D: prompts in the dataset verl's loader draws from (``--dataset-size``); None: much larger than a step
+    reads (no finite-population correction)."""
 
     def __post_init__(self) -> None:
         for name, flag, v in (("train_batch", "--train-batch", self.train_batch),
                               ("gen_batch", "--gen-batch", self.gen_batch), ("run_steps", "--run-steps",
-                                                                             self.run_steps)):
+                                                                             self.run_steps),
+                              ("dataset_size", "--dataset-size", self.dataset_size or 1)):
             if isinstance(v, bool) or int(v) != v or v < 1:
                 raise ConfigError(f"{name} must be a whole number >= 1, got {v!r}", location=flag)
+        if self.dataset_size is not None and self.gen_batch > self.dataset_size:
+            raise ConfigError(f"the generation batch M = {self.gen_batch:,} is larger than the dataset "
+                              f"(D = {self.dataset_size:,} prompts): verl's drop_last dataloader yields no batch "
+                              "(RayPPOTrainer._create_dataloader asserts 'Train dataloader is empty!')",
+                              location="--gen-batch", remedy=f"give --gen-batch at most {self.dataset_size:,}")
 
 
 @dataclass(frozen=True)
@@ -93,6 +102,9 @@ class DapoResult:
     """At the next-step forecast (None without steps)."""
     commit: str
     """The verl-recipe commit whose loop is modelled."""
+    spread: float | None = None
+    """With ``--dataset-size``: ρ, the share of a slot's keep variance that is which prompt was drawn (the
+    corpus prior's Var(q) / (q̄ (1 − q̄)) at G = n), which the finite-population correction scales by."""
     filtered: bool = False
     """The log is a post-filter dump (:mod:`.filtered`; a DAPO run's own dump keeps only kept groups): the
     silent chance read from it is understated, and so is every figure here."""
@@ -107,18 +119,34 @@ class DapoResult:
         s = self.settings
         return {"train_batch": s.train_batch, "gen_batch": s.gen_batch, "max_gen_batches": s.max_gen_batches,
                 "run_steps": s.run_steps, "n": self.n, "n_source": self.n_source, "verl_recipe_commit": self.commit,
-            "filtered": self.filtered,
+                "dataset_size": s.dataset_size, "spread": self.spread, "filtered": self.filtered,
                 **self.current.to_dict(),
                 "next_step": None if self.next_step is None else self.next_step.to_dict()}
 
 
-def dapo_at(silent: float, prompts: int, basis: str, settings: DapoSettings, n: int) -> DapoAt:
-    """DAPO's figures at one silent chance."""
-    from ..core.dapo import dapo_cost
+def dapo_at(silent: float, prompts: int, basis: str, settings: DapoSettings, n: int,
+            spread: float | None = None) -> DapoAt:
+    """DAPO's figures at one silent chance (with ``settings.dataset_size``, corrected for the finite dataset at
+    ``spread``)."""
+    from ..core.dapo import FiniteDataset, dapo_cost
 
+    ds = None if settings.dataset_size is None or spread is None else FiniteDataset(settings.dataset_size, spread)
     cost = dapo_cost(min(max(silent, 0.0), 1.0), train_batch=settings.train_batch, gen_batch=settings.gen_batch,
-                     n=n, max_gen_batches=settings.max_gen_batches, run_steps=settings.run_steps)
+                     n=n, max_gen_batches=settings.max_gen_batches, run_steps=settings.run_steps, dataset=ds)
     return DapoAt(basis, float(silent), int(prompts), cost)
+
+
+def keep_spread(basis: Corpus, n: int) -> float:
+    """ρ = Var(q) / (q̄ (1 − q̄)) over the corpus prior's mixture of the prompts' posteriors, q(p) = 1 − p^n −
+    (1 − p)^n the chance a prompt's group of n is kept (0 when q̄ is 0 or 1: nothing varies)."""
+    import numpy as np
+
+    grid = basis.prior.grid
+    w = basis.mixture / float(basis.mixture.sum())
+    q = 1.0 - grid**n - (1.0 - grid) ** n if n > 1 else np.ones_like(grid)
+    mean = float(w @ q)
+    var = max(float(w @ q**2) - mean**2, 0.0)
+    return 0.0 if not 0.0 < mean < 1.0 else min(var / (mean * (1.0 - mean)), 1.0)
 
 
 def next_step_silent(loaded: LoadedCounts, n: int) -> tuple[float, int] | None:
@@ -149,10 +177,11 @@ def dapo_of(loaded: LoadedCounts, basis: Corpus, settings: DapoSettings, *, esti
     if silent is None:
         raise ConfigError(f"the silent rate at G = {n} is undefined for this log's estimator {estimator!r}",
                           location="--estimator", remedy="use --estimator auto")
-    current = dapo_at(silent, basis.n_prompts, basis_name, settings, n)
+    spread = None if settings.dataset_size is None else keep_spread(basis, n)
+    current = dapo_at(silent, basis.n_prompts, basis_name, settings, n, spread)
     nxt = next_step_silent(forecast_from or loaded, n)
-    ahead = None if nxt is None else dapo_at(nxt[0], nxt[1], "next-step forecast", settings, n)
-    return DapoResult(settings, n, source, current, ahead, VERL_RECIPE_COMMIT, filtered)
+    ahead = None if nxt is None else dapo_at(nxt[0], nxt[1], "next-step forecast", settings, n, spread)
+    return DapoResult(settings, n, source, current, ahead, VERL_RECIPE_COMMIT, spread, filtered)
 
 
 def watch_event(silent: float | None, prompts: int, settings: DapoSettings, n: int, warn_at: float) -> dict[str, Any]:

@@ -325,19 +325,30 @@ RunStepsOpt = Annotated[
                  help="S in 'P(a run of S steps raises)', every step at the difficulty read."),
 ]
 
+DatasetSizeOpt = Annotated[
+    int | None,
+    typer.Option("--dataset-size", min=1, metavar="D", rich_help_panel=_DAPO, show_default=False,
+                 help="Prompts in the training set verl draws from: corrects DAPO's figures for drawing without "
+                      "replacement within an epoch (a step reading a large share of D varies less; "
+                      "docs/theory.md); a --gen-batch larger than D is refused (verl's loader yields no batch)."),
+]
 
-def dapo_settings(train_batch: int | None, gen_batch: int | None, max_gen_batches: int, run_steps: int) -> Any:
+
+def dapo_settings(train_batch: int | None, gen_batch: int | None, max_gen_batches: int, run_steps: int,
+                  dataset_size: int | None = None) -> Any:
     """:class:`~sigmaudit.audits.dapo.DapoSettings` from the DAPO flags (None without ``--train-batch``;
     ConfigError when another DAPO flag is given without it)."""
     from ..audits.dapo import DEFAULT_RUN_STEPS, DapoSettings
     from ..errors import ConfigError
 
     if train_batch is None:
-        if gen_batch is not None or max_gen_batches != 0 or run_steps != DEFAULT_RUN_STEPS:
+        if (gen_batch is not None or max_gen_batches != 0 or run_steps != DEFAULT_RUN_STEPS
+                or dataset_size is not None):
             raise ConfigError("the DAPO flags need --train-batch", location="--gen-batch/--max-gen-batches/"
-                              "--run-steps", remedy="add --train-batch B (verl's data.train_batch_size)")
+                              "--run-steps/--dataset-size", remedy="add --train-batch B (verl's data.train_batch_size)")
         return None
-    return DapoSettings(train_batch, train_batch if gen_batch is None else gen_batch, max_gen_batches, run_steps)
+    return DapoSettings(train_batch, train_batch if gen_batch is None else gen_batch, max_gen_batches, run_steps,
+                        dataset_size)
 WarnPRaisesOpt = Annotated[
     float,
     typer.Option("--warn-p-raises", metavar="P", rich_help_panel=_DAPO, callback=unit_interval,

@@ -40,17 +40,39 @@ def dapo_section(result: DapoResult) -> Section:
                   note="chunks: whole data.gen_batch_size chunks until data.train_batch_size prompts with non-zero "
                        "reward std are kept; the surplus of the last chunk is truncated; a step that kept too few "
                        "after max_num_gen_batches chunks raises 'Generated too many'. Each drawn prompt is silent "
-                       "with the mean chance shown (a dataset much larger than a step reads, mixed like this log)")
+                       "with the mean chance shown, mixed like this log" + (
+                           f"; a step starting an epoch of the D = {s.dataset_size:,}-prompt dataset draws without "
+                           "replacement" if s.dataset_size is not None else
+                           " (a dataset much larger than a step reads; --dataset-size D corrects for a smaller one)"))
     lines = (
         f"data.train_batch_size B = {s.train_batch:,}, data.gen_batch_size M = {s.gen_batch:,}, rollout.n = "
         f"{result.n:,} ({n_words}), max_num_gen_batches K = {limit_words(s.max_gen_batches)}; verl-recipe "
         f"{result.commit[:12]} dapo/dapo_ray_trainer.py",
         summary(result.headline, result),
+        *dataset_words(result),
         *(("warning: the log is a post-filter dump (silent groups dropped, as a DAPO run's own dump keeps only "
             "kept groups): the silent chance is understated, so are the chunks, the cost and P(raises)",)
           if result.filtered else ()),
     )
     return Section("DAPO as verl runs it", lines=lines, tables=(table,))
+
+
+def dataset_words(result: DapoResult) -> tuple[str, ...]:
+    """What the dataset size does to the figures: the correction with ``--dataset-size``, else a note when a
+    generation batch is larger than the prompts the log shows (verl's loader would yield no batch on a dataset
+    that small)."""
+    s, prompts = result.settings, result.current.prompts
+    if s.dataset_size is not None:
+        share = min(s.max_gen_batches, s.dataset_size // s.gen_batch) * s.gen_batch / s.dataset_size \
+            if s.max_gen_batches > 0 else None
+        reads = f"K chunks read {pct_(share)} of an epoch; " if share is not None else ""
+        return (f"finite dataset D = {s.dataset_size:,} prompts: {reads}drawn without replacement within an epoch "
+                f"(keep-chance spread ρ = {result.spread:.3f} of the corpus prior); figures for a step that starts "
+                "an epoch (a later step starts inside one: docs/theory.md)",)
+    if s.gen_batch > prompts:
+        return (f"note: the generation batch M = {s.gen_batch:,} is larger than the {prompts:,} prompts this log "
+                "shows; on a dataset that small verl's drop_last loader yields no batch (give --dataset-size D)",)
+    return ()
 
 
 def dapo_sections(result: DapoResult | None) -> tuple[Section, ...]:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 from ..options import (
     BootstrapOpt,
+    DatasetSizeOpt,
     EstimatorOpt,
     FormatOpt,
     GenBatchOpt,
@@ -120,13 +121,14 @@ JunitOpt = Annotated[Path | None, typer.Option(
 
 
 def _validate(*, confidence: float | None = None, replicates: int = 200, train_batch: int | None = None,
-              gen_batch: int | None = None, max_gen_batches: int = 0, **kwargs: object) -> None:
+              gen_batch: int | None = None, max_gen_batches: int = 0, dataset_size: int | None = None,
+              **kwargs: object) -> None:
     """Reject impossible options before any file is read: no threshold, --confidence without replicates,
     DAPO flags without --train-batch."""
     from ...errors import ConfigError
 
     _thresholds(**kwargs)  # type: ignore[arg-type]
-    dapo_settings(train_batch, gen_batch, max_gen_batches, 100)
+    dapo_settings(train_batch, gen_batch, max_gen_batches, 100, dataset_size)
     if kwargs.get("max_p_raises") is not None and train_batch is None:
         raise ConfigError("needs DAPO's settings", location="--max-p-raises",
                           remedy="add --train-batch B --gen-batch M --max-gen-batches K (verl's names)")
@@ -151,6 +153,7 @@ def check(
     train_batch: TrainBatchOpt = None,
     gen_batch: GenBatchOpt = None,
     max_gen_batches: MaxGenBatchesOpt = 0,
+    dataset_size: DatasetSizeOpt = None,
     post_filter: PostFilterOpt = False,
     groups_generated: GroupsGeneratedOpt = None,
     allow_filtered: AllowFilteredOpt = False,
@@ -188,7 +191,7 @@ def check(
                              max_extreme_share=max_extreme_share, min_fidelity=min_fidelity,
                              max_never_solved=max_never_solved, max_p_raises=max_p_raises,
                              max_silent_tokens=max_silent_tokens)
-    dapo = dapo_settings(train_batch, gen_batch, max_gen_batches, 100)
+    dapo = dapo_settings(train_batch, gen_batch, max_gen_batches, 100, dataset_size)
     if loaded.layout == "series":
         result = _series(loaded, thresholds, G, basis, groups_generated, consecutive, dapo)
     else:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 from ..options import (
     BootstrapOpt,
+    DatasetSizeOpt,
     EstimatorOpt,
     FormatOpt,
     GenBatchOpt,
@@ -153,6 +154,7 @@ def plan(
     gen_batch: GenBatchOpt = None,
     max_gen_batches: MaxGenBatchesOpt = 0,
     run_steps: RunStepsOpt = 100,
+    dataset_size: DatasetSizeOpt = None,
     fmt: FormatOpt = None,
     output: OutputOpt = None,
 ) -> None:
@@ -185,7 +187,7 @@ def plan(
                        targets=Targets(max_silent, min_fidelity), options=options,
                        budget=budget, eps=eps, min_g=min_g, max_g=max_g,
                        post_filter=post_filter, estimator=estimator, replicates=replicates, level=level,
-                       dapo=dapo_settings(train_batch, gen_batch, max_gen_batches, run_steps))
+                       dapo=dapo_settings(train_batch, gen_batch, max_gen_batches, run_steps, dataset_size))
     _finish(result, loaded, options, alloc_out, drop_out, fmt, output)
 
 
