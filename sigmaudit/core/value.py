@@ -67,14 +67,27 @@ def samples_to_settle(prior_posterior: object, grid: ArrayLike, n: int, k: int, 
                       confidence: float) -> int | None:
     """For a never-solved (k = 0) or always-solved (k = n) prompt: the fewest extra samples m ≥ 1 after
     which, were they all wrong (all right) again, it would be dropped; None for another k or past
-    :data:`SETTLE_LIMIT`. ``prior_posterior`` maps arrays (n, k) to posterior rows (``GridPrior.posterior``)."""
+    :data:`SETTLE_LIMIT`. ``prior_posterior`` maps arrays (n, k) to posterior rows (``GridPrior.posterior``).
+
+    More samples of the same outcome move the posterior towards that end in likelihood ratio, so v falls and
+    q rises with m: the first m that drops is found by doubling, then bisection (about 2·log2 of the limit
+    posteriors, not one per m)."""
     if k not in (0, n):
         return None
-    m = np.arange(1, SETTLE_LIMIT + 1, dtype=np.int64)
-    nn = n + m
-    kk = np.zeros_like(nn) if k == 0 else nn
-    post = prior_posterior(nn, kk)  # type: ignore[operator]
-    t = float(threshold)
-    cls = decide(prompt_value(post, grid, G), below_chance(post, grid, G, t), t, confidence)
-    hits = np.flatnonzero(cls == "drop")
-    return int(m[hits[0]]) if hits.size else None
+
+    def drops(m: int) -> bool:
+        nn = np.array([n + m], dtype=np.int64)
+        post = prior_posterior(nn, np.zeros_like(nn) if k == 0 else nn)  # type: ignore[operator]
+        t = float(threshold)
+        return bool(decide(prompt_value(post, grid, G), below_chance(post, grid, G, t), t, confidence)[0] == "drop")
+
+    hi = 1
+    while not drops(hi):
+        if hi >= SETTLE_LIMIT:
+            return None
+        hi = min(2 * hi, SETTLE_LIMIT)
+    lo = hi // 2  # does not drop (or 0)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if drops(mid) else (mid, hi)
+    return hi
