@@ -313,3 +313,31 @@ def test_sigmaudits_table_that_is_not_a_table_is_refused(capsys, project):
     code, _, err = run(capsys, "--config", str(project / "pyproject.toml"), "calc", "-p", "0.1", "-G", "8")
     assert code == 2 and "has no [tool.sigmaudit] table" in err
     assert not named.exists()
+
+
+def _path_options() -> list[tuple[str, str, str]]:
+    """(command, parameter, key) of every path option of every command."""
+    import typer
+
+    from sigmaudit.cli.app import _full_app
+    from sigmaudit.cli.config_values import param_kind
+
+    commands = typer.main.get_command(_full_app()).commands
+    return [(name, p.name, next(o for o in p.opts if o.startswith("--"))[2:]) for name, cmd in commands.items()
+            for p in cmd.params if param_kind(p) == "PATH"]
+
+
+@pytest.mark.parametrize(("command", "name", "key"), _path_options())
+def test_every_file_a_command_writes_is_kept_in_the_files_folder(capsys, project, command, name, key):
+    """Not only -o and --junit: every path option but the ones a command reads (READ_PATHS) names a file it
+    writes, so a new output option is kept inside the config file's folder without being listed anywhere."""
+    from sigmaudit.cli.config_values import READ_PATHS
+
+    (project / "a" / "sigmaudit.toml").write_text(f'[{command}]\n{key} = "../outside.out"\n')
+    code, out, err = run(capsys, command)
+    if name in READ_PATHS:
+        assert "is outside the config file's folder" not in err
+        return
+    assert code == 2 and out == "" and len(err.splitlines()) == 1, err
+    assert f"{key} = \"../outside.out\" is outside the config file's folder {project / 'a'}" in err
+    assert not (project / "outside.out").exists()

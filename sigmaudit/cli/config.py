@@ -273,7 +273,6 @@ class _Reading:
     def put(self, command: str, key: str, value: Any, where: str, seen: dict[tuple[str, str], str]) -> None:
         """Set ``key`` of ``command`` from the table ``where`` (checked, its paths placed)."""
         from . import config_values as cv
-        from .output import OUTPUT_FLAGS
 
         name = self.names[command][key]
         if (command, name) in seen:
@@ -283,7 +282,7 @@ class _Reading:
         param = next(p for p in self.commands[command].params if p.name == name)
         help_of = f"'sigmaudit {command if where.startswith('[') and where != self.shared else 'COMMAND'} --help'"
         typed = cv.checked(value, param, key, where, self.path, help_of)
-        self.defaults[command][name] = cv.placed(typed, param, key, where, self.path, OUTPUT_FLAGS)
+        self.defaults[command][name] = cv.placed(typed, param, key, where, self.path)
         self.origin[(command, name)] = f"{self.path} {where}"
         self.written[(command, name)] = (where, key, value)
 

@@ -23,6 +23,9 @@ from typing import Any
 from ..errors import ConfigError
 from ..fmt import toml_text
 
+READ_PATHS = frozenset({"paths", "init_from", "dataset"})
+"""The path parameters a command reads (``paths``, ``simulate --init-from``, ``curate --dataset``); every other
+path option names a file a command writes, so a new option is kept inside the file's folder unless listed here."""
 EXPECTED = {"bool": "true or false", "int": "a whole number", "float": "a number", "str": "a string"}
 """What each kind of option takes, in words."""
 
@@ -93,7 +96,7 @@ def folder_of(path: Path) -> Path:
     return here.parent if here.is_file() else Path.cwd()
 
 
-def placed(value: Any, param: Any, key: str, where: str, path: Path, outputs: dict[str, str]) -> Any:
+def placed(value: Any, param: Any, key: str, where: str, path: Path) -> Any:
     """A path value (the ``paths`` argument, a PATH option) relative to the file's folder; an output outside
     that folder (symbolic links followed) is refused."""
     from ..loaders.remote import is_remote
@@ -110,10 +113,11 @@ def placed(value: Any, param: Any, key: str, where: str, path: Path, outputs: di
         if "\x00" in item:
             raise ConfigError(f"{where}: {key} holds a NUL character", location=str(path), remedy="remove it")
         full = folder / item
-        if param.name in outputs and not _inside(full, folder):
+        if param.name not in READ_PATHS and not _inside(full, folder):
+            flag = next((o for o in param.opts if o.startswith("--")), param.opts[0])
             raise ConfigError(f"{where}: {key} = {toml_text(item)} is outside the config file's folder {folder}",
                               location=str(path),
-                              remedy=f"name a file inside that folder, or give {outputs[param.name]} on the "
+                              remedy=f"name a file inside that folder, or give {flag} on the "
                                      "command line")
         out.append(str(full))
     return out if isinstance(value, list) else out[0]
