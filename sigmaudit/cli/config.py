@@ -280,8 +280,9 @@ class _Reading:
                               f"--{key.replace('_', '-')}", location=str(self.path), remedy="keep one of them")
         seen[(command, name)] = key
         param = next(p for p in self.commands[command].params if p.name == name)
-        help_of = f"'sigmaudit {command if where.startswith('[') and where != self.shared else 'COMMAND'} --help'"
-        typed = cv.checked(value, param, key, where, self.path, help_of)
+        shared = where == self.shared
+        help_of = f"'sigmaudit {'COMMAND' if shared else command} --help'"
+        typed = cv.checked(value, param, key, where, self.path, help_of, command if shared else None)
         self.defaults[command][name] = cv.placed(typed, param, key, where, self.path)
         self.origin[(command, name)] = f"{self.path} {where}"
         self.written[(command, name)] = (where, key, value)

@@ -71,14 +71,16 @@ def _fits(kind: str, value: Any) -> bool:
     return type(value) is {"bool": bool, "int": int, "str": str}[kind]
 
 
-def checked(value: Any, param: Any, key: str, where: str, path: Path, help_of: str) -> Any:
+def checked(value: Any, param: Any, key: str, where: str, path: Path, help_of: str, shared: str | None = None) -> Any:
     """``value`` as the option takes it (one value of a repeatable option as a list), or ConfigError naming the
-    key, the value, what was expected and the file."""
+    key, the value, what was expected and the file (``shared``: the command refusing a shared key's value)."""
     kind, many = expected(param)
     if kind is None:
         return value
     if isinstance(value, list) and not many:
-        raise ConfigError(f"{where}: {key} = {toml_text(value)}: one value is expected, not a list",
+        taker = f" ({shared} takes one: move the list under the tables of the commands that take several)" \
+            if shared else ""
+        raise ConfigError(f"{where}: {key} = {toml_text(value)}: one value is expected, not a list{taker}",
                           location=str(path), remedy=f"write one {EXPECTED[kind].removeprefix('a ')}; "
                                                      f"see {help_of}")
     items = value if isinstance(value, list) else [value]
