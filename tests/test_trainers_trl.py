@@ -19,6 +19,7 @@ import pytest
 
 pytest.importorskip("trl", reason="the [trainers] extra is not installed (pip install -e '.[trainers]')")
 
+import polars as pl  # noqa: E402
 import torch  # noqa: E402
 from cli_runner import run as run_cli  # noqa: E402
 from datasets import Dataset  # noqa: E402
@@ -229,3 +230,74 @@ def test_grpo_default_and_scan_trend_on_the_completions_trl_wrote(tmp_path, caps
     scanned = json.loads(out)["observed_silent"]
     assert scanned["fraction"] == pytest.approx(pooled, abs=1e-12)
     assert [s["fraction"] for s in scanned["by_step"]] == [row[1] for row in table]
+
+
+def test_grpo_resumed_on_the_same_trainer_feeds_each_step_once(tmp_path):
+    """trainer.train(resume_from_checkpoint=...) on the trainer that already ran: transformers restores
+    step 2 before on_train_begin; steps 3 and 4 run again and must replace, not add to, the first run's."""
+    rec = Recorder()
+    args = GRPOConfig(output_dir=str(tmp_path / "out"), num_generations=G, max_completion_length=4, logging_steps=1,
+                      report_to=[], use_cpu=True, save_strategy="steps", save_steps=2, seed=0, disable_tqdm=True,
+                      per_device_train_batch_size=8, max_steps=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        binary = rec.func("binary", lambda p, c: 0.0 if mixed(p, c) is None else mixed(p, c))
+        trainer = GRPOTrainer(model=_model(), reward_funcs=[binary], args=args,
+                              train_dataset=Dataset.from_dict({"prompt": DISTINCT}), processing_class=_tokenizer())
+        rec.trainer = trainer
+        callback = SigmauditCallback(trainer)
+        trainer.add_callback(callback)
+        trainer.train()
+        first = callback.metrics.forecaster.per_group
+        calls = len(rec.calls)
+        trainer.train(resume_from_checkpoint=str(tmp_path / "out" / "checkpoint-2"))
+    assert sorted({c["step"] for c in rec.calls[calls:]}) == [3, 4]  # the resumed run generated steps 3 and 4
+    fed = callback.metrics.forecaster.per_group
+    assert callback.metrics.forecaster.steps == (1, 2, 3, 4)
+    assert fed.height == first.height == 4 * 2  # 2 prompts per step, each step once
+    assert fed.filter(pl.col("step") <= 2).equals(first.filter(pl.col("step") <= 2))
+    resumed = rec.calls[calls:]
+    k = [sum(r >= 1 for r in c["rewards"][g:g + G]) for c in resumed for g in range(0, len(c["rewards"]), G)]
+    assert fed.filter(pl.col("step") > 2)["k"].to_list() == k  # steps 3-4 are the resumed run's rewards
+
+
+@pytest.mark.parametrize(("value", "size"), [(0.7, 8), (0.7, 16), (1.2, 8), (1.2, 16), (0.2, 8)])
+def test_equal_rewards_trl_counts_as_spread_by_float32_rounding(value, size):
+    """TRL's own float32 computation (trl.trainer.utils.nanstd, then isclose(std, 0): std <= 1e-8) of G
+    equal rewards: their float32 mean is rounded, so the spread is above 1e-8 and TRL counts the group
+    not silent; the callback's rule (all equal) counts it silent. Rewards whose G-fold float32 sums are
+    exact (0, 1, 0.5) agree."""
+    from trl.trainer.utils import nanstd
+
+    from sigmaudit.integrations.core import ZERO_STD_ATOL, group_counts
+
+    std = float(nanstd(torch.full((1, size), value, dtype=torch.float32), dim=1)[0])
+    assert std > ZERO_STD_ATOL
+    assert not bool(torch.isclose(torch.tensor(std), torch.tensor(0.0)))
+    total = np.full(size, value, dtype=np.float32).astype(np.float64)  # the callback's total, as it computes it
+    assert group_counts(["p"] * size, total, group_size=size, zero_std_atol=ZERO_STD_ATOL)[3].tolist() == [True]
+    for exact in (0.0, 0.5, 1.0):
+        assert float(nanstd(torch.full((1, size), exact, dtype=torch.float32), dim=1)[0]) == 0.0
+
+
+def test_grpo_constant_reward_of_0_7_differs_from_frac_reward_zero_std_as_documented(tmp_path):
+    """A real GRPOTrainer at G = 8 whose one reward always returns 0.7: every group is silent (equal
+    rewards, zero advantages); TRL logs frac_reward_zero_std 0 (its float32 std is 6.4e-8), the
+    callback 1."""
+    args = GRPOConfig(output_dir=str(tmp_path / "out"), num_generations=8, max_completion_length=4, logging_steps=1,
+                      report_to=[], use_cpu=True, save_strategy="no", seed=0, disable_tqdm=True,
+                      per_device_train_batch_size=8, max_steps=2)
+
+    def constant(prompts, completions, **kwargs):
+        return [0.7] * len(prompts)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer = GRPOTrainer(model=_model(), reward_funcs=[constant], args=args,
+                              train_dataset=Dataset.from_dict({"prompt": DISTINCT}), processing_class=_tokenizer())
+        trainer.add_callback(SigmauditCallback(trainer, threshold=0.7))
+        trainer.train()
+    logged = [h for h in trainer.state.log_history if "sigmaudit/groups" in h]
+    assert len(logged) == 2
+    for h in logged:
+        assert (h["frac_reward_zero_std"], h["sigmaudit/silent_observed"], h["sigmaudit/groups"]) == (0.0, 1.0, 1.0)

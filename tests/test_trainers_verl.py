@@ -133,7 +133,8 @@ class Rollout:
         rows = [int(e[ROW]) for e in gen.non_tensor_batch["extra_info"]]
         step = int(gen.meta_info["global_steps"])
         self.steps[step] = {"rows": rows[::N], "skipped": self.dataset.policy.skipped}
-        prompts = torch.tensor([self.tokenizer(p[0]["content"])["input_ids"] for p in gen.non_tensor_batch["raw_prompt"]])
+        raw = gen.non_tensor_batch["raw_prompt"]
+        prompts = torch.tensor([self.tokenizer(p[0]["content"])["input_ids"] for p in raw])
         size, length = len(rows), prompts.shape[1] + RESPONSE
         scores, seen = torch.zeros(size, RESPONSE), {}
         for i, row in enumerate(rows):

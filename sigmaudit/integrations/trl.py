@@ -27,8 +27,11 @@ greater than ``steps_per_generation`` generates several); a step that trains on 
 (``steps_per_generation`` or ``num_iterations`` > 1) logs nothing, as TRL logs no
 ``frac_reward_zero_std`` then. ``sigmaudit/silent_observed`` is the share of the step's groups whose
 total rewards have zero spread by TRL's own test (``isclose(std, 0)``: at least two scored rewards,
-sample std <= 1e-8; a prompt no reward function could score counts as a group, not silent): TRL's
-``frac_reward_zero_std`` exactly when its std is per group (``scale_rewards`` "group" or "none",
+sample std <= 1e-8; a prompt no reward function could score counts as a group, not silent), the std
+taken in float64 of the float32 totals. TRL takes it in float32 (``trl.trainer.utils.nanstd``), where G
+equal rewards whose G-fold float32 sum is inexact get a rounding spread above 1e-8 (0.7 at G = 8: 6.4e-8)
+and are counted not silent; the callback counts them silent (docs/integrations.md lists the cases).
+Otherwise it is TRL's ``frac_reward_zero_std`` exactly when its std is per group (``scale_rewards`` "group" or "none",
 ``multi_objective_aggregation`` "sum_then_normalize"; for ``RLOOTrainer``, ``beta`` 0, since its KL
 penalty enters the reward). Use::
 
@@ -39,7 +42,8 @@ penalty enters the reward). Use::
 Also logged: ``sigmaudit/groups``, ``sigmaudit/all_wrong_observed`` / ``all_correct_observed`` (every
 scored reward below / at or above ``threshold``), ``sigmaudit/silent_forecast_next_G{G}`` (mean forecast
 P(silent) at the next visit over the prompts seen: a prediction) for the trainer's G and each of
-``other_G``, ``sigmaudit/skip_list``.
+``other_G``, ``sigmaudit/skip_list``. Resuming the same trainer object: the steps after the one ``train()`` starts
+from are dropped from the forecaster at ``on_train_begin``, so each step is fed once.
 """
 
 from __future__ import annotations
@@ -51,7 +55,7 @@ import numpy as np
 from transformers import TrainerCallback
 
 from ..errors import ConfigError
-from .core import ZERO_STD_ATOL, SilentGroupMetrics
+from .core import ZERO_STD_ATOL, SilentGroupMetrics, refeed
 
 _READS = ("_logs", "_metrics", "reward_func_names", "reward_weights", "num_generations")
 
@@ -70,6 +74,7 @@ class SigmauditCallback(TrainerCallback):  # type: ignore[misc]
                               ": not a TRL GRPOTrainer / RLOOTrainer this callback was written for (trl 1.16.0)",
                               location="SigmauditCallback")
         self.trainer = trainer
+        self.max_p_silent = max_p_silent
         self.metrics = SilentGroupMetrics(other_G=tuple(other_G), threshold=threshold, forecast=forecast,
                                           forecaster=Forecaster(max_p_silent=max_p_silent),
                                           zero_std_atol=ZERO_STD_ATOL)
@@ -113,6 +118,21 @@ class SigmauditCallback(TrainerCallback):  # type: ignore[misc]
         batch = self._latest_batch()
         if batch is not None:
             self._pending.append(batch)
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+        """A ``train()`` call: the steps after the one it starts from (``resume_from_checkpoint`` on the
+        same trainer, whose state transformers restores before this event) are dropped from the
+        forecaster, so a resumed step is fed once; nothing pending from an earlier call is kept."""
+        from ..audits.forecaster import Forecaster
+
+        fed = self.metrics.forecaster.per_group
+        if fed.height and int(fed["step"].max()) > state.global_step:
+            groups = {c: fed[c].to_list() for c in ("step", "prompt", "n", "k")}
+            fresh = Forecaster(max_p_silent=self.max_p_silent)
+            self.metrics.forecaster = refeed(fresh, groups, up_to=state.global_step)
+        values = self.trainer._metrics["train"].get("frac_reward_zero_std")  # only values appended from now on
+        self._events, self._pending = (values, 0 if values is None else len(values)), []
+        return control
 
     def on_substep_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
         self._collect(state)
