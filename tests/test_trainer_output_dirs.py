@@ -272,3 +272,78 @@ def test_fuzz_output_dirs_against_the_shares_written(capsys, tmp_path, seed):
     assert code == 0, err
     assert _steps(out) == pytest.approx(want, abs=0)
     shutil.rmtree(tmp_path)
+
+
+# ---- verl DAPO's train/num_gen_batches: what it bounds -------------------------------------------------------
+
+def _verl_dapo_step(rng: random.Random, B: int, M: int, q: float) -> tuple[int, float]:
+    """One step of verl-recipe 48ea0a7 ``dapo/dapo_ray_trainer.py``'s loop: chunks of M groups, each kept (np.std > 0)
+    with chance q, until B are kept; (num_gen_batches, the true silent share among the groups generated)."""
+    kept = generated = J = 0
+    while kept < B:
+        J += 1
+        kept += sum(rng.random() < q for _ in range(M))
+        generated += M
+    return J, 1 - kept / generated
+
+
+def _reachable(B: int, M: int, J: int) -> set[float]:
+    """Every silent share among J·M generated groups that verl's stopping rule allows (S_{J−1} < B ≤ S_J), by
+    enumerating the kept totals."""
+    out = set()
+    for before in range(min(B, (J - 1) * M + 1)):  # S_{J-1} = before < B, reachable in J-1 chunks
+        if J == 1 and before:
+            break
+        for last in range(M + 1):
+            if before + last >= B:
+                out.add(1 - (before + last) / (J * M))
+    return out
+
+
+@pytest.mark.parametrize(("B", "M"), [(1, 1), (3, 3), (4, 6), (5, 3), (8, 8), (7, 16)])
+def test_gen_batches_bounds_are_exact_by_enumeration(B, M):
+    """The closed form (docs/theory.md) against every kept-count path verl's loop can take: each bound attained."""
+    from sigmaudit.core.dapo import gen_batches_silent_bounds
+
+    for J in range(max(1, -(-B // M)), 6):
+        shares = _reachable(B, M, J)
+        low, high = gen_batches_silent_bounds([J], train_batch=B, gen_batch=M)
+        assert (low[0], high[0]) == pytest.approx((min(shares), max(shares)), abs=1e-15)
+
+
+def _file_logger(path: Path, rows: list[dict]) -> None:
+    """verl 0.9.1 ``verl/utils/tracking.py`` ``FileLogger.log``: ``orjson.dumps({"step": step, "data": data}) + b"\\n"``."""
+    with open(path, "wb") as fh:
+        for r in rows:
+            fh.write(json.dumps({"step": r["step"], "data": r["data"]}, separators=(",", ":")).encode() + b"\n")
+
+
+def test_a_verl_file_logger_of_dapo_gives_bounds_that_hold_the_true_share(capsys, tmp_path):
+    """Was: refused with the generic rollout-layout message. With the batch sizes: each step's bounds, which hold the
+    share verl's loop generated; without: what is missing."""
+    rng = random.Random(13)
+    B, M = 8, 12
+    truth = {}
+    rows = []
+    for step in range(1, 41):
+        J, silent = _verl_dapo_step(rng, B, M, q=rng.choice([0.15, 0.3, 0.6]))
+        truth[step] = (J, silent)
+        rows.append({"step": step, "data": {"actor/entropy": 0.5, "critic/score/mean": 0.3, "train/num_gen_batches": J,
+                                            "timing_s/step": 12.5, "training/global_step": step}})
+    f = tmp_path / "dapo_qwen.jsonl"
+    _file_logger(f, rows)
+    code, out, err = run(capsys, "trend", str(f))
+    assert code == 2 and "needs" not in out and "--train-batch B and --gen-batch M" in err
+    code, out, err = run(capsys, "trend", str(f), "--train-batch", str(B), "--gen-batch", str(M), "-f", "json")
+    assert code == 0, err
+    got = {s["step"]: (s["silent_at_least"], s["silent_at_most"]) for s in json.loads(out)["steps"]}
+    assert set(got) == set(truth)
+    for step, (J, silent) in truth.items():
+        low, high = got[step]
+        assert low - 1e-12 <= silent <= high + 1e-12
+        assert high == pytest.approx(1 - B / (J * M), abs=1e-12)
+        assert low == pytest.approx(max(0.0, 1 - (B - 1 + M) / (J * M)), abs=1e-12)
+    code, _, err = run(capsys, "trend", str(f), "--train-batch", "100", "--gen-batch", str(M))
+    assert code == 2 and "cannot keep the 100 prompts" in err
+    code, _, err = run(capsys, "check", str(f), "--max-silent", "0.5")
+    assert code == 2 and "train/num_gen_batches" in err

@@ -115,7 +115,8 @@ def test_every_format_renders() -> None:
         assert render(build_view(res), fmt).endswith("\n")
     assert render(build_view(res), Format.csv).splitlines()[0] == (
         "step,step_last,groups,pass_rate,observed_silent,observed_all_wrong,observed_all_correct,"
-        "forecast_silent,forecast_all_wrong,forecast_all_correct,forecast_16,ahead_silent,naive_silent,drift_warning")
+        "forecast_silent,forecast_all_wrong,forecast_all_correct,forecast_16,ahead_silent,naive_silent,silent_at_least,"
+        "silent_at_most,drift_warning")
 
 
 # ---------------------------------------------------------------- CLI

@@ -542,6 +542,12 @@ def check_series(loaded: LoadedCounts, thresholds: Sequence[Threshold], *, G: in
     for t in thresholds:
         attr = SERIES_FIELDS[t.name]
         shares = [getattr(r, attr) for r in rows if getattr(r, attr) is not None]
+        if not shares and "gen_batches" in loaded.series.columns:  # type: ignore[union-attr]
+            from ..loaders.series import gen_batches_missing
+
+            raise ConfigError(f"a limit is checked on logged shares; this series holds none: "
+                              f"{gen_batches_missing(loaded.files[0]).message}", location=loaded.files[0],
+                              remedy="see the bounds with 'sigmaudit trend --train-batch B --gen-batch M'")
         if not shares:
             raise ConfigError(f"the series holds no {attr.removeprefix('observed_').replace('_', '-')} share per "
                               f"step", location=loaded.files[0], remedy="drop that threshold")

@@ -47,7 +47,7 @@ import polars as pl
 from numpy.typing import NDArray
 
 from ..core.estimators import ESTIMATORS, Estimator
-from ..errors import SchemaError
+from ..errors import ConfigError, SchemaError
 from ..fmt import none_if_nan
 from ..loaders.options import Filtered, Window
 from .by import ByGroup, ByResult
@@ -88,6 +88,10 @@ class TrendRow:
     from earlier steps only (:func:`sigmaudit.audits.forecast.replay`); None for the first step."""
     naive_silent: float | None = None
     """Naive baseline: the previous logged step's observed silent share (mean over the groups)."""
+    silent_at_least: float | None = None
+    silent_at_most: float | None = None
+    """A series of verl DAPO's ``train/num_gen_batches`` with the batch sizes given: the bounds on the step's silent
+    share among the groups it generated (:func:`sigmaudit.core.dapo.gen_batches_silent_bounds`; a bucket's mean)."""
 
 
 @dataclass(frozen=True)
@@ -149,6 +153,8 @@ class TrendResult:
                     "forecast": {str(g): v for g, v in r.forecast.items()},
                     "ahead_silent": r.ahead_silent,
                     "naive_silent": r.naive_silent,
+                    "silent_at_least": r.silent_at_least,
+                    "silent_at_most": r.silent_at_most,
                 }
                 for r in self.rows
             ],
@@ -358,16 +364,18 @@ def trend_logs(
     every: int = 1,
     estimator: Estimator = "bayes",
     post_filter: bool = False,
+    batches: tuple[int, int] | None = None,
 ) -> TrendResult:
     """:func:`trend` (or :func:`trend_from_series`) of loaded logs, with the post-filter state
-    (:func:`sigmaudit.audits.scan.filtered_of`) and, with ``--by``, one trend per value.
+    (:func:`sigmaudit.audits.scan.filtered_of`) and, with ``--by``, one trend per value. ``batches`` (DAPO's train
+    and generation batch sizes) turn a series' generation batches per step into bounds on its silent share.
 
     Raises SchemaError when the logs have no training-step information.
     """
     from .scan import filtered_of
 
     if loaded.series is not None:
-        res = trend_from_series(loaded.series, every=every, G=G)
+        res = trend_from_series(loaded.series, every=every, G=G, batches=batches)
     elif loaded.per_group is None or not loaded.has_steps:
         raise SchemaError("the logs have no training-step information", remedy="name the step column with --step-col")
     else:
@@ -382,7 +390,8 @@ def trend_logs(
     return replace(res, filtered=filtered_of(loaded, post_filter), by=by, pooled=gap_of(loaded), **context(loaded))
 
 
-def trend_from_series(series: pl.DataFrame, *, every: int = 1, G: Sequence[int] = ()) -> TrendResult:
+def trend_from_series(series: pl.DataFrame, *, every: int = 1, G: Sequence[int] = (),
+                      batches: tuple[int, int] | None = None) -> TrendResult:
     """A per-step series of shares (``LoadedCounts.series``) as a :class:`TrendResult` with no forecast.
 
     Buckets of ``every`` steps average the shares of their rows. ``observed_silent`` is the
@@ -391,7 +400,9 @@ def trend_from_series(series: pl.DataFrame, *, every: int = 1, G: Sequence[int] 
     """
     if int(every) != every or every < 1:
         raise ValueError(f"every must be a whole number >= 1, got {every!r}")
-    fields = ("observed_all_correct", "observed_all_wrong", "observed_silent", "pass_rate")
+    fields = ("observed_all_correct", "observed_all_wrong", "observed_silent", "pass_rate", "silent_at_least",
+              "silent_at_most")
+    series = _with_bounds(series, batches)
     df = series.with_columns(*(pl.lit(None, dtype=pl.Float64).alias(f) for f in fields if f not in series.columns))
     first = int(df["step"].min())  # type: ignore[arg-type]
     rows_df = (df.with_columns(((pl.col("step") - first) // every).alias("bucket"))
@@ -412,7 +423,33 @@ def trend_from_series(series: pl.DataFrame, *, every: int = 1, G: Sequence[int] 
         TrendRow(step=int(r["first"]), step_last=int(r["last"]), groups=r.get("groups"), pass_rate=r["pass_rate"],
                  observed_silent=silent(r), observed_all_wrong=r["observed_all_wrong"],
                  observed_all_correct=r["observed_all_correct"], forecast_silent=None, forecast_all_wrong=None,
-                 forecast_all_correct=None, forecast=dict.fromkeys(Gs))
+                 forecast_all_correct=None, forecast=dict.fromkeys(Gs), silent_at_least=r["silent_at_least"],
+                 silent_at_most=r["silent_at_most"])
         for r in rows_df.iter_rows(named=True)
     )
     return TrendResult(rows, None, (), int(every), None, Gs, 0, source="series")
+
+
+def _with_bounds(series: pl.DataFrame, batches: tuple[int, int] | None) -> pl.DataFrame:
+    """The series with ``silent_at_least``/``silent_at_most`` from its ``gen_batches`` when ``batches`` (train, gen)
+    is given; ConfigError for batch sizes given to a series without generation batches, or that its steps
+    contradict."""
+    if batches is None:
+        return series
+    from ..core.dapo import gen_batches_silent_bounds
+
+    if "gen_batches" not in series.columns:
+        raise ConfigError("--train-batch/--gen-batch bound the silent share through verl DAPO's "
+                          "train/num_gen_batches, which this series does not log", location="--train-batch",
+                          remedy="drop them")
+    logged = series.filter(pl.col("gen_batches").is_not_null())
+    short = logged.filter(pl.col("gen_batches") * batches[1] < batches[0])
+    if short.height:
+        raise ConfigError(f"step {short['step'][0]} logs {short['gen_batches'][0]} generation batches of {batches[1]} "
+                          f"prompts, which cannot keep the {batches[0]} prompts of a training batch",
+                          location="--train-batch/--gen-batch",
+                          remedy="give the run's data.train_batch_size and data.gen_batch_size")
+    low, high = gen_batches_silent_bounds(logged["gen_batches"].to_numpy(), train_batch=batches[0],
+                                          gen_batch=batches[1])
+    bounds = logged.select("step", pl.Series("silent_at_least", low), pl.Series("silent_at_most", high))
+    return series.join(bounds, on="step", how="left")

@@ -301,18 +301,21 @@ LastStepsOpt = Annotated[
 # --------------------------------------------------------------------------- DAPO as verl runs it (plan, check, watch)
 
 _DAPO = "DAPO as verl runs it (verl's names)"
-TrainBatchOpt = Annotated[
-    int | None,
-    typer.Option("--train-batch", min=1, metavar="B", rich_help_panel=_DAPO, show_default=False,
-                 help="data.train_batch_size: prompts a DAPO step trains on. Adds DAPO's loop as verl runs it: "
-                      "chunks per step, rollouts generated per trained, informative rollouts truncated, P(a step "
-                      "raises); JSON key 'dapo'."),
-]
-GenBatchOpt = Annotated[
-    int | None,
-    typer.Option("--gen-batch", min=1, metavar="M", rich_help_panel=_DAPO, show_default=False,
-                 help="data.gen_batch_size: prompts per generation chunk [default: --train-batch, as verl]."),
-]
+def train_batch_option(help: str) -> OptionInfo:
+    """``--train-batch B``: verl's ``data.train_batch_size`` (the command's ``help`` says what it adds)."""
+    return typer.Option("--train-batch", min=1, metavar="B", rich_help_panel=_DAPO, show_default=False, help=help)
+
+
+def gen_batch_option(help: str) -> OptionInfo:
+    """``--gen-batch M``: verl's ``data.gen_batch_size``."""
+    return typer.Option("--gen-batch", min=1, metavar="M", rich_help_panel=_DAPO, show_default=False, help=help)
+
+
+TrainBatchOpt = Annotated[int | None, train_batch_option(
+    "data.train_batch_size: prompts a DAPO step trains on. Adds DAPO's loop as verl runs it: chunks per step, "
+    "rollouts generated per trained, informative rollouts truncated, P(a step raises); JSON key 'dapo'.")]
+GenBatchOpt = Annotated[int | None, gen_batch_option(
+    "data.gen_batch_size: prompts per generation chunk [default: --train-batch, as verl].")]
 MaxGenBatchesOpt = Annotated[
     int,
     typer.Option("--max-gen-batches", metavar="K", rich_help_panel=_DAPO,

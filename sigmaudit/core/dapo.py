@@ -352,3 +352,32 @@ def dapo_cost(silent: float, *, train_batch: int, gen_batch: int, n: int, max_ge
         discarded_informative_rollouts=None if U is None else U * n,
         p_step_raises=p, p_run_raises=-math.expm1(run_steps * math.log1p(-p)) if p < 1.0 else 1.0,
         trains=J is not None, dataset=dataset)
+
+
+def gen_batches_silent_bounds(gen_batches: ArrayLike, *, train_batch: int, gen_batch: int
+                              ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(lowest, highest) silent share among the groups a DAPO step generated, from the step's logged
+    ``train/num_gen_batches`` J (docs/theory.md, "What num_gen_batches bounds").
+
+    A step ends at the first chunk J whose kept total S_J reaches B = ``train_batch``, each chunk holding M =
+    ``gen_batch`` groups: S_J ≥ B, and S_{J−1} ≤ B − 1 (S_0 = 0), so S_J ≤ min(B − 1 + M, J·M). The silent share
+    among the J·M generated groups is 1 − S_J / (J·M), hence
+
+        max(0, 1 − (B − 1 + M) / (J·M)) ≤ silent ≤ 1 − B / (J·M).
+
+    It holds when ``algorithm.filter_groups.enable`` is on and ``rollout.n`` ≥ 2 (a one-rollout group is kept,
+    never silent). ValueError for a J that is not a whole number ≥ 1, or one whose J chunks cannot hold B kept
+    groups (J·M < B: the batch sizes given are not the run's)."""
+    for name, v in (("train_batch", train_batch), ("gen_batch", gen_batch)):
+        if int(v) != v or v < 1:
+            raise ValueError(f"{name} must be a whole number >= 1, got {v!r}")
+    J = np.asarray(gen_batches, dtype=np.float64)
+    if J.size and (not np.all(np.isfinite(J)) or np.any(J < 1) or np.any(J != np.floor(J))):
+        raise ValueError("num_gen_batches must hold whole numbers >= 1")
+    generated = J * gen_batch
+    if J.size and np.any(generated < train_batch):
+        raise ValueError(f"{int(J[generated < train_batch][0])} generation batches of {gen_batch} prompts cannot "
+                         f"keep the {train_batch} prompts of a training batch")
+    high = 1.0 - train_batch / generated
+    low = np.maximum(0.0, 1.0 - np.minimum(train_batch - 1 + gen_batch, generated) / generated)
+    return low, high

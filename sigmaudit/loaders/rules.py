@@ -278,7 +278,8 @@ def series_of(path: Path | str, src: Any, opts: LoadOptions) -> LoadedCounts | N
 
 def _described(mapping: dict[str, str]) -> str:
     said = {"observed_mixed": "1 − observed_silent", "groups": "groups per step", "silent_groups": "silent groups "
-            "per step (checked against share x groups)"}
+            "per step (checked against share x groups)", "gen_batches": "DAPO's generation batches per step (they "
+            "bound its silent share given --train-batch and --gen-batch)"}
     return ", ".join(f"{col} as {said.get(field, field)}" for field, col in mapping.items())
 
 

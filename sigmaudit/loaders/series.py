@@ -59,6 +59,16 @@ PER_PROMPT = "predictions at another G, fidelity, never-solved and extreme share
 """What a per-step series cannot give (said once, in its detection note)."""
 
 
+def gen_batches_missing(where: str) -> Exception:
+    """What a verl DAPO metrics series without the batch sizes lacks: its ``train/num_gen_batches`` bounds each step's
+    silent share only given ``data.train_batch_size`` and ``data.gen_batch_size``."""
+    from ..errors import ConfigError
+
+    return ConfigError("train/num_gen_batches bounds each step's silent share among the groups generated only given "
+                       "the run's batch sizes (data.train_batch_size, data.gen_batch_size), which the log does not "
+                       "hold", location=where, remedy="run 'sigmaudit trend' with --train-batch B and --gen-batch M")
+
+
 def g_refused(where: str) -> Exception:
     """The refusal of ``-G`` on a per-step series: its shares are the trainer's own, at the group size it ran
     with; a figure "at G = 16" would name a size the file says nothing about."""
@@ -72,8 +82,12 @@ METRICS: dict[str, tuple[str, ...]] = {
     "observed_all_correct": ("group/all_correct_groups_ratio", "train/group/all_correct_groups_ratio"),
     "observed_all_wrong": ("group/all_incorrect_groups_ratio", "train/group/all_incorrect_groups_ratio"),
     "observed_mixed": ("group/mixed_groups_ratio", "train/group/mixed_groups_ratio"),
+    "gen_batches": ("train/num_gen_batches",),
 }
-"""Trainer metrics that are shares of a step's groups (lower case), by field; ``observed_mixed`` is 1 − silent."""
+"""Trainer metrics that are shares of a step's groups (lower case), by field; ``observed_mixed`` is 1 − silent;
+``gen_batches`` is verl DAPO's generation batches per step (verl-project/verl-recipe
+48ea0a797fa29867ea0ad92aff7d284eec7d4be3 ``dapo/dapo_ray_trainer.py``: ``metrics["train/num_gen_batches"]``), no
+share: it bounds the step's silent share given the batch sizes (:func:`sigmaudit.core.dapo.gen_batches_silent_bounds`)."""
 METRIC_STEPS = ("step", "train/global_step", "global_step", "_step", "trainer/global_step")
 W_AND_B_EXTRAS = ("__min", "__max", "_step")
 """Suffixes of a W&B chart export's columns beside each run's value."""
@@ -214,7 +228,8 @@ def read_series(lf: pl.LazyFrame, step: str, mapping: dict[str, str], where: str
                           location=f"{where}: column {step}", remedy="pass --step-col with an integer column") from exc
     shares = [f for f in mapping if f in SHARE_FIELDS]
     # a metrics log's records without these metrics (eval records, the run's summary) are not steps of it
-    logged = pl.any_horizontal(pl.col(f).is_not_null() for f in shares)
+    logged = pl.any_horizontal(pl.col(f).is_not_null() for f in [*shares, *(["gen_batches"] if "gen_batches" in
+                                                                            mapping else [])])
     df = df.filter(pl.col("step").is_not_null() & logged).sort("step")
     if df["step"].is_duplicated().any():
         dup = df.filter(df["step"].is_duplicated())["step"][0]
@@ -228,8 +243,9 @@ def read_series(lf: pl.LazyFrame, step: str, mapping: dict[str, str], where: str
             raise SchemaError(f"column {mapping[field]} must hold shares in [0, 1], got {bad[field][0]!r} at step "
                               f"{bad['step'][0]}", location=where)
     _check_counts(df, mapping, where)
-    if "groups" in df.columns:
-        df = df.with_columns(pl.col("groups").cast(pl.Int64))
+    for whole in ("groups", "gen_batches"):
+        if whole in df.columns:
+            df = df.with_columns(pl.col(whole).cast(pl.Int64))
     if "observed_mixed" in df.columns:  # the rest of the groups are silent
         if "observed_silent" not in df.columns:
             df = df.with_columns((1.0 - pl.col("observed_mixed")).alias("observed_silent"))
@@ -254,9 +270,11 @@ def _check_counts(df: pl.DataFrame, mapping: dict[str, str], where: str) -> None
     if "observed_mixed" in df.columns and "observed_silent" in df.columns:
         first((pl.col("observed_silent") + pl.col("observed_mixed") - 1.0).abs() > COUNT_TOLERANCE,
               f"{mapping['observed_silent']} + {mapping['observed_mixed']} is not 1 (every group is silent or mixed)")
+    for whole, what in (("groups", "groups"), ("gen_batches", "generation batches")):
+        if whole in df.columns:
+            first((pl.col(whole) < 1) | (pl.col(whole) != pl.col(whole).round(0)),
+                  f"{mapping[whole]} is not a whole number of {what} >= 1")
     if "groups" in df.columns:
-        first((pl.col("groups") < 1) | (pl.col("groups") != pl.col("groups").round(0)),
-              f"{mapping['groups']} is not a whole number of groups >= 1")
         if "silent_groups" in df.columns and "observed_silent" in df.columns:
             first((pl.col("silent_groups") - pl.col("observed_silent") * pl.col("groups")).abs() > 0.5,
                   f"{mapping['silent_groups']} is not {mapping['observed_silent']} x {mapping['groups']}")

@@ -33,9 +33,13 @@ def trend_view(result: TrendResult) -> View:
             f"(not a forecast: it follows the step's noise)")
     if result.source == "series":
         note = "a per-step series of shares as published or logged: no groups, so no forecast"
+        if any(r.silent_at_least is not None for r in result.rows):
+            note += ("; silent ≥ / ≤: the bounds DAPO's generation batches per step put on the step's silent share "
+                     "among the groups it generated (with filter_groups on)")
     if result.source == "series":  # only the shares the file holds
         present = [(name, attr) for name, attr in (
-            ("pass rate", "pass_rate"), ("silent", "observed_silent"), ("all wrong", "observed_all_wrong"),
+            ("groups", "groups"), ("pass rate", "pass_rate"), ("silent", "observed_silent"),
+            ("silent ≥", "silent_at_least"), ("silent ≤", "silent_at_most"), ("all wrong", "observed_all_wrong"),
             ("all correct", "observed_all_correct")) if any(getattr(r, attr) is not None for r in result.rows)]
         cols = ["step"] + (["to"] if result.every > 1 else []) + [name for name, _ in present]
         rows = tuple((r.step, *((r.step_last,) if result.every > 1 else ()),
@@ -44,6 +48,8 @@ def trend_view(result: TrendResult) -> View:
     width = 60
     series = [
         ("observed silent", [r.observed_silent for r in result.rows]),
+        ("silent at least", [r.silent_at_least for r in result.rows]),
+        ("silent at most", [r.silent_at_most for r in result.rows]),
         ("  all correct", [r.observed_all_correct for r in result.rows]),
         ("  all wrong", [r.observed_all_wrong for r in result.rows]),
         ("forecast silent", [r.ahead_silent for r in result.rows]),

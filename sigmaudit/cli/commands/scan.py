@@ -105,10 +105,13 @@ def _scan_series(loaded: LoadedCounts, *, per_prompt: Path | None, fmt: object, 
     from ...render import Format
     from ..output import resolve_format
 
-    if sized:
-        from ...loaders.series import g_refused
+    from ...loaders.series import g_refused, gen_batches_missing
 
+    if sized:
         raise g_refused(loaded.files[0])
+    if not set(loaded.series.columns) & {"observed_silent", "observed_all_wrong", "observed_all_correct",  # type: ignore[union-attr]
+                                         "pass_rate"}:
+        raise gen_batches_missing(loaded.files[0])
     if per_prompt is not None or resolve_format(fmt, output) is Format.html:
         raise ConfigError("needs per-prompt counts, and a per-step series holds only shares",
                           location="--per-prompt" if per_prompt is not None else "--format html",

@@ -30,7 +30,16 @@ from ..inputs import reads_logs
 if TYPE_CHECKING:
     from ...loaders import LoadedCounts
 
-from ..options import FormatOpt, OutputOpt, PostFilterOpt, emit_result, estimator_option, group_size_option
+from ..options import (
+    FormatOpt,
+    OutputOpt,
+    PostFilterOpt,
+    emit_result,
+    estimator_option,
+    gen_batch_option,
+    group_size_option,
+    train_batch_option,
+)
 
 
 @reads_logs(series_ok=True, by_ok=True)
@@ -44,6 +53,12 @@ def trend(
         "group reaches, else bayes; bayes at the logged size), bayes (prior fitted to the run), plugin, or "
         "unbiased (G ≤ n).")] = "auto",
     post_filter: PostFilterOpt = False,
+    train_batch: Annotated[int | None, train_batch_option(
+        "A verl DAPO metrics log (train/num_gen_batches): data.train_batch_size; with --gen-batch, each step's "
+        "generation batches bound its silent share (columns silent ≥, silent ≤).")] = None,
+    gen_batch: Annotated[int | None, gen_batch_option(
+        "With --train-batch: data.gen_batch_size (prompts per generation batch) [default: --train-batch, as "
+        "verl].")] = None,
     fmt: FormatOpt = None,
     output: OutputOpt = None,
 ) -> None:
@@ -65,5 +80,33 @@ def trend(
         from ...loaders.series import g_refused
 
         raise g_refused(loaded.files[0])
+    batches = _batches(loaded, train_batch, gen_batch)
     emit_result(trend_logs(loaded, G=G or (), every=every, estimator=estimator,  # type: ignore[arg-type]
-                           post_filter=post_filter), fmt, output)
+                           post_filter=post_filter, batches=batches), fmt, output)
+
+
+def _batches(loaded: LoadedCounts, train_batch: int | None, gen_batch: int | None) -> tuple[int, int] | None:
+    """(train, generation) batch sizes for a DAPO metrics series' bounds; what is missing said (a note when the
+    series has shares of its own, a refusal when the generation batches are all it holds)."""
+    from ...errors import ConfigError
+
+    if train_batch is None:
+        if gen_batch is not None:
+            raise ConfigError("--gen-batch needs --train-batch", location="--gen-batch",
+                              remedy="add --train-batch B (verl's data.train_batch_size)")
+        series = loaded.series
+        if series is not None and "gen_batches" in series.columns:
+            from ...loaders.series import gen_batches_missing
+
+            missing = gen_batches_missing(loaded.files[0])
+            if not any(c in series.columns for c in ("observed_silent", "observed_all_wrong", "observed_all_correct")):
+                raise missing
+            from ..output import note
+
+            note(missing.message)
+        return None
+    if loaded.series is None:
+        raise ConfigError("--train-batch bounds a DAPO metrics log's silent share; a rollout log's groups give it",
+                          location="--train-batch", remedy="drop it ('check' and 'plan' read DAPO's loop from a "
+                                                           "rollout log with --train-batch)")
+    return train_batch, gen_batch or train_batch
