@@ -237,12 +237,16 @@ def test_fit_skips_the_silent_rows_keeps_every_epoch_and_stays_auditable(uninter
     assert scanned["observed_silent"]["groups"] == dump.height
     silent = dump.filter(pl.col("u") == 1).height
     assert scanned["observed_silent"]["fraction"] == pytest.approx(silent / dump.height, abs=1e-12)
+    code, out, err = run_cli(capsys, "watch", str(whole / "rollout"), "--once", "-f", "json")
+    assert code == 0, err
+    events = [json.loads(line) for line in out.splitlines() if line.strip()]
+    assert [e["step"] for e in events if "step" in e] == list(range(1, 3 * EPOCH + 1))  # then its summary
 
 
-def _resume(data_file, tmp, whole, step):
+def _resume(data_file, tmp, whole, step, *overrides):
     shutil.copytree(whole / "ckpt" / f"global_step_{step}", tmp / "from" / f"global_step_{step}")
     return _run(data_file, tmp, "data.shuffle=False", "trainer.save_freq=-1", "trainer.resume_mode=resume_path",
-                f"trainer.resume_from_path={tmp}/from/global_step_{step}")
+                f"trainer.resume_from_path={tmp}/from/global_step_{step}", *overrides)
 
 
 def _same_run_from(resumed, first, step, whole, tmp):
@@ -266,6 +270,7 @@ def test_fit_resumed_at_an_epoch_boundary_continues_with_the_skip_state(data_fil
     assert resumed.actor_rollout_wg.loaded == 2 * EPOCH
     assert resumed.train_dataset.resumed_from.endswith(f"global_step_{2 * EPOCH}/{STATE_FILE}")
     assert resumed.async_rollout_manager.steps[2 * EPOCH + 1]["skipped"]  # skipping from the first batch on
+    assert resumed.val_dataset.resumed_from is None and not resumed.val_dataset.policy.skipped  # same file, not train
     _same_run_from(resumed, first, 2 * EPOCH, whole, tmp_path)
     assert _scan(capsys, tmp_path / "rollout")["observed_silent"]["groups"] == EPOCH * BATCH
 
@@ -277,6 +282,17 @@ def test_fit_resumed_inside_an_epoch_replays_the_uninterrupted_run(data_file, un
     resumed = _resume(data_file, tmp_path, whole, EPOCH + 2)
     assert resumed.train_dataset.resumed_from.endswith(f"global_step_{EPOCH + 2}/{STATE_FILE}")
     _same_run_from(resumed, first, EPOCH + 2, whole, tmp_path)
+
+
+def test_fit_extended_from_its_final_checkpoint_restores_data_pt(data_file, uninterrupted, tmp_path):
+    """The last step is never fed (fit returns before on_batch_end), so its folder has no sigmaudit.pt:
+    a run extended by an epoch from it restores the state verl saved in data.pt, without that step."""
+    whole, first = uninterrupted
+    resumed = _resume(data_file, tmp_path, whole, 3 * EPOCH, "trainer.total_epochs=4")
+    assert resumed.train_dataset.resumed_from.endswith(f"global_step_{3 * EPOCH}/data.pt")
+    assert _groups(resumed, 3 * EPOCH).equals(_groups(first))  # steps 1..11, as the first run fed them
+    assert resumed.async_rollout_manager.steps[3 * EPOCH + 1]["skipped"] == first.train_dataset.policy.skipped
+    assert resumed.train_dataset.steps == 4 * EPOCH - 2
 
 
 def test_the_version_gate_refuses_only_a_verl_that_never_calls_the_hook():
