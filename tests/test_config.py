@@ -341,3 +341,14 @@ def test_every_file_a_command_writes_is_kept_in_the_files_folder(capsys, project
     assert code == 2 and out == "" and len(err.splitlines()) == 1, err
     assert f"{key} = \"../outside.out\" is outside the config file's folder {project / 'a'}" in err
     assert not (project / "outside.out").exists()
+
+
+def test_urls_and_standard_output_in_a_file_are_kept_as_written(capsys, project):
+    (project / "sigmaudit.toml").write_text('paths = ["s3://bucket/run.parquet", "logs/*.csv"]\noutput = "-"\n')
+    code, _, err = run(capsys, "--debug", "calc", "-p", "0.1", "-G", "8")
+    assert code == 0 and "output = PosixPath('-')" in err
+    code, _, err = run(capsys, "--debug", "scan", "--help")
+    assert code == 0
+    from sigmaudit.cli import config
+
+    assert config.current.defaults["scan"]["paths"] == ["s3://bucket/run.parquet", str(project / "logs/*.csv")]

@@ -17,12 +17,16 @@ output) is kept.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
 from ..fmt import toml_text
 
+URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+"""A URL (``s3://``, ``https://``): kept as written (the scheme test of :func:`sigmaudit.loaders.remote.is_remote`,
+whose import would load Polars for a ``calc``)."""
 READ_PATHS = frozenset({"paths", "init_from", "dataset"})
 """The path parameters a command reads (``paths``, ``simulate --init-from``, ``curate --dataset``); every other
 path option names a file a command writes, so a new option is kept inside the file's folder unless listed here."""
@@ -101,15 +105,13 @@ def folder_of(path: Path) -> Path:
 def placed(value: Any, param: Any, key: str, where: str, path: Path) -> Any:
     """A path value (the ``paths`` argument, a PATH option) relative to the file's folder; an output outside
     that folder (symbolic links followed) is refused."""
-    from ..loaders.remote import is_remote
-
     if param.name != "paths" and param_kind(param) != "PATH":
         return value
     folder = folder_of(path)
     items = value if isinstance(value, list) else [value]
     out = []
     for item in items:
-        if not isinstance(item, str) or is_remote(item) or item == "-":
+        if not isinstance(item, str) or URL.match(item) or item == "-":
             out.append(item)
             continue
         if "\x00" in item:
