@@ -147,6 +147,15 @@ def test_every_value_a_file_set_is_printed_even_when_it_says_quiet(capsys, proje
     assert code == 0
     assert err.splitlines()[0] == (f"sigmaudit: settings from {project / 'sigmaudit.toml'}: quiet = true; "
                                    "[check] last-steps = 1, max-silent = 0.1")
+    line = f"settings from {project / 'sigmaudit.toml'}: quiet = true; [check] last-steps = 1, max-silent = 0.1"
+    code, out, _ = run(capsys, "check", str(log), "--bootstrap", "0", "-f", "json")
+    assert json.loads(out)["config"] == {"file": str(project / "sigmaudit.toml"), "values": [
+        {"table": "", "key": "quiet", "value": True}, {"table": "[check]", "key": "last-steps", "value": 1},
+        {"table": "[check]", "key": "max-silent", "value": 0.1}]}
+    for fmt in ("markdown", "html", "table"):  # the report itself says what the file set
+        code, out, _ = run(capsys, "check", str(log), "--bootstrap", "0", "-f", fmt)
+        shown = " ".join(w for w in out.replace("&quot;", '"').split() if w != "│")
+        assert code == 0 and (line in shown if fmt != "table" else "quiet = true; [check] last-steps = 1," in shown)
     code, _, err = run(capsys, "check", str(log), "--bootstrap", "0", "-f", "json", "--last-steps", "4")
     assert code == 1  # the command line wins, and the note no longer lists last-steps
     assert err.splitlines()[0].endswith("quiet = true; [check] max-silent = 0.1")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..audits.by import ByGroup, ByResult
 from ..audits.check import ALL_METRICS
-from ..fmt import RATE, display_pair, format_value
+from ..fmt import RATE, display_pair, format_value, settings_line
 from ..fmt import pct as pct_
 from .dapo import dapo_sections
 from .labels import filtered_line
@@ -71,6 +71,8 @@ def check_view(result: CheckResult) -> View:
         (f"G = {result.G:,}{g_from}, {result.prompts:,} prompts — {verdict}", basis)
     lines = [head, basis,
              *(f"warning: {w}" for w in result.warnings)]
+    if result.config is not None:  # a config file set values of this gate: the report says which, as stderr did
+        lines.append(settings_line(result.config.file, result.config.values))
     if result.filtered is not None:
         lines.append(filtered_line(result.filtered, "silent rates read from it are understated (see "
                                                     "--groups-generated, --allow-filtered)"))
