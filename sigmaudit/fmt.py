@@ -40,6 +40,9 @@ from typing import Any
 
 RATE = 4
 """Decimals of a rate, probability, share, fidelity, E[σ] or score (and of an interval bound of one)."""
+PERCENT = -1
+"""Digits marker of a share shown as a percentage with one decimal (:func:`pct`): the terminal, markdown
+and HTML show ``60.2%``, CSV and JSON keep the fraction."""
 AMOUNT = 2
 """Decimals of an expected count or a ratio of counts."""
 LARGE = 1e15
@@ -63,6 +66,8 @@ def format_value(value: Any, digits: int = RATE, none: str = "—") -> str:
         value = float(value)
         if math.isnan(value):
             return none
+        if digits == PERCENT:
+            return pct(value)
         if math.isinf(value):
             return "∞" if value > 0 else "-∞"
         if abs(value) >= LARGE:  # 1.2500e+293, not 294 digits

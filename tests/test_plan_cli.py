@@ -21,7 +21,7 @@ ROLLOUTS = "sample_logs/rollouts.parquet"
 LONG = "sample_logs/long.csv"
 SWEEP_KEYS = {"G", "prompts_per_step", "silent", "all_wrong", "all_correct", "fidelity", "estimator", "silent_ci",
               "fidelity_ci", "informative_groups", "informative_groups_ci", "informative_rollouts",
-              "informative_rollouts_ci", "update", "update_ci", "snr", "snr_ci", "knapsack", "knapsack_ci",
+              "informative_rollouts_ci", "update", "update_ci", "snr_vs_best", "snr_moments", "knapsack", "knapsack_ci",
               "dapo_groups_per_kept_group"}
 
 
@@ -38,9 +38,13 @@ def test_json_contract(capsys):
     assert code == 0 and set(d["sweep"][0]) == SWEEP_KEYS
     assert d["budget"] == {"rollouts_per_step": 1600, "source": "log",
                            "description": "the log's median per step, 20 steps"}
-    assert d["advantage"] == "grpo" and d["std"] == "sample" and d["objective"] == "update"
-    c = d["objective_detail"]
-    assert c["recommended_G"] == d["recommended_G"] and c["G_end"] == 1600 and c["tolerance"] == 0.05
+    assert d["advantage"] == "grpo" and d["std"] == "sample" and d["objective"] == "snr"
+    c = d["snr_choice"]
+    assert c["recommended_G"] == d["recommended_G"] == 8 and c["G_end"] == 1600 and c["tolerance"] == 0.05
+    assert c["verdict"] == "keep" and c["run_G"] == 8 and c["run_G_source"] == "logged"
+    assert c["band"] == {"shares": [0.02, 0.05, 0.1, 0.2], "G_ref": 8, "given": False}
+    assert all(len(r["snr_vs_best"]) == 4 and max(r["snr_vs_best"]) <= 1.0 for r in d["sweep"])
+    assert d["objective_detail"] is None
     assert {r["rule"] for r in d["curation"]["rows"]} == {"log", "posterior"}
     assert d["price"]["before"]["G"] == 8 and d["price"]["reference"] == "logged"
     assert all(r["update_ci"][0] <= r["update"] <= r["update_ci"][1] for r in d["sweep"] if r["G"] > 1)
@@ -62,14 +66,18 @@ def _lines(text: str) -> list[str]:
 
 @pytest.mark.parametrize("path", [ROLLOUTS, LONG])
 def test_default_output_fits_30_lines_of_100_columns(capsys, monkeypatch, path):
+    """Issue 41 item 7: the first screen is at most 12 lines before the sweep: R and its source, the
+    conventions and the data; the flat range over the band and the verdict; the data lever."""
     monkeypatch.setenv("COLUMNS", "100")
     code, out, _ = run(capsys, "plan", path, "-q")
     lines = _lines(out)
     assert code == 0 and len(lines) <= 30 and max(len(x) for x in lines) <= 100
-    assert lines[2].lstrip("│ ").startswith("recommended G:") or lines[3].lstrip("│ ").startswith("recommended G:")
-    text = " ".join(x.strip("│ ") for x in lines)
-    assert "prompts per step at R =" in text and "within 5% of the best" in text
-    assert "curation" not in text.split("--full")[0].lower() or "Data" in text
+    head = lines[:next(i for i, x in enumerate(lines) if "G sweep" in x)]
+    assert len(head) <= 12
+    text = " ".join(x.strip("│ ╭╰─") for x in head)
+    assert "rollouts/step (" in text and "GRPO, sample std" in text and "samples each" in text
+    assert "keeps the step's SNR within 5% of the best for any between-prompt noise share 2–20% at G = 8" in text
+    assert "Data" in text
     full = _lines(run(capsys, "plan", path, "-q", "--full")[1])
     assert len(full) > len(lines) and any("curation" in x for x in full)
 
@@ -172,7 +180,7 @@ def test_budget_never_soaks_up_rollouts_on_prompts_the_samples_cannot_place(caps
     k = np.concatenate([np.zeros(600, int), rng.binomial(16, 0.4, 400)])
     path = tmp_path / "epoch.csv"
     path.write_text("prompt,n,k\n" + "".join(f"q{i},16,{x}\n" for i, x in enumerate(k)))
-    for objective in ("update", "informative", "knapsack"):
+    for objective in ("snr", "informative", "knapsack"):
         d = json.loads(run(capsys, "plan", str(path), "-q", "-f", "json", "--budget", "4000", "--objective",
                            objective, "--bootstrap", "0")[1])
         a = d["allocation"]

@@ -81,11 +81,32 @@ def test_report_gathers_scan_plan_trend(data):
 def test_chosen_G_is_the_recommendation_else_g_main(data):
     assert data.plan.recommended_G is not None
     assert (data.chosen_G, data.chosen_by) == (data.plan.recommended_G, "recommended")
-    plain = build_report(loaded_from_groups(small_groups()), G=[4, 8, 16], g_main=16)
-    assert plain.plan.recommended_G is None
-    assert (plain.chosen_G, plain.chosen_by) == (16, "g-main")
-    # -G reaches both the scan's table and the plan's sweep
-    assert [r.G for r in plain.scan.silent] == [r.G for r in plain.plan.sweep] == [4, 8, 16]
+    from sigmaudit.audits.plan import PlanOptions, plan_logs
+
+    loaded = loaded_from_groups(small_groups())
+    plain = build_report(loaded, G=[4, 8, 16], g_main=16)
+    # issue 41 item 3: without a target the report recommends what plan does, on the same counts and flags
+    alone = plan_logs(loaded, [4, 8, 16], options=PlanOptions("snr"))
+    assert plain.plan.recommended_G == alone.recommended_G is not None
+    assert plain.plan.budget == alone.budget and plain.plan.snr_choice == alone.snr_choice
+    assert (plain.chosen_G, plain.chosen_by) == (alone.recommended_G, "recommended")
+    # -G reaches both the scan's table and the plan's sweep (which adds the flat range's ends)
+    assert [r.G for r in plain.scan.silent] == [4, 8, 16] and {4, 8, 16} <= {r.G for r in plain.plan.sweep}
+
+
+@pytest.mark.parametrize("args", [[], ["-G", "16"], ["-G", "2"]])
+def test_report_recommends_what_plan_does(capsys, tmp_path, args):
+    """Issue 41 item 3: one R rule and one recommendation in report and plan, on the same file and flags."""
+    from cli_runner import run
+
+    sample = "sample_logs/rollouts.parquet"
+    d = json.loads(run(capsys, "plan", sample, "-q", "-f", "json", "--bootstrap", "0", *args)[1])
+    rep_args = args
+    code, out, err = run(capsys, "report", sample, "-q", "-f", "json", "-o", str(tmp_path / "r.json"), *rep_args)
+    assert code == 0, err
+    r = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert r["plan"]["recommended_G"] == d["recommended_G"] and r["plan"]["budget"] == d["budget"]
+    assert r["plan"]["snr_choice"]["flat_runs"] == d["snr_choice"]["flat_runs"]
 
 
 def test_no_trend_without_steps():

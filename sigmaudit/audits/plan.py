@@ -34,7 +34,8 @@ if TYPE_CHECKING:
     from .allocate import AllocationResult  # the plan carries an allocation; allocate never imports plan
     from .curation import Curation
     from .dapo import DapoResult, DapoSettings
-    from .objective import Curves, ObjectiveChoice
+    from .objective import Band, Curves, ObjectiveChoice
+    from .snr_choice import SnrChoice
 
 DEFAULT_G_GRID: tuple[int, ...] = (2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 """Group sizes swept when ``-G`` is not given."""
@@ -51,7 +52,7 @@ FIDELITY_DEFINITION = (
     "Σ_i E[E[σ](p, G) | n_i, k_i] / Σ_i E[sqrt(p(1−p)) | n_i, k_i]: mean φ weighted by GRPO mass, "
     "posterior expectations under the corpus prior"
 )
-OBJECTIVE_COLUMNS = ("informative", "rollouts", "update", "snr", "knapsack")
+OBJECTIVE_COLUMNS = ("informative", "rollouts", "update", "knapsack")
 
 
 # ---------------------------------------------------------------- result objects
@@ -88,13 +89,14 @@ class SweepRow:
     informative_rollouts_ci: tuple[float, float] | None
     """Its bootstrap interval."""
     update: float | None
-    """Expected update of a step under the batch-mean loss, mean E[c(k, G)] (units of a prompt's Δs)."""
+    """Step size under SGD at a fixed learning rate: the expected batch-mean update, mean E[c(k, G)] (units of
+    a prompt's Δs); not an objective."""
     update_ci: tuple[float, float] | None
     """Its bootstrap interval."""
-    snr: float | None
-    """The update's signal-to-noise ratio under per-rollout score noise (units |Δμ|/τ)."""
-    snr_ci: tuple[float, float] | None
-    """Its bootstrap interval."""
+    snr_vs_best: tuple[float, ...] | None
+    """The step's SNR over its best, one per between-prompt share of the band (None: no band)."""
+    snr_moments: dict[str, float]
+    """``m1``, ``m2``, ``ma``: the corpus means of E[c], E[c²], E[a] at this G (docs/theory.md)."""
     knapsack: float | None
     """Knapsack-RL's value per step, N · mean E[Value(G, p)]."""
     knapsack_ci: tuple[float, float] | None
@@ -178,9 +180,9 @@ class PriceAt:
     informative_groups: float | None
     """Informative groups per step."""
     update: float | None
-    """Expected update per step."""
-    snr: float | None
-    """Update SNR."""
+    """Step size under SGD at a fixed learning rate."""
+    snr_vs_best: tuple[float, ...] | None
+    """The step's SNR over its best, per share of the band."""
     objective: float | None
     """The plan's objective (None when targets chose G)."""
     estimator: str
@@ -281,12 +283,17 @@ class PlanResult:
     """Why the figures may deserve less trust (few prompts, extrapolation past the logged samples)."""
     max_samples: int = 0
     """The most samples any prompt has: G above it extrapolate through the fitted prior."""
+    min_samples: int = 0
+    """The fewest samples any prompt has."""
     extrapolation_warning: str | None = None
     """The warning of ``warnings`` about G past ``max_samples`` (None: no shown G extrapolates)."""
     objective: str = "none"
     """What chose ``recommended_G``: ``targets``, an objective (:data:`.objective.OBJECTIVE_NAMES`) or ``none``."""
     objective_choice: ObjectiveChoice | None = None
-    """The objective's rule, flatness and curve (None when targets chose G or none was asked)."""
+    """A view's rule, flatness and curve (``--objective informative|rollouts|knapsack``; None otherwise)."""
+    snr_choice: SnrChoice | None = None
+    """The default rule: the flat range of the step's SNR over the band and the verdict (None when targets or a
+    view chose G)."""
     reason: str | None = None
     """One sentence explaining ``recommended_G``, written by :func:`sigmaudit.views.plan.worded`."""
     price: Price | None = None
@@ -329,6 +336,9 @@ class PlanResult:
             "reason": self.reason,
             "objective": self.objective,
             "objective_detail": None if self.objective_choice is None else asdict(self.objective_choice),
+            "snr_choice": None if self.snr_choice is None else {
+                **asdict(self.snr_choice), "flat_runs": [list(r) for r in self.snr_choice.flat_runs],
+                "band": {**asdict(self.snr_choice.band), "shares": list(self.snr_choice.band.shares)}},
             "budget": None if self.budget is None else asdict(self.budget),
             "advantage": self.advantage,
             "std": self.std,
@@ -341,6 +351,7 @@ class PlanResult:
             "replicates": self.replicates,
             "warnings": list(self.warnings),
             "max_samples": self.max_samples,
+            "min_samples": self.min_samples,
             "estimator": self.estimator,
             "fidelity_definition": self.fidelity_definition,
             "targets": {"max_silent": self.targets.max_silent, "min_fidelity": self.targets.min_fidelity},
@@ -384,14 +395,19 @@ def check_group_sizes(Gs: Sequence[int], R: int | None = None) -> list[int]:
 
 
 def sweep(corpus: Corpus, Gs: Sequence[int], R: int, *, advantage: str = "grpo", std: str = "sample",
-          estimator: str = ESTIMATOR, replicates: int = 0, level: float = 0.9) -> tuple[SweepRow, ...]:
-    """One :class:`SweepRow` per G (sorted, de-duplicated) for R rollouts per step."""
+          estimator: str = ESTIMATOR, replicates: int = 0, level: float = 0.9,
+          snr_scale: Sequence[tuple[float, float]] = ()) -> tuple[SweepRow, ...]:
+    """One :class:`SweepRow` per G (sorted, de-duplicated) for R rollouts per step, one estimator for every G
+    (:func:`sigmaudit.core.estimates.sweep_estimator`); ``snr_scale`` = (λ, best SNR) per share of the band."""
+    from ..core.estimates import sweep_estimator
     from .objective import evaluate
 
     G_sorted = check_group_sizes(Gs, R)
-    est = corpus.estimates(SWEEP_QUANTITIES, G_sorted, estimator, replicates=replicates)  # type: ignore[arg-type]
+    rule = sweep_estimator(estimator, G_sorted, corpus.min_samples)  # type: ignore[arg-type]
+    est = corpus.estimates(SWEEP_QUANTITIES, G_sorted, rule, replicates=replicates)  # type: ignore[arg-type]
     cur = evaluate(corpus, G_sorted, R, advantage=advantage, std=std,  # type: ignore[arg-type]
-                   estimator=estimator, replicates=replicates)
+                   estimator=rule, replicates=replicates)
+    ratios = [cur.snr(lam) / best if best > 0 else np.zeros(cur.G.size) for lam, best in snr_scale]
 
     def obj(name: str, g: int) -> tuple[float | None, tuple[float, float] | None]:
         return cur.at(name, g), cur.interval(name, g, level) if replicates else None
@@ -400,7 +416,7 @@ def sweep(corpus: Corpus, Gs: Sequence[int], R: int, *, advantage: str = "grpo",
     for i, g in enumerate(G_sorted):
         silent = est.value("silent_rate", g)
         kept = None if silent is None else 1.0 - silent
-        (ig, ig_ci), (ir, ir_ci), (up, up_ci), (sn, sn_ci), (kn, kn_ci) = (obj(n, g) for n in OBJECTIVE_COLUMNS)
+        (ig, ig_ci), (ir, ir_ci), (up, up_ci), (kn, kn_ci) = (obj(n, g) for n in OBJECTIVE_COLUMNS)
         rows.append(SweepRow(
             G=g, prompts_per_step=int(cur.N[i]), silent=silent,
             all_wrong=est.value("all_wrong_rate", g), all_correct=est.value("all_correct_rate", g),
@@ -409,7 +425,9 @@ def sweep(corpus: Corpus, Gs: Sequence[int], R: int, *, advantage: str = "grpo",
             fidelity_ci=est.interval("fidelity", g, level) if replicates else None,
             informative_groups=None if silent is None else ig, informative_groups_ci=ig_ci,
             informative_rollouts=None if silent is None else ir, informative_rollouts_ci=ir_ci,
-            update=up, update_ci=up_ci, snr=sn, snr_ci=sn_ci, knapsack=kn, knapsack_ci=kn_ci,
+            update=up, update_ci=up_ci, knapsack=kn, knapsack_ci=kn_ci,
+            snr_vs_best=tuple(float(r[i]) for r in ratios) if ratios else None,
+            snr_moments={k: float(v[i]) for k, v in cur.moments.items()},
             dapo_groups_per_kept_group=1.0 / kept if kept and kept > 1e-12 else None,
         ))
     return tuple(rows)
@@ -536,6 +554,8 @@ class PlanOptions:
     """Curation: posterior P(p ∈ {0, 1}) above which a prompt is dropped."""
     keep_band: tuple[float, float] | None = None
     """Curation: the p̂ band kept."""
+    band: Band | None = None
+    """The between-prompt shares of the SNR rule (None: the default band, :data:`.objective.DEFAULT_SHARES`)."""
 
 
 # long: assembles the sweep, the rule, the price, the curation and the floor in one result
@@ -549,6 +569,7 @@ def plan(
     objective: str | None = None,
     options: PlanOptions | None = None,
     reference_G: int | None = None,
+    run_G: int | None = None,
     allocation: AllocationResult | None = None,
     filtered: Filtered | None = None,
     by: ByResult | None = None,
@@ -559,14 +580,18 @@ def plan(
     """Sweep G over ``Gs`` (default :data:`DEFAULT_G_GRID`) at R rollouts per step (``budget``, else
     ``rollouts_per_step``, else :data:`DEFAULT_BATCH_PROMPTS` × the reference G); recommend the smallest
     whole G meeting ``targets``, else the G ``objective`` chooses (:mod:`.objective`; None: none), priced
-    against ``reference_G`` (the logged group size; None: G = 8), with the curation beside it."""
+    against the run's G (``run_G``: -G given once; else ``reference_G``, the logged group size; None: G = 8),
+    with the curation beside it."""
+    import dataclasses
+
     from ..core.estimates import warnings as fit_warnings
     from .curation import curate
     from .objective import DEFAULT_REFERENCE_G, choose
+    from .snr_choice import choose_snr
 
     opts = options or PlanOptions(objective=objective)
     if objective is not None and opts.objective is None:
-        opts = PlanOptions(objective, opts.advantage, opts.std, opts.tolerance, opts.drop_above, opts.keep_band)
+        opts = dataclasses.replace(opts, objective=objective)
     targets = targets or Targets()
     ref0 = DEFAULT_REFERENCE_G if reference_G is None else int(reference_G)
     if budget is None:
@@ -583,18 +608,27 @@ def plan(
                           location="--rollouts-per-step",
                           remedy=f"give --rollouts-per-step R with R >= {MIN_ROLLOUTS_PER_STEP}")
     conv = {"advantage": opts.advantage, "std": opts.std}
-    shown, thin, ref = _grid(corpus, Gs, reference_G, R)
+    run, run_source = (run_G, "given") if run_G is not None else (reference_G, "logged")
+    shown, thin, ref = _grid(corpus, Gs, run, R)
     G_max = shown[-1]
     end = search_end(corpus, min(R, MAX_PLAN_G))
     chosen, g_range = smallest_G(corpus, targets, G_max, estimator=estimator, replicates=replicates, level=level)
-    choice = curves = None
-    if not targets.given and opts.objective is not None:
-        choice, curves = choose(corpus, opts.objective, R, end, estimator=estimator,
-                                tolerance=opts.tolerance,
-                                shown=[*shown, ref if ref <= R else shown[0]], **conv)  # type: ignore[arg-type]
+    choice = snr = None
+    scale: list[tuple[float, float]] = []
+    if not targets.given and opts.objective == "snr":
+        snr, cur = choose_snr(corpus, R, end, band=opts.band, tolerance=opts.tolerance, run_G=run,
+                              run_G_source=run_source if run is not None else None, estimator=estimator,
+                              shown=shown, **conv)  # type: ignore[arg-type]
+        chosen = snr.recommended_G
+        scale = _snr_scale(cur, snr)
+    elif not targets.given and opts.objective is not None:
+        choice, _ = choose(corpus, opts.objective, R, end, estimator=estimator, tolerance=opts.tolerance,
+                           shown=[*shown, ref if ref <= R else shown[0]], **conv)  # type: ignore[arg-type]
         chosen = choice.recommended_G
-    rows_G = sorted({*shown, *(() if chosen is None else (chosen,)), *((ref,) if ref <= end else ())})
-    rows = sweep(corpus, rows_G, R, estimator=estimator, replicates=replicates, level=level, **conv)
+    ends = () if snr is None or not snr.flat_runs else (snr.flat_runs[0][0], snr.flat_runs[-1][1])
+    rows_G = sorted({*shown, *(() if chosen is None else (chosen,)), *((ref,) if ref <= end else ()), *ends})
+    rows = sweep(corpus, rows_G, R, estimator=estimator, replicates=replicates, level=level, snr_scale=scale,
+                 **conv)
     at0, at1 = corpus.unreachable_parts()
     u0, u1 = corpus.mean(at0), corpus.mean(at1)
     used = tuple({r.estimator for r in rows} | {"bayes"})
@@ -602,11 +636,12 @@ def plan(
              *filter(None, [thin])]
     plain = fit_warnings(corpus.n_prompts, int(corpus.n.max()), [], None, used, level)
     by_G = {r.G: r for r in rows}
-    name = None if choice is None else choice.name
-    price = None if chosen is None or ref not in by_G else _price(by_G[ref], by_G[chosen], curves, name, budget,
-                                                                  reference_G is not None)
+    name = "snr" if snr is not None else (None if choice is None else choice.name)
+    price = None if chosen is None or ref not in by_G else _price(by_G[ref], by_G[chosen], name, budget,
+                                                                  run is not None)
     cur_G = sorted({g for g in (ref, chosen) if g is not None and g <= R})
-    curation = curate(corpus, cur_G, R, name or "update", estimator=estimator, drop_above=opts.drop_above,
+    curation = curate(corpus, cur_G, R, name if name in ("informative", "rollouts", "knapsack") else "update",
+                      estimator=estimator, drop_above=opts.drop_above,
                       keep_band=opts.keep_band, **conv) if cur_G else None  # type: ignore[arg-type]
     floor = None
     if targets.max_silent is not None and chosen is None:
@@ -617,11 +652,20 @@ def plan(
         unreachable_all_correct=u1, prompts=corpus.n_prompts, budget=budget, advantage=opts.advantage,
         std=opts.std if opts.advantage == "grpo" else "n/a", allocation=allocation, filtered=filtered, by=by,
         estimator=estimator, recommended_G_range=g_range, level=level, replicates=int(replicates),
-        warnings=tuple(warns), max_samples=int(corpus.n.max()),
+        warnings=tuple(warns), max_samples=int(corpus.n.max()), min_samples=int(corpus.n.min()),
         extrapolation_warning=next((w for w in warns if w not in plain), None),
         objective="targets" if targets.given else (opts.objective or "none"),
-        objective_choice=choice, price=price, curation=curation, floor=floor,
+        objective_choice=choice, snr_choice=snr, price=price, curation=curation, floor=floor,
     )
+
+
+def _snr_scale(curves: Curves, choice: SnrChoice) -> list[tuple[float, float]]:
+    """(λ, best SNR) per share of the choice's band, the best over every G the rule evaluated."""
+    out = []
+    for facts in choice.shares:
+        snr = curves.snr(facts.noise_ratio)
+        out.append((facts.noise_ratio, float(np.max(np.where((curves.G >= 2) & (curves.N >= 1), snr, 0.0)))))
+    return out
 
 
 def _grid(corpus: Corpus, Gs: Sequence[int] | None, reference_G: int | None, R: int
@@ -653,17 +697,16 @@ def search_end(corpus: Corpus, end: int) -> int:
     return lo
 
 
-def _price(before: SweepRow, after: SweepRow, curves: Curves | None, objective: str | None, budget: Budget,
-           logged: bool) -> Price:
+def _price(before: SweepRow, after: SweepRow, objective: str | None, budget: Budget, logged: bool) -> Price:
     """The recommendation's step at the reference G and at the recommended G."""
 
     def at(r: SweepRow) -> PriceAt:
-        value = None if objective is None else getattr(r, {"informative": "informative_groups",
-                                                             "rollouts": "informative_rollouts"}.get(objective,
-                                                                                                     objective))
+        names = {"informative": "informative_groups", "rollouts": "informative_rollouts"}
+        value = (None if objective is None else min(r.snr_vs_best or (0.0,)) if objective == "snr" else
+                 getattr(r, names.get(objective, objective)))
         return PriceAt(G=r.G, prompts_per_step=r.prompts_per_step, rollouts_used=r.prompts_per_step * r.G,
-                       silent_rate=r.silent, informative_groups=r.informative_groups, update=r.update, snr=r.snr,
-                       objective=value, estimator=r.estimator)
+                       silent_rate=r.silent, informative_groups=r.informative_groups, update=r.update,
+                       snr_vs_best=r.snr_vs_best, objective=value, estimator=r.estimator)
 
     return Price(reference_G=before.G, reference="logged" if logged else "default",
                  rollouts_per_step=budget.rollouts_per_step, before=at(before), after=at(after))
@@ -687,6 +730,7 @@ def log_budget(loaded: LoadedCounts, given: int | None, batch_prompts: int, refe
                   f"{' (logged)' if groups is not None and groups.height else ' (none logged)'}")
 
 
+# long: one plan of loaded logs: the budget, the allocation, the --by plans and the DAPO loop, passed through
 def plan_logs(
     loaded: LoadedCounts,
     Gs: Sequence[int] | None = None,
@@ -694,8 +738,9 @@ def plan_logs(
     batch_prompts: int = DEFAULT_BATCH_PROMPTS,
     rollouts_per_step: int | None = None,
     targets: Targets | None = None,
-    objective: str | None = "update",
+    objective: str | None = "snr",
     options: PlanOptions | None = None,
+    run_G: int | None = None,
     budget: int | None = None,
     eps: float | None = None,
     min_g: int = 2,
@@ -727,7 +772,8 @@ def plan_logs(
     alloc = None
     if budget is not None or eps is not None:
         alloc = allocate(corpus, basis.per_prompt["prompt"].to_list(), budget=budget, eps=eps, min_g=min_g,
-                         max_g=max_g, objective=opts.objective or "update", drop_above=opts.drop_above,
+                         max_g=max_g, objective=opts.objective if opts.objective in ("informative", "knapsack")
+                         else "update", drop_above=opts.drop_above,
                          advantage=opts.advantage, std=opts.std)  # type: ignore[arg-type]
     by = None
     if loaded.by is not None:
@@ -736,7 +782,8 @@ def plan_logs(
                                      targets=targets, options=opts, post_filter=post_filter, estimator=estimator,
                                      replicates=replicates, level=level))
             for value, part in loaded.parts))
-    result = plan(corpus, Gs, budget=R, targets=targets, options=opts, reference_G=logged, allocation=alloc,
+    result = plan(corpus, Gs, budget=R, targets=targets, options=opts, reference_G=logged, run_G=run_G,
+                  allocation=alloc,
                   filtered=resolve(loaded, post_filter, functools.partial(statistical_filter, loaded)), by=by,
                   estimator=estimator, replicates=replicates, level=level)
     if dapo is not None:

@@ -184,15 +184,18 @@ def build_report(
 
     With ``loaded.by`` (``--by``) the report gains ``by``: the scan of each value.
     """
-    from . import corpus_of
+    from dataclasses import replace
+
     from .drift import context
-    from .plan import Targets
-    from .plan import plan as run_plan
+    from .plan import PlanOptions, Targets, plan_logs
 
     scan, by = _pooled_scan(loaded, G, g_main=g_main, eps=eps, estimator=estimator, post_filter=post_filter)
     filtered = scan.filtered
-    plan = run_plan(corpus_of(loaded), tuple(G) if G else None, targets=targets or Targets(),
-                    estimator=estimator, filtered=filtered)
+    # plan's own call: its R rule (the log's median step, else --batch-prompts × the logged G), its rule and
+    # its run G (-G given once), so the report's recommendation is plan's on the same file and flags
+    plan = replace(plan_logs(replace(loaded, by=None, parts=()), tuple(G) if G else None, targets=targets or Targets(),
+                             options=PlanOptions(objective="snr"), run_G=G[0] if G and len(G) == 1 else None,
+                             post_filter=post_filter, estimator=estimator), filtered=filtered)
     trend, bt = _step_parts(loaded, estimator, filtered)
     main = scan.wasted.G
     chosen, chosen_by = (plan.recommended_G, "recommended") if plan.recommended_G is not None else (main, "g-main")

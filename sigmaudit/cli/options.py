@@ -266,6 +266,10 @@ def check_objective(value: str | None) -> str | None:
     """Typer callback: one of the plan's objectives (None passes: the default applies)."""
     from ..audits.objective import OBJECTIVE_NAMES
 
+    if value == "update":
+        raise typer.BadParameter("'update' (the expected update size) is the step size under SGD at a fixed learning "
+                                 "rate, not an objective: AdamW, verl's and TRL's default, divides a constant "
+                                 "rescaling out (--full shows it); choose one of " + ", ".join(OBJECTIVE_NAMES))
     if value is not None and value not in OBJECTIVE_NAMES:
         raise typer.BadParameter(f"{value!r} is not an objective; choose one of {', '.join(OBJECTIVE_NAMES)}")
     return value
@@ -275,11 +279,11 @@ ObjectiveOpt = Annotated[
     str | None,
     typer.Option(
         "--objective", callback=check_objective, metavar="NAME", show_default=False,
-        help="Without a target, what G should buy per step at the fixed rollouts per step R (docs/theory.md): "
-             "update (default: the expected batch-mean update, guarded by its SNR), snr (the update's "
-             "signal-to-noise ratio under per-rollout score noise), informative (informative groups), rollouts "
-             "(rollouts inside informative groups) or knapsack (Knapsack-RL's value, arXiv:2509.25849). The "
-             "recommendation is the smallest G within --tolerance of the best.",
+        help="Without a target, how G is chosen at the fixed rollouts per step R (docs/theory.md): snr (default: "
+             "the step's signal-to-noise ratio with between-prompt and per-rollout noise; the G within --tolerance "
+             "of the best for every --between-prompt-share of the band, keeping the run's G when it is one), or a "
+             "view recommending the smallest G within --tolerance of its best: informative (informative groups), "
+             "rollouts (rollouts inside informative groups), knapsack (Knapsack-RL's value, arXiv:2509.25849).",
     ),
 ]
 

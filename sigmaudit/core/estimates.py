@@ -100,6 +100,16 @@ def resolve(name: str, G: int, estimator: EstimatorChoice, min_n: int) -> str:
     return "bayes"
 
 
+def sweep_estimator(estimator: EstimatorChoice, Gs: Sequence[int], min_n: int) -> EstimatorChoice:
+    """One estimator for every G of a sweep: ``auto`` is ``unbiased`` when every G of ``Gs`` is at most the
+    fewest samples any prompt has (``min_n``), else ``bayes`` for all; any other choice is itself. Each
+    estimator's silent share falls with G, so one estimator keeps a sweep's silent shares monotone (a switch
+    inside a sweep could make them rise)."""
+    if estimator != "auto":
+        return estimator
+    return "unbiased" if max((int(g) for g in Gs), default=0) <= min_n else "bayes"
+
+
 @dataclass(frozen=True)
 class Spec:
     """One quantity at one G with the estimator that computes it."""

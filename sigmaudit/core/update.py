@@ -19,6 +19,13 @@ default, verl b178a3cd56f58b2d502255daba591e92833930a7 ``compute_grpo_outcome_ad
 RLOO's A_i = (G/(G−1))(r_i − r̄) is verl's ``compute_rloo_outcome_advantage``. Expectations over
 k ~ Binomial(G, p) are closed forms (E[σ²] = p(1−p)(G−1)/G, P(0 < k < G) = 1 − p^G − (1 − p)^G) or the
 exact E[σ] sum (:func:`sigmaudit.core.posterior.sigma_on_grid`). At G = 1 every gain and moment is 0.
+
+The step's signal-to-noise ratio (docs/theory.md, "The step's signal-to-noise ratio, with both noise
+terms") also needs E[c² | p]: GRPO's c² is σ² times a constant, Dr. GRPO's and RLOO's need the exact
+fourth moment E[σ⁴] (:func:`sigma_fourth`). With m1, m2, ma the corpus means of E[c], E[c²], E[a] and
+N = ⌊R/G⌋ prompts per step, SNR²(G) ∝ N·m1² / (m2 + λ·ma/G) (:func:`step_snr`), λ the ratio of the
+per-rollout to the between-prompt noise, set from the between-prompt share f at a reference G₀
+(:func:`noise_ratio`).
 """
 
 from __future__ import annotations
@@ -51,6 +58,50 @@ def sigma_squared(p: ArrayLike, Gs: Sequence[int]) -> NDArray[np.float64]:
     pa = np.asarray(p, dtype=np.float64)[:, None]
     G = np.asarray(Gs, dtype=np.float64)[None, :]
     return pa * (1.0 - pa) * (G - 1.0) / G
+
+
+def sigma_fourth(p: ArrayLike, Gs: Sequence[int]) -> NDArray[np.float64]:
+    """E[σ⁴] over k ~ Binomial(G, p) for each p (rows) and G (columns), exactly:
+    v² + v(1 − 6v)/G − 2v(1 − 4v)/G² + v(1 + 3(G − 2)v)/G³ with v = p(1 − p) (σ² = x(1 − x), x = k/G,
+    expanded in the binomial's central moments; every term carries v, so it is accurate near p ∈ {0, 1})."""
+    pa = np.asarray(p, dtype=np.float64)[:, None]
+    G = np.asarray(Gs, dtype=np.float64)[None, :]
+    v = pa * (1.0 - pa)
+    out = v * v + v * (1.0 - 6.0 * v) / G - 2.0 * v * (1.0 - 4.0 * v) / G**2 + v * (1.0 + 3.0 * (G - 2.0) * v) / G**3
+    return np.where(G > 1, np.maximum(out, 0.0), 0.0)
+
+
+def snr_moments(p: NDArray[np.float64], Gs: Sequence[int], advantage: Advantage = "grpo",
+                std: StdConvention = "sample") -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """(E[c | p], E[c² | p], E[a | p]) for each p (rows) and G (columns): the moments of the step's SNR."""
+    c, a = gain_tables(p, Gs, advantage, std)
+    G = np.asarray(Gs, dtype=np.float64)[None, :]
+    if advantage == "grpo":
+        return c, sigma_squared(p, Gs) * (np.where(G > 1, (G - 1.0) / G, 0.0) if std == "sample" else 1.0), a
+    lift = np.where(G > 1, G / np.maximum(G - 1.0, 1.0), 0.0) if advantage == "rloo" else 1.0
+    return c, sigma_fourth(p, Gs) * lift**2, a
+
+
+def noise_ratio(share: float, m2_ref: float, ma_ref: float, G_ref: int) -> float:
+    """λ = τ²/ν² from the between-prompt share f of a step's noise variance at G₀:
+    f = m2(G₀) / (m2(G₀) + λ·ma(G₀)/G₀)  ⇔  λ = (1 − f)·G₀·m2(G₀) / (f·ma(G₀)) (0 < f ≤ 1)."""
+    if not 0.0 < share <= 1.0:
+        raise ValueError(f"between-prompt share must lie in (0, 1], got {share!r}")
+    if ma_ref <= 0.0:
+        return 0.0
+    return (1.0 - share) * float(G_ref) * m2_ref / (share * ma_ref)
+
+
+def step_snr(m1: ArrayLike, m2: ArrayLike, ma: ArrayLike, N: ArrayLike, G: ArrayLike, lam: float
+             ) -> NDArray[np.float64]:
+    """sqrt(N · m1² / (m2 + λ·ma/G)): the step's SNR up to the factor |Δμ|/ν common to every G (0 where
+    no prompt fits a step or no group speaks)."""
+    m1a, m2a, maa = (np.asarray(x, dtype=np.float64) for x in (m1, m2, ma))
+    Na, Ga = np.asarray(N, dtype=np.float64), np.asarray(G, dtype=np.float64)
+    den = m2a + lam * maa / np.maximum(Ga, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.sqrt(Na * m1a * m1a / den)
+    return np.where((den > 0) & (Na > 0), out, 0.0)
 
 
 def gain_tables(p: NDArray[np.float64], Gs: Sequence[int], advantage: Advantage = "grpo",

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..audits.by import ByGroup, ByResult
-from ..fmt import AMOUNT, RATE, format_value
+from ..fmt import AMOUNT, PERCENT, RATE, format_value
 from ..fmt import pct as pct_
 from .dapo import dapo_section
 from .labels import filtered_line
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ..audits.curation import Curation
     from ..audits.objective import ObjectiveChoice
     from ..audits.plan import Floor, PlanResult, Price
+    from ..audits.snr_choice import SnrChoice
 
 SECTION_VIEWS: dict[str, Callable[[Any, PlanResult], tuple[Section, ...]]] = {}
 """Name of a ``PlanResult.sections`` entry -> its sections (registered by the module that adds it)."""
@@ -50,6 +51,8 @@ def _change(before: float | None, after: float | None) -> str:
 def reason(result: PlanResult) -> str:
     """One or two sentences explaining ``recommended_G``: how the targets or the objective chose it, or why
     no G does."""
+    if result.snr_choice is not None:
+        return snr_sentences(result, result.snr_choice)
     if result.objective_choice is not None:
         return _objective_reason(result, result.objective_choice)
     targets, chosen, sweep = result.targets, result.recommended_G, result.sweep
@@ -82,55 +85,101 @@ def _floor_words(floor: Floor, targets: Any) -> str:
 
 
 def _objective_reason(result: PlanResult, c: ObjectiveChoice) -> str:
-    """The objective's G, its prompts per step, its price, the flatness."""
+    """A view's G, its prompts per step, the flatness."""
     if c.recommended_G is None:
         if c.G_end < 2:
             return G1_NOTE
         return f"no G up to {c.G_end:,} gives any {c.noun}: every prompt looks never or always solved"
-    return f"{_headline(result, c)}. {flatness_sentence(c)}"
-
-
-def _headline(result: PlanResult, c: ObjectiveChoice) -> str:
-    """``93 prompts per step at R = 4,096 rollouts; against the logged G = 8 (...): update +24%, ...``."""
     G, R = c.recommended_G, c.rollouts_per_step
-    assert G is not None
-    b = result.budget
-    src = "" if b is None else f" ({b.description})"
-    head = f"{R // G:,} prompts per step at R = {R:,} rollouts{src}"
-    p = result.price
-    if p is None:
-        return head
-    if p.same:
-        return f"{head}, the {p.reference} G"
-    b, a = p.before, p.after
-    return (f"{head}; against the {p.reference} G = {b.G:,} ({b.prompts_per_step:,} prompts): update "
-            f"{_change(b.update, a.update)}, SNR {_change(b.snr, a.snr)}, silent {pct_(b.silent_rate)} → "
-            f"{pct_(a.silent_rate)}")
+    src = "" if result.budget is None else f" ({result.budget.description})"
+    return (f"by --objective {c.name}, {c.noun}: G = {G:,}, {R // G:,} prompts per step at R = {R:,}{src}. "
+            f"{flatness_sentence(c)}")
 
 
 def flatness_sentence(c: ObjectiveChoice) -> str:
-    """How flat the objective's curve is, in one sentence."""
+    """How flat a view's curve is, in one sentence."""
     conv = CONVENTION.get(c.advantage, c.advantage) + (f", {c.std} std" if c.advantage == "grpo" else "")
-    noun = "update" if c.guarded else c.noun
     tol = f"{c.tolerance:.0%}"
     if c.within_lo is None:
-        return f"no G gives any {noun}"
+        return f"no G gives any {c.noun}"
     if c.flat:
-        return (f"The curve is flat: every G from 2 to {c.G_end:,} is within {tol} of the best {noun}, so G "
-                "barely matters here.")
-    span = (f"any G from {c.within_lo:,} to {c.within_hi:,}" if c.within_hi != c.within_lo else
+        return f"Every searched G from 2 to {c.G_end:,} is within {tol} of the best ({conv})."
+    span = (f"the searched G from {c.within_lo:,} to {c.within_hi:,}" if c.within_hi != c.within_lo else
             f"only G = {c.within_lo:,}")
-    guard = ""
-    if c.guarded:
-        guard = ("" if c.snr_within is None else
-                 f" among the G with the SNR within {tol} of its best ({c.snr_within[0]:,}–{c.snr_within[1]:,})")
     lost = ""
     if c.loss_below is not None:
         lo, hi = c.loss_below
         lost = (f"; G ≤ {c.within_lo - 1:,} loses {lo:.0%}" if round(lo, 2) == round(hi, 2) else
                 f"; G ≤ {c.within_lo - 1:,} loses {100 * lo:.0f}–{hi:.0%}")
-    end = ""
-    return f"{span[0].upper()}{span[1:]} is within {tol} of the best {noun}{guard}{lost}{end} ({conv})."
+    return f"{span[0].upper()}{span[1:]} are within {tol} of the best{lost} ({conv})."
+
+
+# ---------------------------------------------------------------- the SNR rule in words
+
+
+def runs_words(runs: tuple[tuple[int, int], ...]) -> str:
+    """``5–14`` or ``5–70 and 73``."""
+    parts = [f"{lo:,}" if lo == hi else f"{lo:,}–{hi:,}" for lo, hi in runs]
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + f" and {parts[-1]}"
+
+
+def _losses(c: SnrChoice, which: str) -> str:
+    """``loses 1–3% (f = 2%: 3%, …)`` of the run's or the recommended G, over the band."""
+    vals = [(s.share, getattr(s, which)) for s in c.shares if getattr(s, which) is not None]
+    if not vals:
+        return ""
+    lo, hi = min(v for _, v in vals), max(v for _, v in vals)
+    span = pct_(hi) if len(vals) == 1 or round(lo, 3) == round(hi, 3) else f"{100 * lo:.1f}–{pct_(hi)}"
+    each = ", ".join(f"f = {100 * f:.3g}%: {pct_(v)}" for f, v in vals)
+    return span if len(vals) == 1 else f"{span} ({each})"
+
+
+def _at_G(c: SnrChoice, G: int, result: PlanResult) -> str:
+    """``G = 8 (200 prompts/step)``, with the rollouts a step leaves unused and extrapolation named."""
+    R = c.rollouts_per_step
+    N = R // G
+    unused = "" if N * G == R else f", {N * G:,} of the {R:,} rollouts"
+    past = "" if G <= result.max_samples else ", past every prompt's samples: extrapolated"
+    return f"G = {G:,} ({N:,} prompts/step{unused}{past})"
+
+
+def snr_sentences(result: PlanResult, c: SnrChoice) -> str:
+    """The flat range over the band and the verdict on the run's G, in two or three sentences."""
+    tol = f"{c.tolerance:.0%}"
+    shares = f"between-prompt noise share {c.band.describe()}"
+    if c.verdict == "none":
+        return "no G gives the step any signal: every prompt looks never or always solved"
+    if c.verdict == "no-flat-range":
+        G = c.recommended_G
+        assert G is not None
+        return (f"No G keeps the step's SNR within {tol} of the best for every {shares}: {_at_G(c, G, result)} "
+                f"loses the least at worst, {_losses(c, 'recommended_loss')}.")
+    grid = "" if c.flat_exact else " (on the searched grid past G = 64)"
+    flat = (f"G = {runs_words(c.flat_runs)}{grid} keeps the step's SNR within {tol} of the best for any {shares}")
+    G = c.recommended_G
+    assert G is not None
+    what = {"given": "-G", "logged": "logged"}.get(c.run_G_source or "", "run's")
+    if c.verdict == "keep":
+        text = f"G barely matters here: {flat}. The {what} {_at_G(c, G, result)} is inside: keep it."
+    elif c.verdict == "nearest":
+        run = c.run_G
+        assert run is not None
+        loss = _losses(c, "run_G_loss")
+        lost = f": it loses {loss} of the best" if loss else " (it does not fit a step)"
+        text = (f"{flat}. The {what} G = {run:,} is outside{lost}; {_at_G(c, G, result)}, the nearest inside, "
+                f"loses at most {pct_(c.worst_loss)}.")
+    else:
+        text = (f"{flat}. The log shows no run G (an eval file; -G given once names one): any of these; shown: "
+                f"{_at_G(c, G, result)}, nearest G = {c.band.G_ref:,}.")
+    if c.small_prompts:
+        text += (f" Few prompts per step: {c.recommended_prompts_per_step:,} at G = {G:,}, fewer than 1/{tol} = "
+                 f"{round(1 / c.tolerance):,}, so one prompt is more than {tol} of a step's mean.")
+    return text
+
+
+def data_lever(result: PlanResult) -> str | None:
+    """The data lever line of the first screen (the curation's figures; :func:`curation_sentence`)."""
+    return curation_sentence(result)
 
 
 def curation_sentence(result: PlanResult) -> str | None:
@@ -161,10 +210,6 @@ def curation_sentence(result: PlanResult) -> str | None:
 def objective_rule(choice: ObjectiveChoice) -> str:
     """How the objective chooses G, in words."""
     tol = f"{choice.tolerance:.0%}"
-    if choice.guarded:
-        return (f"the smallest G whose expected update is within {tol} of the best among the G keeping the update "
-                f"SNR within {tol} of its best (--objective update, --tolerance); G 2–{choice.G_end:,} searched "
-                f"({choice.searched:,} values)")
     return (f"the smallest G whose {choice.noun} is within {tol} of the best (--tolerance); G from 2 to "
             f"{choice.G_end:,} searched ({choice.searched:,} values)")
 
@@ -177,7 +222,7 @@ def worded(result: PlanResult) -> PlanResult:
     choice = result.objective_choice
     choice = None if choice is None else replace(choice, rule=objective_rule(choice))
     text = reason(result)
-    data = curation_sentence(result) if result.objective_choice is not None else None
+    data = curation_sentence(result) if result.objective_choice is not None or result.snr_choice else None
     return replace(result, reason=text if data is None else f"{text} {data}", by=by, objective_choice=choice)
 
 
@@ -193,6 +238,8 @@ def plan_view(result: PlanResult) -> View:
         sections.append(curation_section(result.curation, result))
     if result.price is not None and not result.price.same:
         sections.append(price_section(result.price, result.prompts, result.objective))
+    if result.snr_choice is not None:
+        sections.append(snr_section(result.snr_choice))
     if result.objective_choice is not None:
         sections.append(objective_section(result.objective_choice))
     asked: list[Section] = []
@@ -217,15 +264,34 @@ def plan_view(result: PlanResult) -> View:
                 brief=(first, brief_sweep(result), *asked))
 
 
+def _samples(result: PlanResult) -> str:
+    lo, hi = result.min_samples, result.max_samples
+    return f"{hi:,} samples each" if lo == hi else f"{lo:,}–{hi:,} samples per prompt"
+
+
+def _snr_lines(result: PlanResult, c: SnrChoice) -> list[str]:
+    """The first screen of the default rule: R and its source, the conventions and the data; the flat range
+    and the verdict; the data lever."""
+    b = result.budget
+    src = "" if b is None else f" ({b.description})"
+    lines = [f"R = {c.rollouts_per_step:,} rollouts/step{src} · {_conv(result)} · {result.prompts:,} prompts, "
+             f"{_samples(result)}", snr_sentences(result, c)]
+    data = data_lever(result)
+    if data is not None:
+        lines.append(data)
+    return lines
+
+
 def _recommendation_lines(result: PlanResult) -> tuple[str, ...]:
     rec = "none" if result.recommended_G is None else f"{result.recommended_G:,}"
     b = result.budget
-    lines: list[str] = [f"recommended G: {rec} — {result.reason or reason(result)}"]
+    lines: list[str] = (_snr_lines(result, result.snr_choice) if result.snr_choice is not None else
+                        [f"recommended G: {rec} — {result.reason or reason(result)}"])
     if result.recommended_G_range is not None and result.targets.given and any(result.recommended_G_range):
         lo, hi = result.recommended_G_range
         lines.append(f"{pct_(result.level, 0)} intervals allow G from {'—' if lo is None else f'{lo:,}'} to "
                      f"{'beyond the sweep' if hi is None else f'{hi:,}'}")
-    if result.objective_choice is None and b is not None:
+    if result.objective_choice is None and result.snr_choice is None and b is not None:
         lines.append(f"R = {b.rollouts_per_step:,}: {b.description} (--rollouts-per-step); {result.prompts:,} prompts")
     if any(r.G == 1 for r in result.sweep):
         lines.append(G1_NOTE)
@@ -243,62 +309,82 @@ def _brief_G(result: PlanResult) -> set[int]:
     marks = [result.recommended_G, result.price.before.G if result.price else None]
     if c is not None:
         marks += [c.within_lo, c.best_G]
+    s = result.snr_choice
+    if s is not None and s.flat_runs:
+        marks += [s.flat_runs[0][0], s.flat_runs[-1][1]]
     keep.update(g for g in marks if g is not None)
     return keep
 
 
 def _marks(result: PlanResult) -> dict[int, str]:
     out: dict[int, list[str]] = {}
-    if result.recommended_G is not None:
-        out.setdefault(result.recommended_G, []).append("recommended")
+    s = result.snr_choice
+    if s is not None and s.flat_runs:
+        out.setdefault(s.flat_runs[0][0], []).append("flat from")
+        out.setdefault(s.flat_runs[-1][1], []).append("flat to")
     if result.price is not None:
         out.setdefault(result.price.before.G, []).append(result.price.reference)
+    if result.recommended_G is not None:
+        same = (result.price is not None and result.price.before.G == result.recommended_G
+                and (s is None or s.verdict == "keep"))
+        out.setdefault(result.recommended_G, []).append("keep" if same else "recommended")
     c = result.objective_choice
     if c is not None and c.best_G is not None:
         out.setdefault(c.best_G, []).append("best")
     return {g: ", ".join(m) for g, m in out.items()}
 
 
+def _share_cols(result: PlanResult) -> tuple[str, ...]:
+    c = result.snr_choice
+    return () if c is None else tuple(f"f={100 * f.share:.3g}%" for f in c.shares)
+
+
 def brief_sweep(result: PlanResult) -> Section:
-    """The sweep's rows and the columns a reader needs (shown without --full)."""
+    """The sweep's rows and the columns a reader needs (shown without --full): the step's SNR over its best
+    per share of the band, prompts per step and the silent share."""
     R = result.rollouts_per_step
-    best = max((r.snr for r in result.sweep if r.snr is not None), default=None)
     marks = _marks(result)
-    rows = tuple((r.G, marks.get(r.G, ""), r.prompts_per_step, r.silent, r.informative_groups, r.update,
-                  None if best in (None, 0) or r.snr is None else r.snr / best)  # type: ignore[operator]
+    shares = _share_cols(result)
+    rows = tuple((r.G, marks.get(r.G, ""), r.prompts_per_step, r.silent,
+                  *(r.snr_vs_best or (None,) * len(shares)))
                  for r in result.sweep if r.G in _brief_G(result))
-    cols = ("G", "", "prompts/step", "silent", "informative groups/step", "update", "SNR vs best")
-    table = Table("", cols, rows,
-                  digits=(RATE, RATE, RATE, RATE, AMOUNT, RATE, RATE))
+    est = result.sweep[0].estimator if result.sweep else result.estimator
+    cols = ("G", "", "prompts/step", f"silent ({est})", *shares)
+    table = Table("", cols, rows, digits=(RATE, RATE, RATE, PERCENT, *(PERCENT,) * len(shares)))
     past = ("" if result.extrapolation_warning is None else
-            f"; G > {result.max_samples:,} past every prompt's samples, extrapolated")
-    return Section(f"G sweep at R = {R:,} rollouts per step{past}", tables=(table,))
+            f"; G > {result.max_samples:,} extrapolated")
+    what = "" if result.snr_choice is None else " (f: step SNR / its best at between-prompt share f)"
+    return Section(f"G sweep, R = {R:,}{what}{past}", tables=(table,))
 
 
 def full_sweep(result: PlanResult) -> Section:
     """Every row, column and interval (--full)."""
     with_ci = result.replicates > 0
+    shares = _share_cols(result)
 
     def ci(x: tuple[float, float] | None) -> tuple[float | None, float | None]:
         return (None, None) if x is None else x
 
     rows = tuple(
         (r.G, r.prompts_per_step, r.silent, *(ci(r.silent_ci) if with_ci else ()), r.all_wrong, r.all_correct,
-         r.fidelity, r.informative_groups, r.informative_rollouts, r.update, *(ci(r.update_ci) if with_ci else ()),
-         r.snr, *(ci(r.snr_ci) if with_ci else ()), r.knapsack, r.dapo_groups_per_kept_group, r.estimator)
+         r.fidelity, r.informative_groups, r.informative_rollouts, *(r.snr_vs_best or (None,) * len(shares)),
+         r.update, *(ci(r.update_ci) if with_ci else ()), r.knapsack, r.dapo_groups_per_kept_group, r.estimator)
         for r in result.sweep)
     lohi = ("lo", "hi") if with_ci else ()
     cols = ("G", "prompts/step", "silent", *(f"silent {x}" for x in lohi), "all-wrong", "all-correct", "fidelity φ",
-            "informative groups/step", "informative rollouts/step", "update", *(f"update {x}" for x in lohi),
-            "SNR", *(f"SNR {x}" for x in lohi), "Knapsack-RL value/step", "DAPO groups/kept", "estimator")
+            "informative groups/step", "informative rollouts/step", *shares, "step size (SGD, fixed lr)",
+            *(f"step size {x}" for x in lohi), "Knapsack-RL value/step", "DAPO groups/kept", "estimator")
     amounts = {"informative groups/step", "informative rollouts/step", "Knapsack-RL value/step", "DAPO groups/kept",
-               "SNR", "SNR lo", "SNR hi", "prompts/step"}
+               "prompts/step"}
+    percents = {"silent", "silent lo", "silent hi", "all-wrong", "all-correct", *shares}
     note = (f"R = {result.rollouts_per_step:,}; {_conv(result)}; silent, fidelity: estimator rule {result.estimator} "
             "(auto: unbiased where every prompt has n ≥ G, else bayes = posterior under the corpus prior); "
-            "update, SNR, Knapsack-RL: posterior; SNR in units of |Δμ|/τ (docs/theory.md)"
+            "SNR, step size, Knapsack-RL: posterior; f columns: the step's SNR over its best at that between-prompt "
+            "share; step size: the expected batch-mean update, the step size under SGD at a fixed learning rate "
+            "(not an objective: AdamW divides it out; docs/theory.md)"
             + (f"; lo–hi: {pct_(result.level, 0)} bootstrap interval over prompts, {result.replicates:,} replicates"
                if with_ci else ""))
-    digits = tuple(AMOUNT if c in amounts else RATE for c in cols)
+    digits = tuple(AMOUNT if c in amounts else PERCENT if c in percents else RATE for c in cols)
     lines = tuple(x for x in (
         result.extrapolation_warning and f"warning: {result.extrapolation_warning}",
         f"unreachable at any G: {pct_(result.unreachable_share)} of prompts (never solved "
@@ -330,7 +416,8 @@ def price_section(price: Price, prompts: int, objective: str) -> Section:
     ref = "logged" if price.reference == "logged" else "default: none logged"
     measures = [("prompts per step", "prompts_per_step"), ("rollouts used", "rollouts_used"),
                 ("silent share", "silent_rate"), ("informative groups per step", "informative_groups"),
-                ("expected update", "update"), ("update SNR", "snr")]
+                ("step size under SGD at a fixed learning rate", "update"),
+                ("step SNR over its best, worst share", "objective")]
 
     def ratio(x: float | None, y: float | None) -> float | None:
         return None if x is None or y is None or x == 0 else y / x
@@ -339,17 +426,32 @@ def price_section(price: Price, prompts: int, objective: str) -> Section:
                  for label, name in measures)
     table = Table("price", ("", f"G = {b.G:,} ({ref})", f"G = {a.G:,} (recommended)", "after/before"), rows,
                   digits=(RATE, AMOUNT, AMOUNT, AMOUNT),
-                  row_digits=tuple(RATE if name in ("silent_rate", "update") else None for _, name in measures),
+                  row_digits=tuple(PERCENT if name == "silent_rate" else RATE if name in ("update", "objective")
+                                   else None for _, name in measures),
                   note=f"a step of R = {price.rollouts_per_step:,} rollouts drawn like these {prompts:,} prompts")
     return Section("price", tables=(table,))
 
 
 def objective_section(choice: ObjectiveChoice) -> Section:
     """The objective's curve at the marked G and its rule (--full)."""
-    rows = tuple((c.G, c.prompts_per_step, c.value, c.of_best, c.snr_of_best) for c in choice.curve)
-    table = Table(f"objective: {choice.noun}", ("G", "prompts/step", "value", "vs best", "SNR vs best"), rows,
-                  digits=(RATE, RATE, RATE, RATE, RATE), note=choice.definition)
+    rows = tuple((c.G, c.prompts_per_step, c.value, c.of_best) for c in choice.curve)
+    table = Table(f"objective: {choice.noun}", ("G", "prompts/step", "value", "vs best"), rows,
+                  digits=(RATE, RATE, RATE, RATE), note=choice.definition)
     return Section("objective", lines=(f"rule: {objective_rule(choice)}",), tables=(table,))
+
+
+def snr_section(c: SnrChoice) -> Section:
+    """The band: each share's λ, best G and the losses of the run's and the recommended G (--full)."""
+    rows = tuple((f"{100 * s.share:.3g}%", s.noise_ratio, s.best_G, s.best_prompts_per_step, s.run_G_loss,
+                  s.recommended_loss) for s in c.shares)
+    run = "run G" if c.run_G is None else f"G = {c.run_G:,} loses"
+    rec = "recommended" if c.recommended_G is None else f"G = {c.recommended_G:,} loses"
+    table = Table("step SNR over the band", ("share f", "λ = τ²/ν²", "best G", "prompts/step", run, rec), rows,
+                  digits=(RATE, AMOUNT, RATE, RATE, PERCENT, PERCENT),
+                  note=f"f: the share of a step's noise variance from the prompt draw at G = {c.band.G_ref:,} "
+                       f"({'--between-prompt-share' if c.band.given else 'the default band'}); SNR² ∝ N·m1²/(m2 + "
+                       f"λ·ma/G), N = ⌊R/G⌋; {c.searched:,} G evaluated (docs/theory.md)")
+    return Section("step SNR", tables=(table,))
 
 
 def allocation_section(result: AllocationResult) -> Section:

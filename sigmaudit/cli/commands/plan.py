@@ -11,6 +11,7 @@ import typer
 from ..inputs import reads_logs
 
 if TYPE_CHECKING:
+    from ...audits.objective import Band
     from ...audits.plan import PlanResult
     from ...loaders import LoadedCounts
     from ...render import Format
@@ -60,11 +61,31 @@ def parse_band(value: str | None) -> tuple[float, float] | None:
     return lo, hi
 
 
+def parse_shares(value: str | None) -> Band:
+    """``--between-prompt-share F[,F…][@G0]`` -> the band (ConfigError naming the flag)."""
+    from ...audits.objective import DEFAULT_REFERENCE_G, Band
+    from ...errors import ConfigError
+
+    if value is None:
+        return Band()
+    text, _, at = value.partition("@")
+    try:
+        shares = tuple(float(x) for x in text.split(","))
+        G0 = int(at) if at else DEFAULT_REFERENCE_G
+    except ValueError:
+        shares, G0 = (), 0
+    if not shares or not all(0.0 < f <= 1.0 for f in shares) or G0 < 2:
+        raise ConfigError(f"--between-prompt-share {value!r} is not F[,F…][@G0] with 0 < F ≤ 1 and G0 ≥ 2",
+                          location="--between-prompt-share", remedy="e.g. --between-prompt-share 0.1@16")
+    return Band(tuple(sorted(set(shares))), G0, True)
+
+
 def _check_options(
     *, max_silent: float | None, min_fidelity: float | None, budget: int | None, eps: float | None,
     min_g: int, max_g: int, alloc_out: Path | None, objective: str | None = None, drop_out: Path | None = None,
     group_sizes: list[int] | None = None, rollouts_per_step: int | None = None, keep_band: str | None = None,
-    advantage: str = "grpo", std: str = "sample", tolerance: float = 0.05, **_: object,
+    advantage: str = "grpo", std: str = "sample", tolerance: float = 0.05, between_prompt_share: str | None = None,
+    **_: object,
 ) -> None:
     """Reject impossible options before any log is read."""
     from ...audits.allocate import validate_options
@@ -94,6 +115,12 @@ def _check_options(
         raise ConfigError(f"--tolerance must lie in [0, 1), got {tolerance:g}", location="--tolerance",
                           remedy="e.g. 0.05")
     parse_band(keep_band)
+    parse_shares(between_prompt_share)
+    if between_prompt_share is not None and (objective not in (None, "snr") or max_silent is not None
+                                             or min_fidelity is not None):
+        raise ConfigError("--between-prompt-share sets the step SNR's band, which only the default rule reads",
+                          location="--between-prompt-share",
+                          remedy="drop --objective/--max-silent/--min-fidelity, or drop --between-prompt-share")
 
 
 # long: the command's options, one per line
@@ -101,7 +128,8 @@ def _check_options(
 def plan(
     loaded: LoadedCounts,
     group_sizes: Annotated[list[int] | None, group_size_option(
-        "Group size to show in the sweep (repeatable; the largest is the search's end, at most R and 65,536). "
+        "Group size to show in the sweep (repeatable; the largest is the search's end, at most R and 65,536); given "
+        "once, it is also the run's G the recommendation keeps when it can. "
         "Default: 2 4 8 12 16 24 32 48 64 96 128 192 256.")] = None,
     rollouts_per_step: Annotated[int | None, typer.Option(
         "--rollouts-per-step", min=2, show_default=False, metavar="R",
@@ -112,7 +140,12 @@ def plan(
         help="Prompts per step for the default R of a log without steps (R = this × the logged G).")] = 512,
     objective: ObjectiveOpt = None,
     tolerance: Annotated[float, typer.Option(
-        "--tolerance", help="A G within this share of the best is as good: recommend the smallest such G.")] = 0.05,
+        "--tolerance", help="The share of the best a G may lose and still count (a user default).")] = 0.05,
+    between_prompt_share: Annotated[str | None, typer.Option(
+        "--between-prompt-share", metavar="F[@G0]", show_default=False,
+        help="The share f of a step's noise variance that comes from which prompts were drawn, measured at G0 "
+             "(default 8); a comma list is a band (0.05,0.1@16). Default band: 0.02,0.05,0.1,0.2@8. How to "
+             "measure it: docs/theory.md.")] = None,
     advantage: Annotated[str, typer.Option(
         "--advantage", rich_help_panel=_TRAINER, metavar="NAME",
         help="Advantage estimator of the run: grpo, drgrpo or rloo.")] = "grpo",
@@ -161,12 +194,12 @@ def plan(
     """Recommend a group size G at a fixed rollout budget per step, with its price and the data lever.
 
     A step of R rollouts (--rollouts-per-step; default the log's own) holds N = ⌊R/G⌋ prompts. Per G the sweep
-    predicts the silent share, informative groups per step, the expected update under the batch-mean loss and its
-    signal-to-noise ratio (--advantage, --std: as TRL and verl compute them; docs/theory.md), with bootstrap
-    intervals. Without a target the default objective, update, recommends the smallest G whose update is within
-    --tolerance of the best among the G keeping the SNR within --tolerance of its best, and says how flat the curve
-    is. Beside it, what dropping prompts does (never/always solved in the log; posterior P(p ∈ {0, 1}) >
-    --drop-above; --keep-band). --max-silent/--min-fidelity instead: the smallest whole G meeting every target
+    predicts the silent share, informative groups per step and the step's signal-to-noise ratio with between-prompt
+    and per-rollout noise (--advantage, --std: as TRL and verl compute them; docs/theory.md). Without a target the
+    G within --tolerance of the best SNR for every between-prompt share of the band (--between-prompt-share) are
+    the flat range; the run's G (-G given once, else the logged one) is kept when inside, else the nearest of
+    them is recommended. Beside it, what dropping prompts does (never/always solved in the log; posterior
+    P(p ∈ {0, 1}) > --drop-above; --keep-band). --max-silent/--min-fidelity instead: the smallest whole G meeting every target
     (the smallest G 'sigmaudit check' passes); exit 1 if none. --full shows every table.
     --train-batch/--gen-batch/--max-gen-batches: DAPO's loop as verl runs it, at the current difficulty and the
     next-step forecast (chunks per step, generated ÷ trained, P(a step raises)).
@@ -181,9 +214,12 @@ def plan(
     """
     from ...audits.plan import PlanOptions, Targets, plan_logs
 
-    options = PlanOptions(objective=objective or "update", advantage=advantage, std=std, tolerance=tolerance,
-                          drop_above=drop_above, keep_band=parse_band(keep_band))
+    options = PlanOptions(objective=objective or "snr", advantage=advantage, std=std, tolerance=tolerance,
+                          drop_above=drop_above, keep_band=parse_band(keep_band),
+                          band=parse_shares(between_prompt_share))
+    run_G = group_sizes[0] if group_sizes and len(group_sizes) == 1 else None
     result = plan_logs(loaded, group_sizes or None, batch_prompts=batch_prompts, rollouts_per_step=rollouts_per_step,
+                       run_G=run_G,
                        targets=Targets(max_silent, min_fidelity), options=options,
                        budget=budget, eps=eps, min_g=min_g, max_g=max_g,
                        post_filter=post_filter, estimator=estimator, replicates=replicates, level=level,
