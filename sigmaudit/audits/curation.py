@@ -325,7 +325,6 @@ def _value_at(corpus: Corpus, decision: NDArray[np.str_], G: int, advantage: Adv
     change and the signal cost at G."""
     from ..core.update import gain_tables
     from ..core.value import prompt_value
-    from .objective import evaluate
 
     v = prompt_value(corpus.posterior, corpus.prior.grid, G)
     kept = corpus.weight * (decision != "drop")
@@ -336,11 +335,10 @@ def _value_at(corpus: Corpus, decision: NDArray[np.str_], G: int, advantage: Adv
 
     R = int(G) * max(corpus.n_prompts, 1)  # the SNR's change does not depend on R (same N before and after)
     snr_change = None
-    if kept.sum() > 0:
-        before = evaluate(corpus, [G], R, advantage=advantage, std=std, estimator="bayes").values["snr"][0]
-        after = evaluate(corpus, [G], R, advantage=advantage, std=std, estimator="bayes",
-                         weights=kept).values["snr"][0]
-        snr_change = float(after / before - 1.0) if before > 0 else None
+    if kept.sum() > 0:  # the plan's step SNR (docs/theory.md): the smallest change over the default band
+        from .snr_choice import snr_change as change_of
+
+        snr_change = change_of(corpus, int(G), R, kept, advantage=advantage, std=std)
     c = corpus.posterior @ gain_tables(corpus.prior.grid, [int(G)], advantage, std)[0][:, 0]
     total = float(corpus.weight @ c)
     cost = float((corpus.weight - kept) @ c / total) if total > 0 else None

@@ -226,3 +226,23 @@ def _verdict(curves: Curves, ratios: NDArray[np.float64], ok: NDArray[np.bool_],
         return "keep", int(run_G)
     nearest = int(members[np.lexsort((members, np.abs(members - target)))[0]])
     return ("nearest" if run_G is not None else "no-run-G"), nearest
+
+
+def snr_change(corpus: Corpus, G: int, R: int, weights: NDArray[np.float64], *, band: Band | None = None,
+               advantage: Advantage = "grpo", std: StdConvention = "sample") -> float | None:
+    """The step SNR at G of the prompts weighted by ``weights`` over that of every prompt, − 1: the smallest
+    change over the band's shares, λ of each share from the whole corpus at G₀ (None without signal)."""
+    from ..core.update import noise_ratio
+
+    band = band or Band()
+    Gs = sorted({int(G), band.G_ref})
+    full = evaluate(corpus, Gs, R, advantage=advantage, std=std, estimator="bayes")
+    kept = evaluate(corpus, Gs, R, advantage=advantage, std=std, estimator="bayes", weights=weights)
+    i, i0 = Gs.index(int(G)), Gs.index(band.G_ref)
+    changes = []
+    for f in band.shares:
+        lam = noise_ratio(f, float(full.moments["m2"][i0]), float(full.moments["ma"][i0]), band.G_ref)
+        before, after = float(full.snr(lam)[i]), float(kept.snr(lam)[i])
+        if before > 0:
+            changes.append(after / before - 1.0)
+    return min(changes) if changes else None

@@ -199,8 +199,8 @@ def plan(
     G within --tolerance of the best SNR for every between-prompt share of the band (--between-prompt-share) are
     the flat range; the run's G (-G given once, else the logged one) is kept when inside, else the nearest of
     them is recommended. Beside it, what dropping prompts does (never/always solved in the log; posterior
-    P(p ∈ {0, 1}) > --drop-above; --keep-band). --max-silent/--min-fidelity instead: the smallest whole G meeting every target
-    (the smallest G 'sigmaudit check' passes); exit 1 if none. --full shows every table.
+    P(p ∈ {0, 1}) > --drop-above; --keep-band). --max-silent/--min-fidelity instead: the smallest whole G
+    meeting every target (the smallest G 'sigmaudit check' passes); exit 1 if none. --full shows every table.
     --train-batch/--gen-batch/--max-gen-batches: DAPO's loop as verl runs it, at the current difficulty and the
     next-step forecast (chunks per step, generated ÷ trained, P(a step raises)).
 
