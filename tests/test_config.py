@@ -361,3 +361,17 @@ def test_urls_and_standard_output_in_a_file_are_kept_as_written(capsys, project)
     from sigmaudit.cli import config
 
     assert config.current.defaults["scan"]["paths"] == ["s3://bucket/run.parquet", str(project / "logs/*.csv")]
+
+
+def test_a_urls_secrets_in_a_file_never_reach_the_settings_line(capsys, project):
+    """The settings line is written even under quiet: a URL's user:password@, query string and Spark Connect
+    parameters in a value are hidden value by value (the line keeps its quotes and brackets), and the same
+    values go into check's JSON and JUnit."""
+    (project / "sigmaudit.toml").write_text(
+        'paths = ["https://alice:hunter2@example.invalid/x.jsonl?X-Amz-Signature=dead"]\n[check]\nmax-silent = 0.5\n')
+    code, _, err = run(capsys, "check", "-q")
+    assert code == 2 and "hunter2" not in err and "dead" not in err
+    assert 'paths = ["https://***@example.invalid/x.jsonl?***"]; [check] max-silent = 0.5\n' in err
+    from sigmaudit.cli.config import _safe
+
+    assert _safe(["sc://host:15002/;token=t0ps3cret", 3]) == ["sc://host:15002/;***", 3]

@@ -351,12 +351,25 @@ def shown(path: Path) -> str:
 
 def in_effect(command: str, ctx: Any) -> tuple[tuple[str, str, Any], ...]:
     """The values of ``command`` the config file set and nothing overrode (not the command line, not the
-    environment): (table as written, "" for top-level keys; key as written; value as written), in file order."""
+    environment): (table as written, "" for top-level keys; key as written; value as written, a URL's secrets
+    hidden), in file order."""
     out = []
     for (of, name), (where, key, value) in current.written.items():
         if of == command and getattr(ctx.get_parameter_source(name), "name", "") == "DEFAULT_MAP":
-            out.append(("" if where == TOP else where, key, value))
+            out.append(("" if where == TOP else where, key, _safe(value)))
     return tuple(out)
+
+
+def _safe(value: Any) -> Any:
+    """``value`` as a note or a report may show it: a URL's credentials, query string and Spark Connect parameters
+    as ``***`` (:func:`sigmaudit.loaders.remote.redact`, imported only for a value holding a URL)."""
+    if isinstance(value, list):
+        return [_safe(v) for v in value]
+    if isinstance(value, str) and "://" in value:
+        from ..loaders.remote import redact
+
+        return redact(value)
+    return value
 
 
 used: tuple[str, tuple[tuple[str, str, Any], ...]] | None = None

@@ -136,7 +136,7 @@ class Command(TyperCommand):
 
         told = settings_note(self.name or "", ctx)
         if told:
-            note(told, always=True)  # what a config file changed is never hidden, not even by a quiet = true in it
+            note(told, always=True, redacted=True)  # never hidden, not even by a quiet = true in the file
 
         try:
             with run_outputs(planned_outputs(self.name or "", ctx.params)) as commit:

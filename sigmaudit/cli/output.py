@@ -87,16 +87,17 @@ def planned_outputs(command: str, params: dict[str, Any]) -> list[tuple[Path, st
     return [(path, flag) for path, flag in outputs if not is_stdout(path)]
 
 
-def note(message: str, *, always: bool = False) -> None:
-    """A one-line note on stderr (never mixed into the report); control characters escaped. Under ``-q``
-    (:mod:`.settings`) only warnings and the ``always`` notes (what a config file set) are written."""
+def note(message: str, *, always: bool = False, redacted: bool = False) -> None:
+    """A one-line note on stderr (never mixed into the report); control characters escaped, a URL's secrets hidden
+    (``redacted``: the caller hid them already, value by value). Under ``-q`` (:mod:`.settings`) only warnings and
+    the ``always`` notes (what a config file set) are written."""
     from ..fmt import printable
     from .settings import current
 
     if current.quiet and not always and not message.lower().startswith(("warning", "error")):
         return
 
-    if "://" in message:  # a URL's credentials and signatures never reach the terminal or a CI log
+    if "://" in message and not redacted:  # a URL's credentials and signatures never reach the terminal or a CI log
         from ..loaders.remote import redact
 
         message = redact(message)
