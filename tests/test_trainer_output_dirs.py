@@ -179,7 +179,7 @@ def test_a_folder_of_tensorboard_exports_reads_the_share_and_passes_over_the_res
     code, out, err = run(capsys, "trend", str(tmp_path), "-f", "json")
     assert code == 0, err
     assert _steps(out) == pytest.approx(z, abs=0)
-    assert "train_loss.csv" in err and "skipped" in err
+    assert "train_loss.csv" in err and "skipped" in err and "TensorBoard scalar export of 'train_loss'" in err
 
 
 def test_a_wandb_run_name_holding_the_separator_is_one_run(capsys, tmp_path):
@@ -347,3 +347,13 @@ def test_a_verl_file_logger_of_dapo_gives_bounds_that_hold_the_true_share(capsys
     assert code == 2 and "cannot keep the 100 prompts" in err
     code, _, err = run(capsys, "check", str(f), "--max-silent", "0.5")
     assert code == 2 and "train/num_gen_batches" in err
+
+
+def test_an_output_dir_reads_alike_on_duckdb(capsys, tmp_path):
+    """The checkpoints' series are joined here whatever the engine (was: refused file by file on --engine duckdb)."""
+    pytest.importorskip("duckdb")
+    z = hf.shares(20, seed=14)
+    hf.output_dir(tmp_path, z, save_steps=5)
+    code, out, err = run(capsys, "scan", "--engine", "duckdb", str(tmp_path), "-f", "json")
+    assert code == 0, err
+    assert _steps(out) == pytest.approx(z, abs=0)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..errors import ConfigError, InputError, SchemaError, SigmauditError
-from . import trainers
+from . import trainer_state, trainers
 from .assemble import conclude
 from .engines import Engine
 from .engines.polars import count_file, load_local, load_remote, open_file, refuse_duplicate_keys, remote_plan
@@ -115,6 +115,12 @@ def _sample(engine: Engine, inputs: Inputs, kept: list, opts: LoadOptions, tmp: 
         series = series_of(first, scan(first, tmp), opts) if len(kept) == 1 and is_plain(opts) and \
             series_columns(schema, opts.step_col) is not None else None
         return series if series is not None else (remote_plan(first, schema, opts), schema)
+    if len(kept) > 1 and is_plain(opts) and all(isinstance(f, Path) and trainer_state.claims(f) for f in kept):
+        # a Trainer's output_dir: its checkpoints' series are a few hundred rows each, joined here as the
+        # polars engine joins them (rules.joined_series)
+        from .engines.polars import load_local
+
+        return load_local(inputs, opts)
     try:
         item = open_file(first, tmp, opts, series_ok=len(kept) == 1, peek=True)
     except SchemaError:

@@ -316,9 +316,10 @@ def joined_series(series: Sequence[LoadedCounts], skipped: dict[Any, str]) -> Lo
                           location=str(paths[0]), remedy=f"point at one run's folder (e.g. {runs[0]})")
     frame, again = merge_series([(str(p), s.series) for p, s in zip(paths, series, strict=True)],  # type: ignore[misc]
                                 str(runs[0]))
-    notes = [f"detected a per-step series in {len(series)} files of {runs[0]} ({frame.height} steps; "
-             f"{'; '.join(dict.fromkeys(_columns_said(s) for s in series))}): shares only, no groups or prompts "
-             f"({PER_PROMPT}: a rollout dump)"]
+    notes = list(series[0].notes) if len(series) == 1 else [
+        f"detected a per-step series in {len(series)} files of {runs[0]} ({frame.height} steps; "
+        f"{'; '.join(dict.fromkeys(_columns_said(s) for s in series))}): shares only, no groups or prompts "
+        f"({PER_PROMPT}: a rollout dump)"]
     if again:
         notes.append(f"{again:,} step values logged again in a later file (a checkpoint's log_history holds every "
                      "record logged before it) read once: equal in every file")

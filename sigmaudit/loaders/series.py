@@ -157,6 +157,12 @@ def series_columns(schema: dict[str, pl.DataType], step_col: str | None, name: s
     tb = tensorboard_metric(schema, name)
     if tb is not None:
         return cols[1], {tb: cols[2]}
+    if name is not None and [c.lower() for c in schema] == ["wall time", "step", "value"]:
+        tag = name.split("-tag-")[-1].rsplit(".", 1)[0]
+        raise SchemaError(f"columns match no layout: a TensorBoard scalar export of {tag!r}, which is no share of a "
+                          f"step's groups (a series reads {', '.join(n.replace('/', '_') for n in METRICS['observed_silent'][1:])}"
+                          f" and ROLL's group ratios)", location=where,
+                          remedy="export the share's tag, or name its column with --silent-share-col Value")
     metrics = metric_columns(schema, step_col, where)
     if metrics is not None:
         return metrics
