@@ -45,7 +45,7 @@ def test_json_contract(capsys):
     assert c["band"] == {"shares": [0.02, 0.05, 0.1, 0.2], "G_ref": 8, "given": False}
     assert all(len(r["snr_vs_best"]) == 4 and max(r["snr_vs_best"]) <= 1.0 for r in d["sweep"])
     assert d["objective_detail"] is None
-    assert {r["rule"] for r in d["curation"]["rows"]} == {"log", "posterior"}
+    assert {r["rule"] for r in d["curation"]["rows"]} == {"log", "posterior", "value"}
     assert d["price"]["before"]["G"] == 8 and d["price"]["reference"] == "logged"
     assert all(r["update_ci"][0] <= r["update"] <= r["update_ci"][1] for r in d["sweep"] if r["G"] > 1)
 

@@ -25,7 +25,7 @@ share (None).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -56,13 +56,15 @@ class CuratedAt:
     G: int
     """Group size."""
     silent_before: float | None
-    """Silent share of every prompt (the sweep's estimator at G)."""
+    """Silent share of every prompt (posterior mean at G)."""
     silent_after: float | None
     """Silent share of the kept prompts (None when none is kept)."""
     objective_before: float | None
     """The plan's objective on every prompt."""
     objective_after: float | None
     """The plan's objective on the kept prompts."""
+    signal_cost: float | None = None
+    """The dropped prompts' share of the expected update Σ_i E[c(k, G) | n_i, k_i] at G (``curate``'s cost)."""
 
 
 @dataclass(frozen=True)
@@ -139,11 +141,13 @@ def curate(corpus: Corpus, Gs: Sequence[int], R: int, objective: str, *, advanta
     if value_G is not None and corpus.identification(int(value_G)) is None:  # values the counts determine only
         masks["value"] = value_pairs(corpus, int(value_G), DEFAULT_MIN_VALUE, DEFAULT_CONFIDENCE).decision == "drop"
     lo, hi = keep_band or (0.0, 1.0)
+    gains = _gains(corpus, Gs, advantage, std)
     rows = []
     for rule, drop in masks.items():
         kept_w = np.where(drop, 0.0, corpus.weight)
         after = None if kept_w.sum() <= 0 else figures(kept_w)
-        at = tuple(_at(g, known, full, after, objective) for g in Gs)
+        at = tuple(replace(_at(g, known, full, after, objective), signal_cost=_cost(gains[:, j], corpus.weight, drop))
+                   for j, g in enumerate(Gs))
         dropped = int(round(float(corpus.weight[drop].sum())))
         words = RULE_WORDS[rule].format(drop_above=drop_above, lo=lo, hi=hi, value_G=value_G,
                                         min_value=DEFAULT_MIN_VALUE, confidence=DEFAULT_CONFIDENCE)
@@ -152,6 +156,19 @@ def curate(corpus: Corpus, Gs: Sequence[int], R: int, objective: str, *, advanta
             signal_share=float(mass[drop].sum() / total) if total > 0 else None, at=at))
     return Curation(drop_above=float(drop_above), keep_band=keep_band, objective=objective, rows=tuple(rows),
                     value_G=None if value_G is None else int(value_G))
+
+
+def _gains(corpus: Corpus, Gs: Sequence[int], advantage: Advantage, std: StdConvention) -> NDArray[np.float64]:
+    """E[c(k, G) | n, k] per distinct pair (rows) and G (columns)."""
+    from ..core.update import gain_tables
+
+    return np.asarray(corpus.posterior @ gain_tables(corpus.prior.grid, [int(g) for g in Gs], advantage, std)[0])
+
+
+def _cost(c: NDArray[np.float64], weight: NDArray[np.float64], drop: NDArray[np.bool_]) -> float | None:
+    """The dropped pairs' share of Σ weight · c (None without signal)."""
+    total = float(weight @ c)
+    return float((weight * drop) @ c / total) if total > 0 else None
 
 
 def _at(g: int, known: list[int], full: Any, after: Any, objective: str) -> CuratedAt:
@@ -323,7 +340,6 @@ def _value_at(corpus: Corpus, decision: NDArray[np.str_], G: int, advantage: Adv
               std: StdConvention) -> ValueAt:
     """Silent shares (posterior means: the kept set is chosen by the counts, docs/theory.md), the SNR
     change and the signal cost at G."""
-    from ..core.update import gain_tables
     from ..core.value import prompt_value
 
     v = prompt_value(corpus.posterior, corpus.prior.grid, G)
@@ -339,8 +355,6 @@ def _value_at(corpus: Corpus, decision: NDArray[np.str_], G: int, advantage: Adv
         from .snr_choice import snr_change as change_of
 
         snr_change = change_of(corpus, int(G), R, kept, advantage=advantage, std=std)
-    c = corpus.posterior @ gain_tables(corpus.prior.grid, [int(G)], advantage, std)[0][:, 0]
-    total = float(corpus.weight @ c)
-    cost = float((corpus.weight - kept) @ c / total) if total > 0 else None
+    cost = _cost(_gains(corpus, [G], advantage, std)[:, 0], corpus.weight, decision == "drop")
     return ValueAt(G=int(G), silent_before=float(silent(corpus.weight) or 0.0), silent_after=silent(kept),
                    silent_after_reprobe_dropped=silent(keep_only), snr_change=snr_change, signal_cost=cost)

@@ -641,8 +641,8 @@ def plan(
                                                                   run is not None)
     cur_G = sorted({g for g in (ref, chosen) if g is not None and g <= R})
     curation = curate(corpus, cur_G, R, name if name in ("informative", "rollouts", "knapsack") else "update",
-                      estimator=estimator, drop_above=opts.drop_above,
-                      keep_band=opts.keep_band, **conv) if cur_G else None  # type: ignore[arg-type]
+                      estimator=estimator, drop_above=opts.drop_above, keep_band=opts.keep_band,
+                      value_G=chosen if chosen is not None else ref, **conv) if cur_G else None  # type: ignore[arg-type]
     floor = None
     if targets.max_silent is not None and chosen is None:
         floor = _floor(corpus, targets.max_silent, R, end, u0 + u1, cur_G[0] if cur_G else 2, estimator,

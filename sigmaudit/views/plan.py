@@ -189,6 +189,8 @@ def curation_sentence(result: PlanResult) -> str | None:
         return None
     post, log = cur.row("posterior"), cur.row("log")
     G = result.recommended_G if result.recommended_G is not None else (result.price.before.G if result.price else None)
+    if cur.row("value") is not None:
+        return value_sentence(cur)
     if post is None or log is None:
         return None
     at = next((a for a in post.at if a.G == G), post.at[-1])
@@ -205,6 +207,23 @@ def curation_sentence(result: PlanResult) -> str | None:
     return (f"Data first: dropping the {pct_(post.dropped_share)} of prompts more likely unreachable than not "
             f"(P(p ∈ {{0, 1}}) > {cur.drop_above:g}{which}; {pct_(post.signal_share)} of the learnable signal) "
             f"takes silent at G = {at.G:,} from {pct_(at.silent_before)} to {pct_(at.silent_after)}{log_words}.")
+
+
+def value_sentence(cur: Curation) -> str:
+    """The data lever by value (``sigmaudit curate``'s drop class at the G to be run), at that G."""
+    from ..core.value import DEFAULT_CONFIDENCE, DEFAULT_MIN_VALUE
+
+    row = cur.row("value")
+    assert row is not None and cur.value_G is not None
+    at = next((a for a in row.at if a.G == cur.value_G), row.at[-1])
+    rule = (f"informative at G = {cur.value_G:,} less than {DEFAULT_MIN_VALUE:g} × as often as the average prompt, "
+            f"sure at {pct_(DEFAULT_CONFIDENCE, 0)}")
+    if row.prompts_dropped == 0:
+        return f"Data: no prompt is surely below the value threshold ({rule}); `sigmaudit curate` lists re-probes."
+    return (f"Data is the lever: dropping the {pct_(row.dropped_share)} of prompts {rule}, takes silent at "
+            f"G = {at.G:,} from {pct_(at.silent_before)} to {pct_(at.silent_after)} for "
+            f"{pct_(at.signal_cost)} of the expected update; `sigmaudit curate --dataset TRAIN --curated-out OUT` "
+            "writes the curated set.")
 
 
 def objective_rule(choice: ObjectiveChoice) -> str:
