@@ -184,6 +184,7 @@ def test_a_config_file_in_the_checkout_cannot_change_the_gate(tmp_path):
     assert not (tmp_path / "outside.json").exists()
 
 
+@pytest.mark.slow
 def test_a_config_file_the_workflow_names_is_read_and_each_value_printed(tmp_path):
     """The `config` input reads a file the workflow owner names (outside the checkout here): each value it sets is
     printed in the log and written in the JUnit report's properties; the step's inputs win over it."""

@@ -167,7 +167,7 @@ def _clear(folder: Path) -> None:
 
 
 @pytest.mark.slow
-@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
 @given(case=cases(), where=st.sampled_from(["sigmaudit.toml", "pyproject.toml", "--config", "SIGMAUDIT_CONFIG"]),
        foreign=st.one_of(st.none(), st.sampled_from(FOREIGN)))
 def test_a_config_file_gives_one_line_exit_2_or_the_command_lines_answer(capsys, monkeypatch, case, where, foreign):
@@ -219,3 +219,47 @@ def test_the_fuzz_catches_a_file_read_as_the_old_code_read_it(capsys, monkeypatc
     code, _, err = run(capsys, "calc")
     _one_line_error(code, "", err)
     assert "group-size = true: a whole number is expected, not a boolean" in err
+
+
+@pytest.mark.slow
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(paths=st.lists(st.sampled_from(["log.csv", "./log.csv", "sub/../log.csv", "data/*.csv", "ABS", "data",
+                                       "missing.csv"]), min_size=1, max_size=2, unique=True),
+       here=st.sampled_from([".", "a/b", "OUTSIDE"]),
+       junit=st.sampled_from([None, "gate.xml", "sub/gate.xml", "../gate.xml", "link/gate.xml"]),
+       table=st.sampled_from(["", "check"]))
+def test_paths_in_a_file_read_the_same_log_from_any_working_folder(capsys, monkeypatch, paths, here, junit, table):
+    """The gate a file describes reads the file's own log from any working folder: its silent share is the log's
+    (0.3, from the file's folder), or the run is exit 2 in one line (a path that names nothing, an output outside
+    the file's folder); never another folder's log."""
+    for var in [v for v in os.environ if v.startswith("SIGMAUDIT_")]:
+        monkeypatch.delenv(var)
+    with tempfile.TemporaryDirectory() as tmp:
+        root, outside = Path(tmp) / "project", Path(tmp) / "elsewhere"
+        for folder in (root / "a" / "b", root / "sub", root / "data", outside):
+            folder.mkdir(parents=True)
+        (root / "link").symlink_to(outside)
+        rows = ["prompt,step,reward"] + [f"q{i},1,{r}" for i in range(10) for r in ([0] * 4 if i < 3 else [1, 0, 1, 0])]
+        for log in (root / "log.csv", root / "data" / "log.csv"):
+            log.write_text("\n".join(rows) + "\n")
+        decoy = "\n".join(["prompt,step,reward"] + [f"q{i},1,0" for i in range(10) for _ in range(4)]) + "\n"
+        for folder in (root / "a" / "b", outside):  # a log of the same name where the working folder is
+            (folder / "log.csv").write_text(decoy)
+        values = [str(root / "log.csv") if p == "ABS" else p for p in paths]
+        lines = [f"paths = {toml_text(values)}", f"[{table}]" if table else "", "max-silent = 0.5",
+                 "format = \"json\"", "bootstrap = 0"] + ([f"junit = {toml_text(junit)}"] if junit else [])
+        (root / "sigmaudit.toml").write_text("\n".join(lines) + "\n")
+        monkeypatch.chdir(outside if here == "OUTSIDE" else root / here)
+        head = ["--config", str(root / "sigmaudit.toml")] if here == "OUTSIDE" else []
+        code, out, err = run(capsys, *head, "check")
+        bad = "missing.csv" in paths or junit in ("../gate.xml", "link/gate.xml")
+        if code == 2:
+            _one_line_error(code, out, err)
+            assert bad, err
+            assert not (Path(tmp) / "gate.xml").exists() and not (outside / "gate.xml").exists()
+            return
+        assert not bad and code == 0, err
+        report = json.loads(out)
+        assert report["checks"][0]["value"] == 0.3  # the file's folder's log(s), never the decoy (1.0)
+        if junit:
+            assert (root / junit).is_file()
