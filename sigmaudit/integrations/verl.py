@@ -26,7 +26,10 @@ own rollout dump with ``sigmaudit scan``. Line numbers below are the verl 0.9.1 
   run (the first built from the config, on the train files: verl builds it before the validation
   one, ``main_ppo_v0.py`` l.199/207, ``_create_dataloader`` l.376/384) finds verl's resume folder as
   ``_load_checkpoint`` does (l.1052–1083) and restores that file, else the state in its ``data.pt``
-  (a run's last step has no ``on_batch_end``: that step's rewards are then missing).
+  (a run's last step has no ``on_batch_end``: that step's rewards are then missing). Before 0.8.0 verl
+  restores ``data.pt`` at any step (l.973–976 in the 0.7.1 wheel), also the exhausted dataloader of an
+  epoch's end: it then trains nothing more in that epoch (its own behaviour; this dataset's state is
+  restored all the same, and kept over ``data.pt``'s older copy of it).
 
 Config::
 
