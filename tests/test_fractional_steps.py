@@ -167,3 +167,26 @@ def test_a_trl_file_with_fractional_steps_in_a_folder_is_refused_not_skipped(cap
     code, out, err = run(capsys, "scan", str(folder), "-q")
     assert code == 2 and out == ""
     assert "completions_00002.parquet" in err and "first 2.5" in err
+
+
+def test_the_refused_step_is_printed_exactly(tmp_path, capsys):
+    """Issue 44: 3.0000000000000004 was printed as "3" (format g), a step that looks whole; the shortest
+    round-trip repr is printed."""
+    import polars as pl
+    from cli_runner import run
+
+    path = tmp_path / "log.parquet"
+    pl.DataFrame({"step": [1.0, 1.0, 3.0000000000000004, 3.0000000000000004], "prompt": ["a", "a", "b", "b"],
+                  "reward": [1.0, 0.0, 1.0, 1.0]}).write_parquet(path)
+    code, out, err = run(capsys, "scan", str(path))
+    assert (code, out) == (2, "") and "first 3.0000000000000004," in err
+
+
+def test_a_trainers_refused_step_is_printed_exactly():
+    import pytest
+
+    from sigmaudit.errors import InputError
+    from sigmaudit.loaders.trainers._common import refuse_fractional_step
+
+    with pytest.raises(InputError, match=r"step 2\.0000000000000004 is not"):
+        refuse_fractional_step(2.0000000000000004, "step", "x.jsonl")

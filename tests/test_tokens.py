@@ -219,3 +219,18 @@ def test_length_col_option_reaches_the_loader():
     loaded = load_counts([WRITERS / "trl-tokens"], LoadOptions(length_col="completion_tokens"))
     assert loaded.length_source == "column completion_tokens (--length-col)"
     assert int(loaded.per_group["tokens"].sum()) == 2950
+
+
+def test_all_zero_token_counts_are_refused_not_failed(capsys, tmp_path):
+    """Issue 44: every rollout's token count 0 made the share 0/0 = NaN, which failed the gate (exit 1)."""
+    folder = _verl_dump(tmp_path, [0] * 8)
+    code, out, err = run(capsys, "check", str(folder), "--length-col", "response_length", "--max-silent-tokens", "0.5")
+    assert (code, out) == (2, "") and "0/0, not defined" in err and "--max-silent-tokens" in err
+
+
+def test_a_step_without_tokens_breaks_a_consecutive_run(tmp_path):
+    from sigmaudit.audits.check import _held
+
+    assert _held([0.9, float("nan"), 0.9, 0.8], 2) == 0.8
+    assert _held([0.9, float("nan"), 0.9], 2) == 0.0
+    assert _held([0.9, 0.7, 0.8], 2) == 0.7

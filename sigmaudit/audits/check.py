@@ -426,13 +426,16 @@ def resolve_basis(loaded: LoadedCounts, G: int, basis: str | None) -> str:
 
 def _held(shares: Sequence[float], k: int) -> float:
     """The largest share the series holds for ``k`` consecutive entries: max over windows of their min;
-    0 when the series has fewer than ``k`` entries (no run of ``k`` steps exists, so none crosses a limit)."""
+    0 when the series has fewer than ``k`` entries (no run of ``k`` steps exists, so none crosses a limit). An
+    undefined share (NaN: a step whose tokens are all 0) is in no run."""
     import numpy as np
 
     x = np.asarray(shares, dtype=np.float64)
     if x.size < k:
         return 0.0
-    return float(np.lib.stride_tricks.sliding_window_view(x, k).min(axis=1).max())
+    runs = np.lib.stride_tricks.sliding_window_view(x, k).min(axis=1)  # NaN: a step with no tokens (0/0) breaks a run
+    runs = runs[~np.isnan(runs)]
+    return float(runs.max()) if runs.size else 0.0
 
 
 def _step_shares(groups: pl.DataFrame, masks: Mapping[str, NDArray[np.bool_]]) -> dict[str, list[float]]:
@@ -471,6 +474,10 @@ def _tokens_known(loaded: LoadedCounts, thresholds: Sequence[Threshold], used: s
     if missing:
         raise ConfigError(f"{missing:,} rollouts with a reward have no length ({loaded.length_source}), so the "
                           "share of tokens is not known", location=flag, remedy="drop " + flag)
+    if not float(groups["tokens"].sum()) > 0:
+        raise ConfigError(f"every rollout's generated-token count is 0 ({loaded.length_source}): the silent share "
+                          "of tokens is 0/0, not defined", location=flag,
+                          remedy="name the column of generated tokens with --length-col, or drop " + flag)
 
 
 def _observed_checks(result: CheckResult, loaded: LoadedCounts, consecutive: int | None,

@@ -17,10 +17,12 @@ __all__ = ["app", "main", "run"]
 def run() -> None:
     """Console-script entry point."""
     try:
+        from . import streams
+
+        streams.guard()  # notes and errors are best-effort: an unwritable stderr changes no report, no exit code
         from . import signals
     except KeyboardInterrupt:  # the default handler, before ours: still one line
-        sys.stderr.write("sigmaudit: error: interrupted (SIGINT)\n")
-        sys.exit(2)
+        _interrupted_early()
     code = 2
     try:
         signals.install()
@@ -36,6 +38,16 @@ def run() -> None:
     if code == 141:  # standard output closed early: end as Unix tools do, by SIGPIPE (exitcodes.CLOSED_PIPE)
         _die_of_sigpipe()
     sys.exit(code)
+
+
+def _interrupted_early() -> None:
+    """A Ctrl-C before the handlers: one line (if stderr takes it), exit 2."""
+    try:
+        sys.stderr.write("sigmaudit: error: interrupted (SIGINT)\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
+    os._exit(2)
 
 
 def _flushed(code: int) -> int:

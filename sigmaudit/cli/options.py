@@ -106,9 +106,13 @@ def format_option(help: str = "Output format: table (terminal), json, markdown, 
                   **extra: Any) -> OptionInfo:
     """``-f/--format``: one of :class:`~sigmaudit.render.Format` (``reduce``: a table format); ``offered``, the
     formats the command writes, is what ``--help`` lists (tests/test_global_flags.py checks it)."""
-    names = "|".join(getattr(f, "value", f) for f in offered)
+    values = [str(getattr(f, "value", f)) for f in offered]
+
+    def complete(incomplete: str) -> list[str]:  # Tab offers exactly what the command accepts
+        return [v for v in values if v.startswith(incomplete.lower())]
+
     return typer.Option("--format", "-f", help=help, case_sensitive=False, show_default=False,
-                        metavar=f"<{names}>", **extra)
+                        metavar=f"<{'|'.join(values)}>", autocompletion=complete, **extra)
 
 
 def output_option(help: str = "Write the report to this file (atomically, after success); its suffix picks the "

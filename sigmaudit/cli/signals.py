@@ -122,8 +122,9 @@ def last_resort(signum: int) -> None:
         except Exception:  # noqa: BLE001, S110 - leave the rest to the next run's sweep
             pass
     line = f"sigmaudit: error: {MESSAGES.get(signum, 'stopped')}\n"
+    streams = sys.modules.get("sigmaudit.cli.streams")
     try:
-        os.write(2, line.encode())
+        os.write(streams.error_fd() if streams is not None else 2, line.encode())
     finally:
         os._exit(2)
 

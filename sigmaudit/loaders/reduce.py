@@ -92,7 +92,7 @@ def fractional_step_error(values: pl.Series, column: str, where: str,
     if bad.is_empty():
         return None
     first = bad.sort()[0]
-    return SchemaError(f"step column {column!r} holds steps that are not whole numbers (first {first:g}, "
+    return SchemaError(f"step column {column!r} holds steps that are not whole numbers (first {float(first)!r}, "
                        f"{bad.n_unique():,} such values): an epoch or a time is not a training step",
                        location=f"{where}: column {column}", remedy=remedy)
 

@@ -157,6 +157,23 @@ def _free(folder: Path) -> str:
 
 
 @contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """SIGINT and SIGTERM held back (delivered when the block ends) in the main thread, where the handlers run."""
+    import signal
+    import threading
+
+    block = getattr(signal, "pthread_sigmask", None)
+    if block is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = block(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        block(signal.SIG_SETMASK, previous)
+
+
+@contextlib.contextmanager
 def native_stderr_held() -> Iterator[None]:
     """Hold what native code writes to file descriptor 2 while reading: a Rust panic in polars prints
     its message (and, with RUST_BACKTRACE set, a backtrace) there before Python sees the exception.
@@ -171,7 +188,8 @@ def native_stderr_held() -> Iterator[None]:
         yield
         return
     with tempfile.TemporaryFile() as held:
-        os.dup2(held.fileno(), 2)
+        with _signals_deferred():  # a Ctrl-C between the swap and the try would leave 2 in the file
+            os.dup2(held.fileno(), 2)
         failed = False
         try:
             yield
@@ -179,10 +197,11 @@ def native_stderr_held() -> Iterator[None]:
             failed = True
             raise
         finally:
+            with _signals_deferred():
+                os.dup2(saved, 2)
+                os.close(saved)
             with contextlib.suppress(OSError, ValueError):
                 sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
             if not failed:
                 held.seek(0)
                 while chunk := held.read(1 << 16):

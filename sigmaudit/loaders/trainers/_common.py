@@ -41,7 +41,7 @@ def refuse_fractional_step(value: object, field: str, location: str) -> None:
     not a SchemaError: the file is this trainer's, and a folder's file refused for its values is not skipped
     as one of another layout."""
     if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
-        raise InputError(f"step {value:g} is not a whole number: an epoch or a time is not a training step",
+        raise InputError(f"step {value!r} is not a whole number: an epoch or a time is not a training step",
                          location=f"{location}: field {field}", remedy=f"log the whole optimizer step as {field}")
 
 
