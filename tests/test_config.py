@@ -375,3 +375,13 @@ def test_a_urls_secrets_in_a_file_never_reach_the_settings_line(capsys, project)
     from sigmaudit.cli.config import _safe
 
     assert _safe(["sc://host:15002/;token=t0ps3cret", 3]) == ["sc://host:15002/;***", 3]
+
+
+@pytest.mark.parametrize(("named", "says"), [("/dev/zero", "larger than 1 MiB: not a config file"),
+                                              ("latin1.toml", "not UTF-8 text (line 2, column 18)")])
+def test_a_file_that_is_no_config_is_refused_in_one_line(capsys, project, named, says):
+    """--config /dev/zero read forever; a file in another encoding gave a UnicodeDecodeError."""
+    (project / "latin1.toml").write_bytes(b'[check]\nprompt-col = "caf\xe9"\n')
+    path = named if named.startswith("/") else str(project / named)
+    code, out, err = run(capsys, "--config", path, "calc", "-p", "0.1", "-G", "8")
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and f"{path}: {says}" in err, err

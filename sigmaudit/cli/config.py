@@ -160,7 +160,8 @@ def _read(path: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"not UTF-8 text (byte {exc.start})", location=str(path),
+        line, column = raw.count(b"\n", 0, exc.start) + 1, exc.start - raw.rfind(b"\n", 0, exc.start)
+        raise ConfigError(f"not UTF-8 text (line {line}, column {column})", location=str(path),
                           remedy="save it as UTF-8, or run with --no-config") from None
     except (tomllib.TOMLDecodeError, RecursionError) as exc:
         reason = str(exc) if isinstance(exc, tomllib.TOMLDecodeError) else "nested too deeply"
