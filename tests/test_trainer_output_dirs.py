@@ -357,3 +357,25 @@ def test_an_output_dir_reads_alike_on_duckdb(capsys, tmp_path):
     code, out, err = run(capsys, "scan", "--engine", "duckdb", str(tmp_path), "-f", "json")
     assert code == 0, err
     assert _steps(out) == pytest.approx(z, abs=0)
+
+
+def test_checkpoints_beside_completions_leave_the_rollouts_read(capsys, tmp_path):
+    """log_completions=True: {output_dir}/completions/*.parquet are the rollouts; the checkpoints' series is skipped
+    with a note, and the figures are those of the completions alone."""
+    root = Path(__file__).resolve().parents[1] / "sample_logs" / "trl"
+    code, alone, _ = run(capsys, "scan", str(root), "-f", "json")
+    assert code == 0
+    shutil.copytree(root, tmp_path / "out")
+    hf.output_dir(tmp_path / "out", hf.shares(6, seed=15), save_steps=3)
+    code, out, err = run(capsys, "scan", str(tmp_path / "out"), "-f", "json")
+    assert code == 0, err
+    assert "trainer_state.json and 1 more: a per-step series of shares (a trainer's metrics), not rollouts" in err
+    drop = ("files", "args", "notes")
+    assert {k: v for k, v in json.loads(out).items() if k not in drop} == \
+        {k: v for k, v in json.loads(alone).items() if k not in drop}
+
+
+def test_watch_refuses_a_group_size_on_a_series(capsys, tmp_path):
+    hf.output_dir(tmp_path, hf.shares(6, seed=16), save_steps=3)
+    code, out, err = run(capsys, "watch", str(tmp_path), "--once", "--interval", "0.01", "-G", "16")
+    assert code == 2 and "own shares at the group size it ran with" in err
