@@ -178,3 +178,42 @@ def test_the_python_api_follows_the_same_rule(tmp_path):
     assert report.silent[0].estimate == pytest.approx(np.mean([k in (0, 2) for _, k in rows]), abs=1e-12)
     with pytest.raises(Exception, match="not identified"):
         sigmaudit.scan(str(log), G=[8])
+
+
+def _ppo_dump(folder, steps=3, prompts=256, seed=1):
+    """verl ``_dump_generations`` (volcengine/verl b178a3cd56f58b2d502255daba591e92833930a7,
+    verl/trainer/ppo/ray_trainer.py: ``{rollout_data_dir}/{global_steps}.jsonl``, keys input, output, gts, score,
+    step) of a PPO run: one sample per prompt, each prompt drawn once."""
+    rng = np.random.default_rng(seed)
+    folder.mkdir()
+    for step in range(1, steps + 1):
+        lines = [json.dumps({"input": f"q{step}-{i}", "output": "a", "gts": "1", "score": float(rng.random() < p),
+                             "step": step}) for i, p in enumerate(rng.random(prompts))]
+        (folder / f"{step}.jsonl").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def test_check_on_a_one_sample_per_prompt_log_refuses_as_scan_and_plan_do(tmp_path, capsys):
+    """Issue 43, n = 1 logs: check gated "at G = 1" and failed at 1.0 (a group of one sample is always silent)
+    where scan and plan refuse; now one line, exit 2, plan's words, nothing on stdout."""
+    dump = _ppo_dump(tmp_path / "rollout_data")
+    _, _, plan_err = run(capsys, "plan", str(dump), "-q")
+    for extra in ((), ("-G", "1")):
+        code, out, err = run(capsys, "check", str(dump), "--max-silent", "0.5", "-q", *extra)
+        assert code == 2 and out == "" and err.count("\n") == 1
+        assert err == plan_err
+        assert "the silent rate at G = 2 is not identified by these logs: 768 prompts with a median of 1 sample" in err
+
+
+def test_check_at_one_sample_per_group_of_a_rich_log_names_g(tmp_path, capsys):
+    """Prompts drawn at many steps, one sample each time: G = 2 is determined, G = 1 still says nothing."""
+    path = tmp_path / "x.csv"
+    rng = np.random.default_rng(2)
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["step", "prompt", "reward"])
+        w.writerows([s, f"q{i}", int(rng.random() < (i + 0.5) / 40)] for s in range(8) for i in range(40))
+    code, out, err = run(capsys, "check", str(path), "--max-silent", "0.5", "-q")
+    assert code == 2 and out == ""
+    assert "error: -G/--group-size: a group of G = 1 sample is silent whatever the pass rates" in err
+    assert "(the logged group size: one sample per prompt per step); give the run's group size, e.g. -G 8" in err

@@ -572,6 +572,17 @@ def check_series(loaded: LoadedCounts, thresholds: Sequence[Threshold], *, G: in
                        warnings=warns + (f"a per-step series: {PER_PROMPT}",), window=loaded.window)
 
 
+def _refuse_single(corpus: Corpus, G: int, G_source: str) -> None:
+    """Refuse a check at G = 1 (a PPO log, one sample per prompt): a group of one sample has no spread, so every
+    group is silent whatever the pass rates. As scan and plan do: the refusal at G = 2 when the logs do not
+    determine it (issue 43, n = 1 logs), else one naming -G."""
+    corpus.require_identified(2)
+    raise ConfigError(f"a group of G = {G} sample is silent whatever the pass rates (one sample has no spread), so no "
+                      f"silent share at G = {G} can pass or fail"
+                      + (" (the logged group size: one sample per prompt per step)" if G_source == "log" else ""),
+                      location="-G/--group-size", remedy="give the run's group size, e.g. -G 8")
+
+
 def check_logs(loaded: LoadedCounts, G: int, thresholds: Sequence[Threshold], *, post_filter: bool = False,
                groups_generated: int | None = None, allow_filtered: bool = False, estimator: str = "auto",
                replicates: int = 0, level: float = 0.9, confidence: float | None = None,
@@ -590,6 +601,8 @@ def check_logs(loaded: LoadedCounts, G: int, thresholds: Sequence[Threshold], *,
 
     opts: dict[str, Any] = {"estimator": estimator, "replicates": replicates, "level": level,
                             "confidence": confidence, "G_source": G_source}
+    if G < 2:
+        _refuse_single(corpus_of(loaded), G, G_source)
     used = resolve_basis(loaded, G, basis)
     _tokens_known(loaded, thresholds, used)
     if consecutive is not None and (used != "observed" or not loaded.has_steps):

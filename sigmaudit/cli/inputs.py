@@ -89,6 +89,15 @@ PoolPromptsOpt = Annotated[bool, typer.Option(
     "--pool-prompts", help="With several runs, count a prompt's samples from every run as one prompt's (runs "
     "of one policy: seeds of one eval); implies --pool-runs. Each logged group is still kept within its run.",
     **_OVERRIDE)]
+ShardsOpt = Annotated[bool, typer.Option(
+    "--shards", help="The files of one folder are shards of one log, each holding part of every group (one file per "
+    "engine, rank or host): read them as one log, groups summed. Without it they are read so when the data prove "
+    "it (a group id in two files, or parts that differ in size while their sums do not), and refused when each "
+    "file could be a whole log.", **_OVERRIDE)]
+MaxGroupSizeOpt = Annotated[int | None, typer.Option(
+    "--max-group-size", min=1, help="Largest group formed from a (step, prompt) key without a group-id column "
+    "(default 512): a larger one is refused as several prompts sharing a key (a multimodal dump's prompt text "
+    "without its images). Raise it for a run that drew more samples per prompt.", **_OVERRIDE)]
 _ENGINE = "Engine (where the reduction runs)"
 
 
@@ -322,13 +331,15 @@ LAYOUT_OPTIONS: dict[str, Any] = {
     "pool_prompts": PoolPromptsOpt,
     "silent_share_col": SilentShareColOpt,
     "group_count_col": GroupCountColOpt,
+    "shards": ShardsOpt,
+    "max_group_size": MaxGroupSizeOpt,
 }
 """The flag of each :class:`~sigmaudit.loaders.LoadOptions` field a user sets (its default is the field's;
 ``subset`` is set by ``--by``, not by a flag of its own). A field added there gets its flag here, once:
 tests/test_architecture.py checks the two agree."""
 INTERNAL_LOAD_FIELDS = ("subset",)
 """LoadOptions fields with no flag of their own."""
-_LAYOUT_DEFAULTS = {name: False if name in ("keep_duplicates", "pool_runs", "pool_prompts") else None
+_LAYOUT_DEFAULTS = {name: False if name in ("keep_duplicates", "pool_runs", "pool_prompts", "shards") else None
                     for name in LAYOUT_OPTIONS}
 """The fields' defaults, without importing the loaders (and Polars) when the CLI starts; the
 architecture test checks them against LoadOptions."""

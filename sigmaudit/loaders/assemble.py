@@ -13,6 +13,7 @@ import polars as pl
 from ..errors import InputError, SchemaError
 from . import trainers
 from .columns import ColumnMap, key_note
+from .keys import refuse_oversized
 from .numbered import steps_from_names
 from .options import FileCounts, LoadedCounts
 from .reduce import LENGTH_COLUMNS, PARTIAL_SCHEMA, SPREAD_COLUMNS
@@ -22,11 +23,12 @@ from .runs import separate
 
 def conclude(files: Sequence[Any], counted: Sequence[FileCounts], copies: Sequence[str],
              skipped: dict[Any, str], relogged: Sequence[str] = (),
-             pooling: tuple[bool, bool] = (False, False)) -> LoadedCounts:
+             pooling: tuple[bool, ...] = (False, False, False), max_group: int | None = None) -> LoadedCounts:
     """The load of ``files`` from their counts (one :class:`FileCounts` per file, or one for all the
     files an engine reduced at once): runs kept apart (:func:`.runs.separate`: refused, or pooled as
     ``pooling`` says: :attr:`.options.LoadOptions.pooling`), assembled, checked by the framework, with
-    every note (``relogged``: the notes of :func:`.rules.drop_relogged`)."""
+    every note (``relogged``: the notes of :func:`.rules.drop_relogged`); a group formed from a key larger than
+    ``max_group`` is refused (:func:`.keys.refuse_oversized`)."""
     counted, named = steps_from_names(files, counted)
     counted, pooled = separate(files, counted, *pooling)
     plans = [c.plan for c in counted]
@@ -44,6 +46,7 @@ def conclude(files: Sequence[Any], counted: Sequence[FileCounts], copies: Sequen
         mine.append(f"{null_keys} rows with a null prompt key ({key_note(plans[0].prompt)}) dropped")
     if copies:
         mine.append(copies_note(copies))
+    refuse_oversized(loaded.per_group, plans, max_group, _locator(files, counted))
     trainers.check(loaded.layout, plans, loaded.per_group, missing, _locator(files, counted))
     norms = [(c.filtered, c.reward_source) for c in counted if c.framework]
     filtered = norms[0][0] if norms and all(n[0] for n in norms) else None

@@ -475,7 +475,7 @@ class Follower:
             series, _ = merge_series([(str(k.name), k.series) for k in kept], ", ".join(map(str, self.paths)))
             return Snapshot(None, changed, pending, layout, True, self._new([*kept[0].notes, *notes]), len(kept),
                             waiting, series=series)
-        per_group, loaded_notes = _assemble(kept)
+        per_group, loaded_notes = _assemble(kept, self.opts.max_group_size)
         return Snapshot(per_group, changed, pending, layout, any(s.has_steps for s in kept),
                         self._new([*loaded_notes, *notes]), len(kept), waiting)
 
@@ -496,7 +496,7 @@ class Follower:
         self.close()
 
 
-def _assemble(states: list[_FileState]) -> tuple[pl.DataFrame, list[str]]:
+def _assemble(states: list[_FileState], max_group: int | None = None) -> tuple[pl.DataFrame, list[str]]:
     """(per-group counts, notes) of the counted versions of ``states``; versions of one file kept apart."""
     import polars as pl
 
@@ -515,7 +515,7 @@ def _assemble(states: list[_FileState]) -> tuple[pl.DataFrame, list[str]]:
     empty = pl.DataFrame(schema={"step": pl.Int64, "prompt": pl.Utf8, "n": pl.Int64, "k": pl.Int64})
     if not counted or sum(c.rows for c in counted) == 0:
         return empty, []
-    loaded = conclude(files, counted, [], {})
+    loaded = conclude(files, counted, [], {}, max_group=max_group)
     if loaded.per_group is None:
         raise SchemaError("has no group membership, so there are no groups to follow step by step",
                           location=str(files[0]), remedy="name the group-id column with --group-col")

@@ -17,16 +17,36 @@ import polars as pl
 
 from ..errors import few
 from .options import FileCounts
+from .runs import part_named
 
-STEP_NAME = re.compile(r"(?:(?:global_)?step|iter(?:ation)?|epoch)?[_-]?(\d+)", re.IGNORECASE)
-"""A file stem that is a step number, bare or after ``step``, ``global_step``, ``iter``, ``iteration``, ``epoch``."""
+STEP_WORD = re.compile(r"(?:^|[^a-z])(?:(?:global_?)?step|iter(?:ation)?|epoch)[_-]?$|^$", re.IGNORECASE)
+"""The text before a file name's number that says the number is a step (or no text: a bare number)."""
 FROM_NAME = "(file name)"
 """The step "column" of a log whose steps come from its file names (no column of the file is called so)."""
 
 
-def _step(path: Any) -> int | None:
-    match = STEP_NAME.fullmatch(PurePosixPath(str(path)).name.split(".")[0])
-    return int(match.group(1)) if match else None
+def _numbers(files: Sequence[Any]) -> tuple[list[int], bool] | None:
+    """(each file's number, the text before it says "step") when the names differ only by one number, else None."""
+    tokens = [re.split(r"(\d+)", PurePosixPath(str(f)).name.split(".")[0]) for f in files]
+    suffixes = {".".join(PurePosixPath(str(f)).name.split(".")[1:]) for f in files}
+    if len({len(t) for t in tokens}) != 1 or len(suffixes) != 1 or len(tokens[0]) < 2:
+        return None
+    varying = [i for i in range(len(tokens[0])) if len({t[i] for t in tokens}) > 1]
+    if len(varying) != 1 or varying[0] % 2 == 0:  # one position, and a number's (odd positions of re.split)
+        return None
+    at = varying[0]
+    return [int(t[at]) for t in tokens], bool(STEP_WORD.search(tokens[0][at - 1]))
+
+
+def _keys_meet(counted: Sequence[FileCounts]) -> bool:
+    """A prompt key appears in two files."""
+    seen: set = set()
+    for c in counted:
+        prompts = set(c.frame["prompt"].unique().to_list()) if c.frame is not None else set()
+        if seen & prompts:
+            return True
+        seen |= prompts
+    return False
 
 
 def _grouped(note: str) -> str:
@@ -42,10 +62,12 @@ def steps_from_names(files: Sequence[Any], counted: Sequence[FileCounts]) -> tup
     if len(counted) != len(files) or len(files) < 2 or any(
             p is None or p.layout not in ("long", "grouped") or p.step or p.group for p in plans):
         return list(counted), None
-    steps = [_step(f) for f in files]
+    found = _numbers(files)
     folders = {PurePosixPath(str(f)).parent for f in files}
-    if None in steps or len(set(steps)) != len(steps) or len(folders) != 1:
+    if found is None or len(set(found[0])) != len(files) or len(folders) != 1 or (
+            not found[1] and (_keys_meet(counted) or all(part_named(f) for f in files))):
         return list(counted), None
+    steps = found[0]
     out = [dataclasses.replace(c, plan=dataclasses.replace(c.plan, step=FROM_NAME, note=_grouped(c.plan.note)),
                                frame=c.frame.with_columns(pl.lit(s, dtype=pl.Int64).alias("step")))
            for c, s in zip(counted, steps, strict=True)]

@@ -95,6 +95,12 @@ class LoadOptions:
     pool_prompts: bool = False
     """With several runs pooled, a prompt's samples from every run are one prompt's counts (implies
     ``pool_runs``)."""
+    shards: bool = False
+    """The files of one folder are shards of one log (each holds part of every group): read as one log, their
+    groups summed, even where the data cannot prove it (:func:`.runs.shards_of_one_log`)."""
+    max_group_size: int | None = None
+    """Largest group formed from a (step, prompt) key that is read (:func:`.keys.refuse_oversized`); None: the
+    documented default :data:`.keys.MAX_GROUP`."""
     silent_share_col: str | None = None
     """A per-step series' column of each step's silent share (zero-spread groups / groups): the file is read
     as a series whatever its other columns (:mod:`.series`)."""
@@ -102,9 +108,9 @@ class LoadOptions:
     """With ``silent_share_col``: the series' column of groups per step (the count the share is a share of)."""
 
     @property
-    def pooling(self) -> tuple[bool, bool]:
-        """(pool runs, pool their prompts): ``pool_prompts`` implies ``pool_runs``."""
-        return self.pool_runs or self.pool_prompts, self.pool_prompts
+    def pooling(self) -> tuple[bool, bool, bool]:
+        """(pool runs, pool their prompts, the files are shards of one log): ``pool_prompts`` implies ``pool_runs``."""
+        return self.pool_runs or self.pool_prompts, self.pool_prompts, self.shards
 
 
 @dataclass(frozen=True)

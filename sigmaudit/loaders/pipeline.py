@@ -99,7 +99,7 @@ def load_on(engine: Engine, inputs: Inputs, opts: LoadOptions) -> LoadedCounts:
     one = FileCounts(kept[0], plan, result.frame, result.rows, result.missing, result.duplicates,
                      missing_at=result.missing_at,
                      length_source=None if plan.length is None else length_flag(plan.length))
-    return conclude(kept, [one], copies, inputs.skipped)
+    return conclude(kept, [one], copies, inputs.skipped, max_group=opts.max_group_size)
 
 
 def _sample(engine: Engine, inputs: Inputs, kept: list, opts: LoadOptions, tmp: Path) -> tuple | LoadedCounts:
@@ -168,4 +168,5 @@ def load_per_file(engine: Engine, inputs: Inputs, opts: LoadOptions) -> LoadedCo
     for r in opened:
         if r.error is not None:
             raise r.error
-    return conclude([r.path for r in opened], opened, copies, inputs.skipped, relogged, opts.pooling)
+    return conclude([r.path for r in opened], opened, copies, inputs.skipped, relogged, opts.pooling,
+                    opts.max_group_size)

@@ -6,13 +6,14 @@ grouping on the raw key columns; keys are turned into strings only on the small 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import pairwise
 
 import polars as pl
 
-from ..errors import SchemaError
+from ..errors import SchemaError, SigmauditError
 from .columns import ColumnMap
 from .readers import POLARS_ERRORS, Source, csv_skip_rows
 from .rewards import non_binary_error, reward_flags
@@ -42,6 +43,8 @@ class Partial:
     missing_at: pl.DataFrame | None = field(default=None, compare=False)
     """``step``, ``prompt``, ``missing``: where the missing rewards were (rows with missing > 0 only),
     for the counts hand-off (``handoff.counts_table``)."""
+    notes: tuple[str, ...] = ()
+    """What looked odd in the file's keys (:func:`pooled_keys`)."""
 
     @classmethod
     def of(cls, frames: list[pl.DataFrame], duplicates: int) -> Partial:
@@ -189,6 +192,28 @@ def _prepared(src: Source, plan: ColumnMap) -> pl.LazyFrame:
     return lf
 
 
+TWIN_SUFFIXES = ("_binarized", "_binarised", "_binary", "_bin", "_bool", "_correct", "_passed")
+"""Name endings of a binary column written beside a continuous one (``score`` and ``score_binarized``)."""
+
+
+def binary_twin(src: Source, column: str) -> str | None:
+    """A column beside the reward ``column`` named after it (``score_binarized``, ``score_binary``, ``is_score``...)
+    whose values are all 0/1 or booleans, for the non-binary refusal to name (issue 43); None when none is."""
+    low = column.lower()
+    names = [c for c in src.schema if c != column and (c.lower().startswith(low) or c.lower().endswith(low))
+             and (src.schema[c] == pl.Boolean or src.schema[c].is_numeric())]
+    names.sort(key=lambda c: not c.lower().endswith(TWIN_SUFFIXES))
+    for name in names:
+        values = pl.col(name).cast(pl.Float64).drop_nulls()
+        try:
+            binary = _collect(src, src.lf.select((values.is_in([0.0, 1.0]).all() & (values.len() > 0)).alias("b")))
+        except SigmauditError:
+            continue
+        if binary["b"][0]:
+            return name
+    return None
+
+
 def reduce_samples(src: Source, plan: ColumnMap, threshold: float | None,
                    tick: Callable[[int], None] | None = None) -> Partial:
     """Long and trainer layouts: one row per sample. ``tick`` gets the rows done so far within the
@@ -223,14 +248,14 @@ def reduce_samples(src: Source, plan: ColumnMap, threshold: float | None,
         df = _collect(src, part.group_by(keys).agg(*aggs))
         if df["bad"].sum():
             sample = _collect(src, lf.select(x).filter(bad).unique(maintain_order=True).head(5)).to_series().to_list()
-            raise non_binary_error(sorted(sample), plan.reward, str(src.path))
+            raise non_binary_error(sorted(sample), plan.reward, str(src.path), binary_twin(src, plan.reward))
         if plan.length is not None and df["bad_length"].sum():
             raise bad_length_error(plan.length, str(src.path))
         return Partial.of([_finish(src, plan, df, gid)], duplicates)
 
     ranges = None if deduped or rows is not lf else step_ranges(src, plan)
     if ranges is None:
-        return reduced(rows)
+        return _noted(src, plan, reduced(rows))
     # Groups never straddle steps, so each step range is reduced and sorted on its own; the
     # ranges come in step order (null steps last), so their concatenation is sorted too.
     parts = []
@@ -238,10 +263,60 @@ def reduce_samples(src: Source, plan: ColumnMap, threshold: float | None,
         parts.append(reduced(lf.filter(r)))
         if tick is not None:
             tick(sum(p.rows for p in parts))
-    return Partial(pl.concat([p.frame for p in parts]), duplicates, sum(p.rows for p in parts),
-                   sum(p.missing for p in parts), sum(p.null_keys for p in parts),
-                   pl.concat([p.missing_at for p in parts if p.missing_at is not None]
-                             or [pl.DataFrame(schema=MISSING_AT)]))
+    return _noted(src, plan, Partial(pl.concat([p.frame for p in parts]), duplicates, sum(p.rows for p in parts),
+                                     sum(p.missing for p in parts), sum(p.null_keys for p in parts),
+                                     pl.concat([p.missing_at for p in parts if p.missing_at is not None]
+                                               or [pl.DataFrame(schema=MISSING_AT)])))
+
+
+OUTLIER_SIZE = 1.5
+"""A key holding more than this many times the modal number of samples is an outlier: halfway between one key's
+samples (1x) and two keys' pooled into one (2x)."""
+
+
+def _noted(src: Source, plan: ColumnMap, part: Partial) -> Partial:
+    note = pooled_keys(src, plan, part.frame)
+    return part if note is None else dataclasses.replace(part, notes=(*part.notes, note))
+
+
+def _modal(sizes: pl.Series) -> int:
+    """The most common size (the smallest among ties)."""
+    return int(sizes.value_counts(name="count").sort(["count", sizes.name], descending=[True, False])[sizes.name][0])
+
+
+def pooled_keys(src: Source, plan: ColumnMap, frame: pl.DataFrame) -> str | None:
+    """The note for keys (groups, or prompts without groups) whose sizes jump past the rest -- more than
+    :data:`OUTLIER_SIZE` x the modal size -- naming the columns that would split them: a column the key leaves out
+    that takes several values within every such key and one value within most keys of two or more rows (a column
+    telling runs apart is constant within one run's key; one that varies sample by sample, a trial or seed,
+    varies within most keys). The modal size must be 2 or more (keys of one sample say nothing).
+    Issue 43: (model, task_id) pooled two ``alias`` values of one model code, 831 prompts read as 748, sizes 121 and
+    122 beside 1-96. None when no key is so, or no column splits them; the extra pass over the rows is made only
+    when the counts show such keys."""
+    sizes = frame.group_by("step", "gid", "prompt").agg(pl.col("n").sum())["n"]
+    modal = _modal(sizes) if sizes.len() >= 3 else 0
+    if modal < 2 or not 0 < int((sizes > OUTLIER_SIZE * modal).sum()) * 2 <= sizes.len():
+        return None
+    used = {*plan.prompt, plan.step, plan.group, plan.reward, plan.length, *(d for d, _ in plan.derived)}
+    candidates = [c for c, t in src.schema.items() if c not in used and (t == pl.Utf8 or t.is_integer()
+                                                                         or t == pl.Categorical)]
+    keys = [k for k in dict.fromkeys([plan.step, plan.group, *plan.prompt]) if k]
+    if not candidates or not keys:
+        return None
+    per_key = _collect(src, _prepared(src, plan).group_by(keys).agg(
+        pl.len().alias("__rows"), *(pl.col(c).n_unique().alias(c) for c in candidates)))
+    modal = _modal(per_key["__rows"])
+    big = per_key.filter(pl.col("__rows") > OUTLIER_SIZE * modal)
+    several = per_key.filter(pl.col("__rows") > 1)  # a key of one row has one value of every column
+    splits = [c for c in candidates if big.height and bool((big[c] > 1).all())
+              and int((several[c] == 1).sum()) * 2 > several.height]
+    if not splits:
+        return None
+    varying = int(per_key.select(pl.any_horizontal(pl.col(splits) > 1).sum()).item())
+    return (f"{big.height:,} of {per_key.height:,} prompt keys hold more than {OUTLIER_SIZE:g}x the usual {modal:,} "
+            f"samples (up to {int(big['__rows'].max()):,}), and column {', '.join(splits)} takes several values within "
+            f"each of them ({varying:,} keys in all) and one within most keys: they may pool what it tells apart (two "
+            f"models sharing a code?); to split them: --prompt-col {','.join([*plan.prompt, *splits])}")
 
 
 def _screen(src: Source, lf: pl.LazyFrame, plan: ColumnMap, needed: list[str]) -> tuple[bool, pl.DataFrame | None]:

@@ -44,13 +44,15 @@ def reward_flags(x: pl.Expr, threshold: float | None) -> tuple[pl.Expr, pl.Expr,
     return valid, correct, bad
 
 
-def non_binary_error(values: list[float], column: str, where: str) -> SchemaError:
-    """The error for non-binary rewards, quoting a few of them."""
+def non_binary_error(values: list[float], column: str, where: str, twin: str | None = None) -> SchemaError:
+    """The error for non-binary rewards, quoting a few of them; ``twin``: a binary column beside it to name."""
     shown = ", ".join(_exact(v) for v in values[:5])
+    beside = f"; column {twin!r} beside it holds 0/1 only" if twin else ""
     return SchemaError(
-        f"reward column {column!r} is not binary (values such as {shown})",
+        f"reward column {column!r} is not binary (values such as {shown}){beside}",
         location=f"{where}: column {column}",
-        remedy="pass --threshold T (reward >= T counts as correct)",
+        remedy=(f"pass --reward-col {twin} to read it, or " if twin else "pass ")
+        + "--threshold T (reward >= T counts as correct)",
     )
 
 

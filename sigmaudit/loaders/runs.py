@@ -91,11 +91,13 @@ def part_named(path: Any) -> bool:
     return bool(PART_NAME.search(name.split(".")[0]) or PART_NAME.search(name))
 
 
-def _whole_logs(members: list[int], files: Sequence[Any], frames: Sequence[pl.DataFrame | None]) -> bool:
+def _whole_logs(members: list[int], files: Sequence[Any], frames: Sequence[pl.DataFrame | None],
+                shards: bool = False) -> bool:
     """The files of one folder (indices ``members``) are logs of their own over the same keys, not parts of one
-    log: their keys meet, at least one file has :data:`WHOLE_SHARE` of its keys in another, and not every name
-    says it is a part."""
-    if len(members) < 2 or all(part_named(files[i]) for i in members):
+    log: their keys meet, at least one file has :data:`WHOLE_SHARE` of its keys in another, not every name says it
+    is a part, and the data do not prove them shards of one log (:func:`shards_of_one_log`; ``shards``: the user
+    says they are, ``--shards``)."""
+    if len(members) < 2 or shards or all(part_named(files[i]) for i in members):
         return False
     keyed = [_keys(frames[i]).with_columns(pl.lit(j).alias("file")) for j, i in enumerate(members)]
     seen = pl.concat(keyed).group_by("step", "prompt").agg(pl.col("file").n_unique().alias("files"))
@@ -104,10 +106,35 @@ def _whole_logs(members: list[int], files: Sequence[Any], frames: Sequence[pl.Da
         return False
     in_others = shared.group_by("file").len()
     sizes = {j: k.height for j, k in enumerate(keyed)}
-    return any(n >= WHOLE_SHARE * sizes[j] for j, n in in_others.iter_rows())
+    whole = any(n >= WHOLE_SHARE * sizes[j] for j, n in in_others.iter_rows())
+    return whole and not shards_of_one_log([frames[i] for i in members])
 
 
-def units_of(files: Sequence[Any], counted: Sequence[FileCounts]) -> tuple[list[Any], bool]:
+def shards_of_one_log(frames: Sequence[pl.DataFrame | None]) -> bool:
+    """The data prove the files shards of one log, each holding part of every group (issue 43: ``rollouts_0.jsonl``
+    and ``rollouts_1.jsonl``, ``engine_0``, ``replica0``, ``host-a``..., whatever their names): a group id found in
+    two files with the same step and prompt (an id names one group), or, without group ids, groups whose parts
+    differ in size from group to group within a file while the parts' sums are one size for every group (a
+    trainer's fixed G dealt to engines unevenly). Files each holding whole groups of one size (two runs, two
+    tasks) prove nothing: they stay logs of their own, and so do shards split evenly (4 + 4 of every 8), which the
+    data cannot tell from two runs of G = 4 (``--shards`` reads them as one log)."""
+    parts = [f.with_columns(pl.lit(j).alias("file")) for j, f in enumerate(frames) if f is not None and f.height]
+    if len(parts) < 2:
+        return False
+    rows = pl.concat([p.select("step", "gid", "prompt", "n", "file") for p in parts])
+    ids = rows.filter(pl.col("gid").is_not_null()).group_by("step", "gid", "prompt").agg(pl.col("file").n_unique())
+    if ids.height:
+        return bool((ids["file"] > 1).any())
+    by_file = rows.group_by("step", "prompt", "file").agg(pl.col("n").sum())
+    keys = by_file.group_by("step", "prompt").agg(pl.col("file").n_unique().alias("files"), pl.col("n").sum())
+    shared = keys.filter(pl.col("files") > 1)
+    if shared.height < 2 or shared["n"].n_unique() != 1:
+        return False
+    split = by_file.join(shared.select("step", "prompt"), on=["step", "prompt"], nulls_equal=True)
+    return bool((split.group_by("file").agg(pl.col("n").n_unique())["n"] > 1).any())
+
+
+def units_of(files: Sequence[Any], counted: Sequence[FileCounts], shards: bool = False) -> tuple[list[Any], bool]:
     """The unit each file belongs to (its run root, or the file itself when the files of a generic log's
     folder are logs of their own: :func:`_whole_logs`), and whether any file is its own unit."""
     runs = roots(files, [c.plan.layout if c.plan is not None else "" for c in counted])
@@ -118,7 +145,8 @@ def units_of(files: Sequence[Any], counted: Sequence[FileCounts]) -> tuple[list[
     alone = False
     for members in by_run.values():
         plan = counted[members[0]].plan
-        if plan is not None and plan.layout in GENERIC and _whole_logs(members, files, [c.frame for c in counted]):
+        if plan is not None and plan.layout in GENERIC and _whole_logs(members, files, [c.frame for c in counted],
+                                                                        shards):
             alone = True
             for i in members:
                 units[i] = files[i]
@@ -126,14 +154,14 @@ def units_of(files: Sequence[Any], counted: Sequence[FileCounts]) -> tuple[list[
 
 
 def separate(files: Sequence[Any], counted: Sequence[FileCounts], pool: bool,
-             pool_prompts: bool = False) -> tuple[list[FileCounts], list[str]]:
+             pool_prompts: bool = False, shards: bool = False) -> tuple[list[FileCounts], list[str]]:
     """``counted`` (one per file) unchanged when the files hold one log (or logs whose keys never meet);
     with several runs (or several files of one folder, each a log of its own) sharing keys, refused -- or with
     ``pool`` (``--pool-runs``) each group id and (unless ``pool_prompts``) each prompt prefixed with its run,
     and a note."""
     if len(counted) != len(files) or len(files) < 2:
         return list(counted), []
-    units, alone = units_of(files, counted)
+    units, alone = units_of(files, counted, shards)
     names = labels(units)
     if len(names) < 2:
         return list(counted), []
@@ -148,7 +176,9 @@ def separate(files: Sequence[Any], counted: Sequence[FileCounts], pool: bool,
     if not pool:
         raise SchemaError(f"{len(names)} {what} in one load: {shared:,} {key} appear in more than one ({shown}), and "
                           f"{'logs' if alone else 'runs'} are never pooled silently", location=str(files[0]),
-                          remedy="audit each file with --by file, or pool them with --pool-runs" if alone else
+                          remedy="audit each file with --by file, or pool them with --pool-runs; if each file holds "
+                                 "part of every group (shards of one log), read them as one log with --shards"
+                          if alone else
                           "audit each run with --by run, or pool them with --pool-runs")
     out = []
     for c, u in zip(counted, units, strict=True):

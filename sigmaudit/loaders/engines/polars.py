@@ -209,7 +209,8 @@ def counted(item: Opened, part: Partial, plan: ColumnMap | None = None, digest: 
                       part.duplicates + (norm.duplicates if norm else 0), part.null_keys,
                       framework=norm is not None, filtered=norm.filtered if norm else None,
                       reward_source=norm.reward_source if norm else None,
-                      extra_notes=norm.extra_notes if norm else (), missing_at=part.missing_at, digest=digest,
+                      extra_notes=(*(norm.extra_notes if norm else ()), *part.notes), missing_at=part.missing_at,
+                      digest=digest,
                       length_source=norm.length_source if norm else
                       None if (plan or item.plan).length is None else length_flag(str((plan or item.plan).length)))
 
@@ -254,7 +255,7 @@ def load_local(inputs: Inputs, opts: LoadOptions, progress: Progress | None = No
             read += out[-1].rows
             if progress is not None:
                 progress(read)
-    return conclude([o.path for o in opened], out, copies, inputs.skipped, relogged, opts.pooling)
+    return conclude([o.path for o in opened], out, copies, inputs.skipped, relogged, opts.pooling, opts.max_group_size)
 
 
 def _open_all(inputs: Inputs, files: list[Path], tmp: Path, opts: LoadOptions) -> list[Opened] | LoadedCounts:
@@ -373,7 +374,7 @@ def load_remote(inputs: Inputs, opts: LoadOptions, progress: Progress | None = N
                                   length_source=None if plan.length is None else length_flag(plan.length)))
             if progress is not None:
                 progress(sum(c.rows for c in out))
-    return conclude(files, out, [], inputs.skipped, pooling=opts.pooling)
+    return conclude(files, out, [], inputs.skipped, pooling=opts.pooling, max_group=opts.max_group_size)
 
 
 def _tick(progress: Progress, before: int, rows: int) -> None:
