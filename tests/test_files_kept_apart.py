@@ -56,7 +56,8 @@ def test_two_task_files_over_the_same_ids_are_refused_naming_the_files(two_tasks
     assert code == 2 and out == ""
     assert "2 files, each a whole log of its own, in one load: 800 prompts appear in more than one " \
            "(gsm8k.jsonl, math.jsonl)" in line
-    assert line.endswith("audit each file with --by file, or pool them with --pool-runs")
+    assert line.endswith("audit each file with --by file, or pool them with --pool-runs; if each file holds part of "
+                         "every group (shards of one log), read them as one log with --shards")
     code, _, err = run(capsys, "check", str(root), "-G", "4", "--max-silent", "0.8")
     assert code == 2 and "--by file" in err
 

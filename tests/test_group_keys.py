@@ -192,3 +192,10 @@ def test_keys_pooling_two_aliases_are_flagged_with_the_column_that_splits_them(e
     code, out, err = run(capsys, "scan", str(path), "--threshold", "0.5", "--prompt-col", "model,task_id,alias",
                          "-f", "json")
     assert code == 0 and json.loads(out)["prompts"] == 240 and "keys hold more than" not in err
+
+
+def test_a_counts_file_with_steps_and_many_samples_is_not_a_group_too_large(tmp_path):
+    """A counts row's n is as many samples as were drawn (a pass rate over 1,000): no group bound applies."""
+    path = tmp_path / "counts.csv"
+    pl.DataFrame([{"step": 1, "prompt_id": i, "n": 1000, "k": 10 * i} for i in range(10)]).write_csv(path)
+    assert load_counts([path]).per_group["n"].to_list() == [1000] * 10

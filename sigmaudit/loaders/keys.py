@@ -26,10 +26,11 @@ prompts that share a key (a prompt text without its images, a template without i
 def refuse_oversized(per_group: pl.DataFrame | None, plans: Sequence[Any], bound: int | None,
                      where: Callable[[Any], str]) -> None:
     """Refuse the load when a group formed from a (step, prompt) key holds more than ``bound`` (None:
-    :data:`MAX_GROUP`) samples; groups with a group id, or each a row (grouped layouts), are left alone.
+    :data:`MAX_GROUP`) samples; groups with a group id, or each a row (grouped and counts layouts: a counts row's n
+    may be a pass rate's thousands of samples), are left alone.
     ``where(step)``: the file(s) holding a step's rows."""
     limit = MAX_GROUP if bound is None else bound
-    if per_group is None or not per_group.height or any(p.group or p.list_rewards or not p.step for p in plans):
+    if per_group is None or not per_group.height or any(p.group or p.list_rewards or not p.step or p.layout == "counts" for p in plans):
         return
     big = per_group.filter(pl.col("n") > limit)
     if not big.height:
