@@ -30,7 +30,8 @@ def refuse_oversized(per_group: pl.DataFrame | None, plans: Sequence[Any], bound
     may be a pass rate's thousands of samples), are left alone.
     ``where(step)``: the file(s) holding a step's rows."""
     limit = MAX_GROUP if bound is None else bound
-    if per_group is None or not per_group.height or any(p.group or p.list_rewards or not p.step or p.layout == "counts" for p in plans):
+    keyed = all(not (p.group or p.list_rewards) and p.step and p.layout != "counts" for p in plans)
+    if per_group is None or not per_group.height or not keyed:
         return
     big = per_group.filter(pl.col("n") > limit)
     if not big.height:
