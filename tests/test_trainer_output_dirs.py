@@ -379,3 +379,11 @@ def test_watch_refuses_a_group_size_on_a_series(capsys, tmp_path):
     hf.output_dir(tmp_path, hf.shares(6, seed=16), save_steps=3)
     code, out, err = run(capsys, "watch", str(tmp_path), "--once", "--interval", "0.01", "-G", "16")
     assert code == 2 and "own shares at the group size it ran with" in err
+
+
+def test_a_named_series_beside_a_named_rollout_log_is_refused_not_skipped(capsys, tmp_path):
+    f = tmp_path / "dapo_metrics.csv"
+    _dapo_csv(f, [(1, 16, 2, 3), (2, 16, 4, 1)])
+    rollouts = Path(__file__).resolve().parents[1] / "sample_logs" / "long.csv"
+    code, out, err = run(capsys, "scan", str(rollouts), str(f))
+    assert code == 2 and out == "" and "files mix layouts" in err and "per-step series" in err

@@ -286,6 +286,10 @@ def _open_all(inputs: Inputs, files: list[Path], tmp: Path, opts: LoadOptions) -
     if series and not opened:
         return series[0] if len(files) == 1 else joined_series(series, inputs.skipped)
     for s in series:
+        if Path(s.files[0]).resolve() in inputs.named and opened:  # a file named is never skipped
+            raise SchemaError(f"files mix layouts: {opened[0].path} is {opened[0].plan.layout}, this is a per-step "
+                              "series of shares (a trainer's metrics)", location=s.files[0],
+                              remedy="load them in separate runs")
         inputs.skipped[Path(s.files[0])] = "a per-step series of shares (a trainer's metrics), not rollouts"
     if not opened:
         raise none_fit(errors, inputs)
