@@ -69,3 +69,19 @@ def test_the_flags_defaults_are_the_cores():
 
     params = inspect.signature(curate).parameters
     assert (params["min_value"].default, params["confidence"].default) == (DEFAULT_MIN_VALUE, DEFAULT_CONFIDENCE)
+
+
+def test_curate_and_plan_give_one_answer(capsys):
+    """By default curate values prompts at plan's recommended G, and plan's data lever is the same drop class."""
+    _, out, _ = run(capsys, "curate", "sample_logs/verl", "-q", "-f", "json")
+    cur = json.loads(out)
+    _, out, _ = run(capsys, "plan", "sample_logs/verl", "-q", "-f", "json")
+    plan = json.loads(out)
+    assert cur["G_source"] == "recommended" and cur["G"] == cur["G_recommended"] == plan["recommended_G"]
+    value = next(r for r in plan["curation"]["rows"] if r["rule"] == "value")
+    drop = next(c for c in cur["value"]["classes"] if c["decision"] == "drop")
+    assert plan["curation"]["value_G"] == cur["G"] and value["prompts_dropped"] == drop["prompts"]
+    at_plan = next(a for a in value["at"] if a["G"] == cur["G"])
+    at_cur = next(a for a in cur["value"]["at"] if a["G"] == cur["G"])
+    assert at_plan["silent_after"] == pytest.approx(at_cur["silent_after"], rel=1e-9)
+    assert at_plan["signal_cost"] == pytest.approx(at_cur["signal_cost"], rel=1e-9)

@@ -73,8 +73,11 @@ class CurateResult:
 
     value: ValueCuration
     G_source: str
-    """``given`` (-G), ``logged`` (the log's group size) or ``default`` (8: a log without groups)."""
+    """``given`` (-G), ``recommended`` (``plan``'s recommendation at the log's R), ``logged`` (the log's group
+    size) or ``default`` (8)."""
     G_logged: int | None
+    G_recommended: int | None
+    """``plan``'s recommended G at the log's rollouts per step (None when it recommends none)."""
     prompts: int
     samples_median: float
     """Median samples per prompt."""
@@ -95,7 +98,8 @@ class CurateResult:
         """JSON contract (docs/json.md)."""
         from .drift import context_json
 
-        return {"G": self.value.G, "G_source": self.G_source, "G_logged": self.G_logged, "prompts": self.prompts,
+        return {"G": self.value.G, "G_source": self.G_source, "G_logged": self.G_logged,
+                "G_recommended": self.G_recommended, "prompts": self.prompts,
                 "samples_median": self.samples_median, "estimator": self.estimator, "value": asdict(self.value),
                 "dataset": None if self.dataset is None else asdict(self.dataset),
                 **context_json(self.window, self.drift), "difficulty": self.difficulty}
@@ -104,9 +108,9 @@ class CurateResult:
 def curate_logs(loaded: LoadedCounts, G: int | None = None, *, min_value: float, confidence: float,
                 advantage: Advantage = "grpo", std: StdConvention = "sample",
                 training_set: TrainingSet | None = None) -> CurateResult:
-    """The value rule at G (default: the logged group size, else 8) on the log's current difficulty
-    (:func:`sigmaudit.audits.plan.current_difficulty`), shown at G and the logged G; with ``training_set``
-    the join and the rows to keep."""
+    """The value rule at G (default: ``plan``'s recommendation, else the logged group size, else 8: the G ``plan``'s
+    data lever values prompts at) on the log's current difficulty (:func:`sigmaudit.audits.plan.current_difficulty`),
+    shown at G, the logged G and the recommended G; with ``training_set`` the join and the rows to keep."""
     from . import corpus_of, logged_group_size
     from .curation import value_curation, value_pairs
     from .objective import DEFAULT_REFERENCE_G
@@ -115,10 +119,12 @@ def curate_logs(loaded: LoadedCounts, G: int | None = None, *, min_value: float,
     basis, drift, difficulty = current_difficulty(loaded)
     corpus = corpus_of(basis)
     logged = logged_group_size(loaded)
-    chosen = int(G or logged or DEFAULT_REFERENCE_G)
-    source = "given" if G else "logged" if logged else "default"
-    value = value_curation(corpus, chosen, [logged] if logged else [], min_value=min_value, confidence=confidence,
-                           advantage=advantage, std=std)
+    recommended = recommended_G(basis, corpus, logged, advantage, std)
+    chosen = int(G or recommended or logged or DEFAULT_REFERENCE_G)
+    source = "given" if G else "recommended" if recommended else "logged" if logged else "default"
+    also = [g for g in (logged, recommended) if g]
+    value = value_curation(corpus, chosen, also, min_value=min_value, confidence=confidence, advantage=advantage,
+                           std=std)
     pv = value_pairs(corpus, chosen, min_value, confidence)
     prompts = basis.per_prompt["prompt"].to_list()
     join, keep, matches = None, (), None
@@ -129,10 +135,27 @@ def curate_logs(loaded: LoadedCounts, G: int | None = None, *, min_value: float,
         matches = match_prompts(prompts, training_set)
         join, keep = dataset_join(training_set, matches, pv.decision[corpus.index], prompts)
     table = drop_list(corpus, basis.per_prompt, pv, chosen, confidence, matches, training_set)
-    return CurateResult(value=value, G_source=source, G_logged=logged, prompts=corpus.n_prompts,
+    return CurateResult(value=value, G_source=source, G_logged=logged, G_recommended=recommended,
+                        prompts=corpus.n_prompts,
                         samples_median=float(np.median(corpus.n[corpus.index])), dataset=join,
                         difficulty=difficulty, window=basis.window, drift=drift, per_prompt=table,
                         keep_rows=keep, training_set=training_set)
+
+
+def recommended_G(basis: LoadedCounts, corpus: Corpus, logged: int | None, advantage: Advantage,
+                  std: StdConvention) -> int | None:
+    """``plan``'s recommendation with its defaults (the log's R, the run's G the logged one, the default band):
+    :func:`sigmaudit.audits.snr_choice.choose_snr` as :func:`sigmaudit.audits.plan.plan` calls it."""
+    from .objective import DEFAULT_REFERENCE_G
+    from .plan import DEFAULT_BATCH_PROMPTS, MAX_PLAN_G, MIN_ROLLOUTS_PER_STEP, log_budget, search_end
+    from .snr_choice import choose_snr
+
+    R = log_budget(basis, None, DEFAULT_BATCH_PROMPTS, logged or DEFAULT_REFERENCE_G).rollouts_per_step
+    if R < MIN_ROLLOUTS_PER_STEP:
+        return None
+    choice, _ = choose_snr(corpus, R, search_end(corpus, min(R, MAX_PLAN_G)), run_G=logged,
+                           run_G_source="logged" if logged else None, advantage=advantage, std=std)
+    return choice.recommended_G
 
 
 def refuse_token_ids(loaded: LoadedCounts, prompts: list[str]) -> None:

@@ -12,7 +12,8 @@ if TYPE_CHECKING:
     from ..audits.curate import CurateResult, DatasetJoin
     from ..audits.curation import ValueAt, ValueClass
 
-_SOURCE = {"given": "-G", "logged": "the logged group size", "default": "no groups logged: G = 8"}
+_SOURCE = {"given": "-G", "recommended": "plan's recommendation", "logged": "the logged group size",
+           "default": "no groups logged: G = 8"}
 _NAMES = {"drop": "drop", "reprobe": "re-probe", "keep": "keep"}
 
 
@@ -35,7 +36,7 @@ def headline(result: CurateResult) -> tuple[str, ...]:
         f"threshold) ≥ {pct(v.confidence, 0)} (--drop-confidence)",
         *(_class_line(c) for c in v.classes),
     ]
-    lines += [_effect_line(a, v.G) for a in v.at]
+    lines += [_effect_line(a, v.G, result) for a in v.at]
     if result.dataset is not None:
         lines.append(join_lines(result.dataset)[0])
     if result.difficulty:
@@ -56,8 +57,9 @@ def _class_line(c: ValueClass) -> str:
     return f"{_NAMES[c.decision]}: {pct(c.share)} ({c.prompts:,} prompts: {ends}{mean}) — {what}{settle}"
 
 
-def _effect_line(a: ValueAt, G: int) -> str:
-    which = "the G valued at" if a.G == G else "the logged G"
+def _effect_line(a: ValueAt, G: int, result: CurateResult) -> str:
+    which = ", ".join(w for g, w in ((G, "the G valued at"), (result.G_logged, "logged"),
+                                     (result.G_recommended, "plan's recommendation")) if g == a.G)
     after = pct(a.silent_after)
     snr = "—" if a.snr_change is None else f"{a.snr_change:+.1%}"
     extra = ""

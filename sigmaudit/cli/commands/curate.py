@@ -1,8 +1,8 @@
 """``sigmaudit curate``: drop, keep or re-probe each prompt by its value at the G to be run; with ``--dataset``,
 the training set's rows matched and the curated set written in its own format (``--curated-out``).
 
-JSON contract (``--format json``), besides ``schema_version``: ``G``, ``G_source`` (given, logged or default),
-``G_logged``, ``prompts``, ``samples_median``, ``estimator`` (bayes), ``value`` {``G``, ``corpus_value``,
+JSON contract (``--format json``), besides ``schema_version``: ``G``, ``G_source`` (given, recommended, logged or
+default), ``G_logged``, ``G_recommended``, ``prompts``, ``samples_median``, ``estimator`` (bayes), ``value`` {``G``, ``corpus_value``,
 ``min_value``, ``threshold``, ``confidence``, ``classes`` [{decision, prompts, share, never_solved,
 always_solved, mean_value, settle_samples}], ``at`` [{G, silent_before, silent_after,
 silent_after_reprobe_dropped, snr_change, signal_cost}], ``advantage``, ``std``}, ``dataset`` (null, or the
@@ -76,8 +76,8 @@ def curated_target(dataset: Path, out: Path) -> None:
 def curate(
     loaded: LoadedCounts,
     G: Annotated[int | None, group_size_option(
-        "The G to be run: prompts are valued at it. Default: the logged group size (8 for a log without "
-        "groups).")] = None,
+        "The G to be run: prompts are valued at it. Default: plan's recommendation (the G plan's data lever "
+        "uses), else the logged group size, else 8.")] = None,
     min_value: Annotated[float, typer.Option(
         "--min-value", metavar="θ",
         help="Threshold as a share of the corpus's mean value: a prompt whose groups are informative less than "
@@ -109,9 +109,9 @@ def curate(
     A prompt's value at the G to be run is E[1 − p^G − (1 − p)^G | its counts] under the corpus prior, the same
     for never- and always-solved prompts. Below --min-value × the corpus mean and sure of it (--drop-confidence):
     drop; below on average but too few samples to tell: re-probe (with how many more samples would settle it);
-    else keep. Shown: the silent share, the step SNR and the signal cost after dropping, at G and the logged G
-    (predicted). --dataset matches the logged prompts to the training set's rows; --curated-out writes it
-    without the dropped rows (docs/commands.md says how prompts are matched, and the limits).
+    else keep. Shown: the silent share, the step SNR and the signal cost after dropping, at G, the logged G and
+    plan's recommended G (predicted). --dataset matches the logged prompts to the training set's rows;
+    --curated-out writes it without the dropped rows (docs/commands.md: how prompts are matched, the limits).
 
     \b
     Examples:
