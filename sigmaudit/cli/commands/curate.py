@@ -3,8 +3,8 @@ the training set's rows matched and the curated set written in its own format (`
 
 JSON contract (``--format json``), besides ``schema_version``: ``G``, ``G_source`` (given, recommended, logged or
 default), ``G_logged``, ``G_recommended``, ``prompts``, ``samples_median``, ``estimator`` (bayes), ``value``
-{``G``, ``corpus_value``, ``min_value``, ``threshold``, ``confidence``, ``classes`` [{decision, prompts, share, never_solved,
-always_solved, mean_value, settle_samples}], ``at`` [{G, silent_before, silent_after,
+{``G``, ``corpus_value``, ``min_value``, ``threshold``, ``confidence``, ``classes`` [{decision, prompts, share,
+never_solved, always_solved, mean_value, settle_samples}], ``at`` [{G, silent_before, silent_after,
 silent_after_reprobe_dropped, snr_change, signal_cost}], ``advantage``, ``std``}, ``dataset`` (null, or the
 join's figures), ``window``, ``drift``, ``difficulty``.
 """
