@@ -118,8 +118,10 @@ def test_numbered_files_whose_prompts_meet_are_not_read_as_steps_unless_the_name
     for step in (1, 2):
         rows = [{k: v for k, v in r.items() if k != "step"} for g in groups if g[0]["step"] == step for r in g]
         _write(tmp_path / f"train_{step}.jsonl", rows)
-    with pytest.raises(SchemaError, match="each a whole log of its own"):
+    with pytest.raises(SchemaError, match="each a whole log of its own") as exc:
         load_counts([tmp_path])
+    assert exc.value.one_line().endswith("read them as one log with --shards; if each file is one step, rename them "
+                                         "step_N.jsonl (the number is then read as the step)")
     for step in (1, 2):
         (tmp_path / f"train_{step}.jsonl").rename(tmp_path / f"step_{step}.jsonl")
     assert _observed(load_counts([tmp_path])) == pytest.approx(_truth(groups), abs=1e-12)

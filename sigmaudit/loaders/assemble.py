@@ -14,7 +14,7 @@ from ..errors import InputError, SchemaError
 from . import trainers
 from .columns import ColumnMap, key_note
 from .keys import refuse_oversized
-from .numbered import steps_from_names
+from .numbered import numbered_remedy, steps_from_names
 from .options import FileCounts, LoadedCounts
 from .reduce import LENGTH_COLUMNS, PARTIAL_SCHEMA, SPREAD_COLUMNS
 from .rules import GENERIC, copies_note, skip_notes
@@ -30,7 +30,10 @@ def conclude(files: Sequence[Any], counted: Sequence[FileCounts], copies: Sequen
     every note (``relogged``: the notes of :func:`.rules.drop_relogged`); a group formed from a key larger than
     ``max_group`` is refused (:func:`.keys.refuse_oversized`)."""
     counted, named = steps_from_names(files, counted)
-    counted, pooled = separate(files, counted, *pooling)
+    try:
+        counted, pooled = separate(files, counted, *pooling)
+    except SchemaError as exc:
+        raise numbered_remedy(exc, files, counted) from None
     plans = [c.plan for c in counted]
     read = sum(c.rows for c in counted)
     null_keys = sum(c.null_keys for c in counted)

@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from ..errors import few
+from ..errors import SchemaError, few
 from .options import FileCounts
 from .runs import part_named
 
@@ -74,3 +74,15 @@ def steps_from_names(files: Sequence[Any], counted: Sequence[FileCounts]) -> tup
     names = [f"{PurePosixPath(str(f)).name} → step {s}" for f, s in zip(files, steps, strict=True)]
     return out, (f"steps read from the file names ({few(names)}): the files have no step column, one file per step; "
                  "--step-col names a column instead")
+
+
+def numbered_remedy(error: SchemaError, files: Sequence[Any], counted: Sequence[FileCounts]) -> SchemaError:
+    """``error`` (files refused as logs of their own) with one more remedy when their names differ only by a number
+    that was not read as a step because the files' prompts meet (``train_1``, ``train_2``): it may count steps or
+    shards, so the user says which."""
+    found = _numbers(files) if len(files) == len(counted) else None
+    if found is None or found[1] or any(c.plan is None or c.plan.step or c.plan.group for c in counted):
+        return error
+    error.remedy = (f"{error.remedy}; if each file is one step, rename them step_N"
+                    f"{''.join(PurePosixPath(str(files[0])).suffixes)} (the number is then read as the step)")
+    return error
