@@ -312,7 +312,8 @@ def value_curation(corpus: Corpus, G: int, also: Sequence[int] = (), *, min_valu
     classes = tuple(_value_class(corpus, pv, d, G, min_value, confidence) for d in ("drop", "reprobe", "keep"))
     at = tuple(_value_at(corpus, pv.decision, g, advantage, std) for g in sorted({int(G), *map(int, also)}))
     return ValueCuration(G=int(G), corpus_value=pv.corpus_value, min_value=float(min_value), threshold=pv.threshold,
-                         confidence=float(confidence), classes=classes, at=at, advantage=advantage, std=std)
+                         confidence=float(confidence), classes=classes, at=at, advantage=advantage,
+                         std=std if advantage == "grpo" else "n/a")
 
 
 def _value_class(corpus: Corpus, pv: PairValues, decision: str, G: int, min_value: float,

@@ -126,6 +126,28 @@ def drop_out_option(help: str, **extra: Any) -> OptionInfo:
     return typer.Option("--drop-out", dir_okay=False, show_default=False, help=help, **extra)
 
 
+_TRAINER = "Trainer conventions"
+AdvantageOpt = Annotated[str, typer.Option(
+    "--advantage", rich_help_panel=_TRAINER, metavar="NAME",
+    help="Advantage estimator of the run: grpo, drgrpo or rloo.")]
+StdOpt = Annotated[str, typer.Option(
+    "--std", rich_help_panel=_TRAINER, metavar="NAME",
+    help="GRPO's std: sample (Bessel, G − 1: TRL's and verl's) or population (G).")]
+
+
+def check_conventions(advantage: str, std: str) -> None:
+    """``--advantage`` and ``--std`` name an estimator and a convention (ConfigError naming the flag)."""
+    from ..core.update import ADVANTAGES, STD_CONVENTIONS
+    from ..errors import ConfigError
+
+    if advantage not in ADVANTAGES:
+        raise ConfigError(f"--advantage {advantage!r} is not an estimator", location="--advantage",
+                          remedy=f"choose one of {', '.join(ADVANTAGES)}")
+    if std not in STD_CONVENTIONS:
+        raise ConfigError(f"--std {std!r} is not a convention", location="--std",
+                          remedy=f"choose one of {', '.join(STD_CONVENTIONS)}")
+
+
 ESTIMATOR_HELP = ("auto (default: silent rates unbiased where every prompt has n ≥ G, else bayes; everything else "
                   "bayes), bayes (posterior under the corpus prior), unbiased, or plugin (p̂ = k/n). The same rule in "
                   "scan, plan, check, report and trend.")

@@ -22,17 +22,27 @@ if TYPE_CHECKING:
     from ...audits.curate import CurateResult
     from ...loaders import LoadedCounts
 
-from ..options import FormatOpt, OutputOpt, drop_out_option, emit_result, group_size_option
+from ..options import (
+    AdvantageOpt,
+    FormatOpt,
+    OutputOpt,
+    StdOpt,
+    check_conventions,
+    drop_out_option,
+    emit_result,
+    group_size_option,
+)
 
 _DATA = "Training set"
 
 
 def _check_options(*, min_value: float, confidence: float, dataset: Path | None, curated_out: Path | None,
-                   drop_out: Path | None, **_: object) -> None:
+                   drop_out: Path | None, advantage: str = "grpo", std: str = "sample", **_: object) -> None:
     """Reject impossible options before any log is read."""
     from ...errors import ConfigError
     from ...writers import table_suffix
 
+    check_conventions(advantage, std)
     if not 0.0 < min_value <= 1.0:
         raise ConfigError(f"--min-value must lie in (0, 1], got {min_value:g}", location="--min-value",
                           remedy="e.g. 0.5 (half the corpus's mean value)")
@@ -72,6 +82,7 @@ def curated_target(dataset: Path, out: Path) -> None:
                           location="--curated-out", remedy=f"name it e.g. curated{dataset.suffix}")
 
 
+# long: the command's options, one per line
 @reads_logs(validate=_check_options)
 def curate(
     loaded: LoadedCounts,
@@ -85,6 +96,8 @@ def curate(
     confidence: Annotated[float, typer.Option(
         "--drop-confidence", metavar="ℓ",
         help="A drop needs posterior P(value < threshold) ≥ ℓ; below it on average but less sure: re-probe.")] = 0.9,
+    advantage: AdvantageOpt = "grpo",
+    std: StdOpt = "sample",
     dataset: Annotated[Path | None, typer.Option(
         "--dataset", rich_help_panel=_DATA, show_default=False, metavar="PATH",
         help="The training set the trainer reads (parquet, jsonl, or a folder of them): match each logged prompt "
@@ -128,7 +141,8 @@ def curate(
 
         data = read_dataset(dataset, dataset_col)
         protect([f.path for f in data.files])
-    result = curate_logs(loaded, G, min_value=min_value, confidence=confidence, training_set=data)
+    result = curate_logs(loaded, G, min_value=min_value, confidence=confidence, training_set=data,
+                         advantage=advantage, std=std)  # type: ignore[arg-type]
     _write(result, curated_out, drop_out)
     emit_result(result, fmt, output)
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ...render import Format
 
 from ..options import (
+    AdvantageOpt,
     BootstrapOpt,
     DatasetSizeOpt,
     EstimatorOpt,
@@ -28,7 +29,9 @@ from ..options import (
     OutputOpt,
     PostFilterOpt,
     RunStepsOpt,
+    StdOpt,
     TrainBatchOpt,
+    check_conventions,
     dapo_settings,
     drop_out_option,
     emit_result,
@@ -40,7 +43,6 @@ from ..options import (
 
 _TARGETS = "Targets"
 _ALLOC = "Per-prompt allocation"
-_TRAINER = "Trainer conventions"
 _DATA = "Curation"
 
 
@@ -90,7 +92,6 @@ def _check_options(
     """Reject impossible options before any log is read."""
     from ...audits.allocate import validate_options
     from ...audits.plan import check_group_sizes
-    from ...core.update import ADVANTAGES, STD_CONVENTIONS
     from ...errors import ConfigError
     from ...writers import table_suffix
 
@@ -105,12 +106,7 @@ def _check_options(
             table_suffix(path, flag)
     if group_sizes:
         check_group_sizes(group_sizes, rollouts_per_step)
-    if advantage not in ADVANTAGES:
-        raise ConfigError(f"--advantage {advantage!r} is not an estimator", location="--advantage",
-                          remedy=f"choose one of {', '.join(ADVANTAGES)}")
-    if std not in STD_CONVENTIONS:
-        raise ConfigError(f"--std {std!r} is not a convention", location="--std",
-                          remedy=f"choose one of {', '.join(STD_CONVENTIONS)}")
+    check_conventions(advantage, std)
     if not 0.0 <= tolerance < 1.0:
         raise ConfigError(f"--tolerance must lie in [0, 1), got {tolerance:g}", location="--tolerance",
                           remedy="e.g. 0.05")
@@ -146,12 +142,8 @@ def plan(
         help="The share f of a step's noise variance that comes from which prompts were drawn, measured at G0 "
              "(default 8); a comma list is a band (0.05,0.1@16). Default band: 0.02,0.05,0.1,0.2@8. How to "
              "measure it: docs/theory.md.")] = None,
-    advantage: Annotated[str, typer.Option(
-        "--advantage", rich_help_panel=_TRAINER, metavar="NAME",
-        help="Advantage estimator of the run: grpo, drgrpo or rloo.")] = "grpo",
-    std: Annotated[str, typer.Option(
-        "--std", rich_help_panel=_TRAINER, metavar="NAME",
-        help="GRPO's std: sample (Bessel, G − 1: TRL's and verl's) or population (G).")] = "sample",
+    advantage: AdvantageOpt = "grpo",
+    std: StdOpt = "sample",
     max_silent: Annotated[float | None, max_silent_option(
         "Target: silent rate at most X (recommend the smallest whole G meeting every target, exactly the "
         "smallest G that 'check' passes).", rich_help_panel=_TARGETS)] = None,
