@@ -48,6 +48,7 @@ def test_every_format_writes(capsys, fmt):
     assert code == 0 and "drop" in out and "reprobe" in out
 
 
+@pytest.mark.slow
 def test_a_log_too_thin_for_G_is_refused_in_one_line(capsys, tmp_path):
     path = tmp_path / "thin.csv"
     path.write_text("prompt,n,k\n" + "".join(f"q{i},2,{i % 3}\n" for i in range(300)))
