@@ -284,7 +284,7 @@ def _open_all(inputs: Inputs, files: list[Path], tmp: Path, opts: LoadOptions) -
             like = item.src
         opened.append(item)
     if series and not opened:
-        return series[0] if len(files) == 1 else joined_series(series, inputs.skipped)
+        return series[0] if len(files) == 1 and not inputs.skipped else joined_series(series, inputs.skipped)
     for s in series:
         if Path(s.files[0]).resolve() in inputs.named and opened:  # a file named is never skipped
             raise SchemaError(f"files mix layouts: {opened[0].path} is {opened[0].plan.layout}, this is a per-step "
