@@ -99,7 +99,11 @@ def test_nan_in_a_field_never_read_is_not_refused_and_one_read_names_its_record(
     f.write_text(hf.state_json(log, 12, 12, 12))
     code, out, err = run(capsys, "trend", str(f))
     assert code == 2 and out == "" and err.count("\n") == 1
-    assert "record 6 of log_history" in err and "line" not in err
+    assert "frac_reward_zero_std is NaN in record 6 of log_history" in err and "line" not in err
+    log[8]["step"] = 8.5  # a step that is no whole number: refused naming its record, never truncated to 8
+    f.write_text(hf.state_json(log[:7] + log[8:], 12, 12, 12).replace('"frac_reward_zero_std": NaN', '"frac_reward_zero_std": 0.5'))
+    code, _, err = run(capsys, "trend", str(f))
+    assert code == 2 and "record 8 of log_history (counted from 1) has step 8.5, not a whole step" in err
 
 
 # ---- metrics files with shares by name ---------------------------------------------------------------------

@@ -87,13 +87,15 @@ def _check_read(df: pl.DataFrame, step: str, mapping: dict[str, str], path: Path
     for col in read:
         bad = logged.filter(pl.col(col).is_not_null() & ~pl.col(col).is_finite())
         if bad.height:
-            raise SchemaError(f"{col} is {bad[col][0]} in record {bad['_record'][0]} of log_history (the trainer "
-                              f"logged no number there)", location=f"{path}: log_history record {bad['_record'][0]}",
+            value = bad[col][0]
+            said = "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+            raise SchemaError(f"{col} is {said} in record {bad['_record'][0]} of log_history (counted from 1; the "
+                              f"trainer logged no number there)", location=str(path),
                               remedy="remove that record, or set the value to null")
     bad = logged.filter(pl.col(step).is_null() | ~pl.col(step).is_finite() | (pl.col(step) != pl.col(step).floor()))
     if bad.height:
-        raise SchemaError(f"record {bad['_record'][0]} of log_history has {step} {bad[step][0]}, not a whole step",
-                          location=f"{path}: log_history record {bad['_record'][0]}",
+        raise SchemaError(f"record {bad['_record'][0]} of log_history (counted from 1) has {step} {bad[step][0]}, not "
+                          "a whole step", location=str(path),
                           remedy="give the trainer_state.json as the Trainer wrote it")
 
 
