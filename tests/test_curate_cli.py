@@ -86,3 +86,15 @@ def test_curate_and_plan_give_one_answer(capsys):
     at_cur = next(a for a in cur["value"]["at"] if a["G"] == cur["G"])
     assert at_plan["silent_after"] == pytest.approx(at_cur["silent_after"], rel=1e-9)
     assert at_plan["signal_cost"] == pytest.approx(at_cur["signal_cost"], rel=1e-9)
+
+
+def test_a_thin_log_is_valued_at_a_G_its_counts_fix(capsys, tmp_path):
+    """Two samples per prompt fix the silent rate at G = 2 only: -G 2 answers (without the step SNR, whose noise
+    ratio is read at G = 8), and the refusal of plan's search does not stop it."""
+    path = tmp_path / "thin.csv"
+    path.write_text("prompt,n,k\n" + "".join(f"q{i},2,{i % 3}\n" for i in range(300)))
+    code, out, err = run(capsys, "curate", str(path), "-q", "-G", "2", "-f", "json")
+    d = json.loads(out)
+    assert code == 0 and d["G"] == 2 and [a["G"] for a in d["value"]["at"]] == [2]
+    assert d["value"]["at"][0]["snr_change"] is None and d["value"]["at"][0]["silent_before"] == pytest.approx(
+        1 - d["value"]["corpus_value"])

@@ -119,10 +119,11 @@ def curate_logs(loaded: LoadedCounts, G: int | None = None, *, min_value: float,
     basis, drift, difficulty = current_difficulty(loaded)
     corpus = corpus_of(basis)
     logged = logged_group_size(loaded)
-    recommended = recommended_G(basis, corpus, logged, advantage, std)
+    recommended = None if G else recommended_G(basis, corpus, logged, advantage, std)
     chosen = int(G or recommended or logged or DEFAULT_REFERENCE_G)
     source = "given" if G else "recommended" if recommended else "logged" if logged else "default"
-    also = [g for g in (logged, recommended) if g]
+    corpus.require_identified(chosen)  # a value at a G the counts do not determine is refused, with the range
+    also = [g for g in (logged, recommended) if g and corpus.identification(g) is None]  # the counts fix them
     value = value_curation(corpus, chosen, also, min_value=min_value, confidence=confidence, advantage=advantage,
                            std=std)
     pv = value_pairs(corpus, chosen, min_value, confidence)
@@ -146,6 +147,7 @@ def recommended_G(basis: LoadedCounts, corpus: Corpus, logged: int | None, advan
                   std: StdConvention) -> int | None:
     """``plan``'s recommendation with its defaults (the log's R, the run's G the logged one, the default band):
     :func:`sigmaudit.audits.snr_choice.choose_snr` as :func:`sigmaudit.audits.plan.plan` calls it."""
+    from ..core.identify import NotIdentifiedError
     from .objective import DEFAULT_REFERENCE_G
     from .plan import DEFAULT_BATCH_PROMPTS, MAX_PLAN_G, MIN_ROLLOUTS_PER_STEP, log_budget, search_end
     from .snr_choice import choose_snr
@@ -153,8 +155,11 @@ def recommended_G(basis: LoadedCounts, corpus: Corpus, logged: int | None, advan
     R = log_budget(basis, None, DEFAULT_BATCH_PROMPTS, logged or DEFAULT_REFERENCE_G).rollouts_per_step
     if R < MIN_ROLLOUTS_PER_STEP:
         return None
-    choice, _ = choose_snr(corpus, R, search_end(corpus, min(R, MAX_PLAN_G)), run_G=logged,
-                           run_G_source="logged" if logged else None, advantage=advantage, std=std)
+    try:
+        choice, _ = choose_snr(corpus, R, search_end(corpus, min(R, MAX_PLAN_G)), run_G=logged,
+                               run_G_source="logged" if logged else None, advantage=advantage, std=std)
+    except NotIdentifiedError:  # plan refuses this log; curate values at the logged G (or refuses there)
+        return None
     return choice.recommended_G
 
 

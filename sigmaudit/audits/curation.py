@@ -352,9 +352,12 @@ def _value_at(corpus: Corpus, decision: NDArray[np.str_], G: int, advantage: Adv
 
     R = int(G) * max(corpus.n_prompts, 1)  # the SNR's change does not depend on R (same N before and after)
     snr_change = None
-    if kept.sum() > 0:  # the plan's step SNR (docs/theory.md): the smallest change over the default band
-        from .snr_choice import snr_change as change_of
+    # the plan's step SNR (docs/theory.md): the smallest change over the default band; its noise ratio is read at
+    # the band's G0, which a thin log may not determine (no SNR change then)
+    from .snr_choice import Band
+    from .snr_choice import snr_change as change_of
 
+    if kept.sum() > 0 and corpus.identification(Band().G_ref) is None:
         snr_change = change_of(corpus, int(G), R, kept, advantage=advantage, std=std)
     cost = _cost(_gains(corpus, [G], advantage, std)[:, 0], corpus.weight, decision == "drop")
     return ValueAt(G=int(G), silent_before=float(silent(corpus.weight) or 0.0), silent_after=silent(kept),

@@ -61,7 +61,8 @@ def _effect_line(a: ValueAt, G: int, result: CurateResult) -> str:
     which = ", ".join(w for g, w in ((G, "the G valued at"), (result.G_logged, "logged"),
                                      (result.G_recommended, "plan's recommendation")) if g == a.G)
     after = pct(a.silent_after)
-    snr = "—" if a.snr_change is None else f"{a.snr_change:+.1%}"
+    snr = "— (not determined: the counts do not fix the noise ratio at G = 8)" if a.snr_change is None and \
+        a.silent_after is not None else "—" if a.snr_change is None else f"{a.snr_change:+.1%}"
     extra = ""
     if a.silent_after_reprobe_dropped is not None and a.silent_after_reprobe_dropped != a.silent_after:
         extra = f" ({pct(a.silent_after_reprobe_dropped)} were the re-probe prompts dropped too)"
