@@ -84,3 +84,46 @@ class OutputError(SigmauditError):
 
 class ConfigError(SigmauditError):
     """Options are out of range or contradict each other."""
+
+
+class ResourceError(SigmauditError):
+    """The machine, not the input or the options: too little memory for this run (exit 2)."""
+
+
+_SHORTAGE_MARKS = ("Resource temporarily unavailable", "WouldBlock", "Cannot allocate memory", "memory allocation",
+                   "os error 11", "os error 12", "failed to map segment", "Unable to allocate")
+"""Text by which a native library's failure says it got no memory or no thread (a thread's stack is memory)."""
+
+
+def memory_limit() -> int | None:
+    """The process's virtual-memory limit in bytes (``ulimit -v``: RLIMIT_AS soft limit), or None without one."""
+    try:
+        import resource
+    except ImportError:  # not a Unix
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return None if soft == resource.RLIM_INFINITY else int(soft)
+
+
+def limit_words() -> str:
+    """`` under the virtual-memory limit of N MiB (ulimit -v)`` when there is one, else nothing."""
+    limit = memory_limit()
+    return "" if limit is None else f" under the virtual-memory limit of {limit / 2**20:,.0f} MiB (ulimit -v)"
+
+
+def memory_shortage(exc: BaseException) -> ResourceError | None:
+    """The ResourceError for an exception that says memory ran out: a MemoryError, or (under a memory limit)
+    an OSError ENOMEM/EAGAIN or a native library's text saying an allocation or a thread failed; else None."""
+    import errno
+
+    limited = memory_limit() is not None
+    if isinstance(exc, MemoryError):
+        pass
+    elif isinstance(exc, OSError) and exc.errno in (errno.ENOMEM, errno.EAGAIN) and limited:
+        pass
+    elif not (limited and any(mark in str(exc) for mark in _SHORTAGE_MARKS)):
+        return None
+    where = limit_words()
+    return ResourceError(f"out of memory{where} ({type(exc).__name__})",
+                         remedy="raise the limit, or give smaller sizes or fewer files" if where else
+                         "free memory, or give smaller sizes or fewer files")

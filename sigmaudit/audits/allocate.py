@@ -269,6 +269,11 @@ def validate_options(budget: int | None, eps: float | None, min_g: int, max_g: i
         raise ConfigError(f"min_g must be at least 1, got {min_g}", location="min_g")
     if min_g > max_g:
         raise ConfigError(f"min_g {min_g} is larger than max_g {max_g}", location="min_g")
+    from .arguments import MAX_PLAN_G
+
+    if max_g > MAX_PLAN_G:  # the allocation's sums cost time in proportion to G (issue 44: 1e8 ran unbounded)
+        raise ConfigError(f"max_g {max_g:,} is above {MAX_PLAN_G:,}, the largest G plan evaluates", location="max_g",
+                          remedy=f"give max_g at most {MAX_PLAN_G:,}")
     if eps is not None:
         check_eps(eps)
     if budget is not None and budget < 1:

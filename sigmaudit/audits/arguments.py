@@ -16,9 +16,17 @@ from ..errors import ConfigError
 
 MIN_REPLICATES = 20
 """Fewest bootstrap replicates behind an interval: a percentile interval from fewer is noise."""
+MAX_REPLICATES = 100_000
+"""Most bootstrap replicates: at 100,000 the Monte Carlo error of a 5 % percentile's rank is
+√(0.05·0.95/100,000) = 0.07 percentage points, far below the bootstrap's own error from a finite corpus;
+more only costs time and memory (``--bootstrap 100000000`` ran out of memory; issue 44)."""
 
 MAX_GROUP_SIZE = 2**62
 """Largest group size any command takes (the core's rule: larger values wrap around in 64-bit integers)."""
+
+MAX_PLAN_G = 65_536
+"""The largest G ``plan`` evaluates (its sweep, its search and its allocation's ``--max-g``): no trainer samples
+more answers per prompt in one step, and the exact binomial sums cost time in proportion to G (docs/theory.md)."""
 
 MAX_STEP = 2**62
 """Largest training step magnitude a library call takes: forecasts look one step past the last, and the
@@ -90,7 +98,7 @@ def step(value: Any, name: str = "step") -> int:
 
 def replicates(value: Any, name: str = "bootstrap") -> int:
     """Bootstrap replicates: 0 (no intervals) or at least :data:`MIN_REPLICATES`."""
-    out = whole(value, name, 0, 10**7)
+    out = whole(value, name, 0, MAX_REPLICATES)
     if 0 < out < MIN_REPLICATES:
         raise ConfigError(f"{name} must be 0 (no intervals) or at least {MIN_REPLICATES} (a percentile interval from "
                           f"{out} replicates is noise), got {out}", location=name)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..loaders.options import Filtered, Window
+from .arguments import MAX_PLAN_G
 from .by import ByGroup, ByResult
 from .drift import Drift, context_json
 
@@ -41,9 +42,6 @@ DEFAULT_G_GRID: tuple[int, ...] = (2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192
 """Group sizes swept when ``-G`` is not given."""
 DEFAULT_BATCH_PROMPTS = 512
 """Prompts per step B when neither ``--rollouts-per-step`` nor the log's steps give R (R = B × logged G)."""
-MAX_PLAN_G = 65_536
-"""The largest G ``plan`` evaluates: no trainer samples more answers per prompt in one step, and the exact
-binomial sums cost time in proportion to G (docs/theory.md)."""
 ESTIMATOR = "auto"
 MIN_ROLLOUTS_PER_STEP = 2
 """Smallest R a plan can search: one group of two rollouts (a group of one is always silent)."""

@@ -20,6 +20,10 @@ def run() -> None:
         from . import streams
 
         streams.guard()  # notes and errors are best-effort: an unwritable stderr changes no report, no exit code
+        from . import supervise
+
+        if supervise.needed():  # under ulimit -v: the run in a child, whose native aborts become one line
+            _end(supervise.supervise())
         from . import signals
     except KeyboardInterrupt:  # the default handler, before ours: still one line
         _interrupted_early()
@@ -30,11 +34,16 @@ def run() -> None:
     except (signals.Stop, KeyboardInterrupt) as stop:  # before main() took over (start-up, the imports)
         code = signals.report(stop)
     code = _flushed(code)
+    supervise.tell(code)
     signals.decided(code)
     signals.finished()
     from . import startup
 
     startup.finish()
+    _end(code)
+
+
+def _end(code: int) -> None:
     if code == 141:  # standard output closed early: end as Unix tools do, by SIGPIPE (exitcodes.CLOSED_PIPE)
         _die_of_sigpipe()
     sys.exit(code)
@@ -47,6 +56,9 @@ def _interrupted_early() -> None:
         sys.stderr.flush()
     except (OSError, ValueError, AttributeError):
         pass
+    supervisor = sys.modules.get("sigmaudit.cli.supervise")
+    if supervisor is not None:
+        supervisor.tell(2)
     os._exit(2)
 
 

@@ -326,7 +326,11 @@ def _main(argv: list[str] | None) -> int:
         return _fail(_as_flags(exc))
     except TyperException as exc:
         return _usage_error(exc)
-    except (OverflowError, MemoryError) as exc:
+    except MemoryError as exc:
+        from ..errors import memory_shortage
+
+        return _fail(_as_flags(memory_shortage(exc)))  # type: ignore[arg-type]
+    except OverflowError as exc:
         return _fail(f"a value is too large to compute with ({type(exc).__name__}: {exc}); use smaller options")
     except RecursionError:
         return _fail("input nested too deeply to process")
@@ -341,14 +345,28 @@ def _main(argv: list[str] | None) -> int:
     except SystemExit as exc:  # a library calling sys.exit: never let it read as "gate failed"
         return int(ExitCode.OK) if exc.code in (0, None) else int(ExitCode.ERROR)
     except Exception as exc:  # noqa: BLE001 - a crash must never read as "gate failed"
-        return _fail(f"internal error: {type(exc).__name__}: {exc} (please report this, with the traceback "
-                     f"'sigmaudit --debug ...' prints)")
+        return _crash(exc)
     except BaseException as exc:  # noqa: BLE001 - e.g. pyo3's PanicException (a Rust panic)
         return _fail(f"internal error: a native library failed ({type(exc).__name__}: {exc}) (please report this, "
                      f"with the traceback 'sigmaudit --debug ...' prints)")
     if rv == TYPER_CTRL_C:  # Typer's own Ctrl-C handling: a silent return of 130
         return _fail(MESSAGES[signal.SIGINT])
     return int(rv) if isinstance(rv, int) else int(ExitCode.OK)
+
+
+def _crash(exc: Exception) -> int:
+    """An unexpected exception's one line: out of memory when it says so, an internal error otherwise (naming
+    a memory limit, under which a library that could not load or allocate fails in its own words)."""
+    from ..errors import limit_words, memory_shortage
+
+    short = memory_shortage(exc)
+    if short is not None:
+        return _fail(_as_flags(short))
+    if limit_words():
+        return _fail(f"internal error: {type(exc).__name__}: {exc}, running{limit_words()}: if the limit is "
+                     "tight, raise it; else please report this, with the traceback 'sigmaudit --debug ...' prints")
+    return _fail(f"internal error: {type(exc).__name__}: {exc} (please report this, with the traceback "
+                 f"'sigmaudit --debug ...' prints)")
 
 
 def closed_pipe() -> int:

@@ -36,7 +36,7 @@ def open_unit_interval(value: float | None) -> float | None:
     return value
 
 
-from ..audits.arguments import MAX_GROUP_SIZE, MIN_REPLICATES  # noqa: E402  (one rule for the CLI and the API)
+from ..audits.arguments import MAX_GROUP_SIZE, MAX_REPLICATES, MIN_REPLICATES  # noqa: E402  (one rule for the CLI and the API)
 
 # MAX_GROUP_SIZE: the largest ``-G`` any command takes (the core's rule: larger values wrap around in 64-bit
 # integers). Before it was declared once, ``plan -G 1e20`` overflowed, ``check -G 1e20`` passed and only
@@ -210,7 +210,10 @@ def check_level(value: float | None) -> float | None:
 
 
 def check_replicates(value: int) -> int:
-    """Typer callback: ``--bootstrap`` is 0 (no intervals) or at least :data:`MIN_REPLICATES`."""
+    """Typer callback: ``--bootstrap`` is 0 (no intervals) or from :data:`MIN_REPLICATES` to :data:`MAX_REPLICATES`."""
+    if value > MAX_REPLICATES:
+        raise typer.BadParameter(f"must be at most {MAX_REPLICATES:,} (the percentile's Monte Carlo error there is "
+                                 f"far below the bootstrap's own; more only costs memory), got {value:,}")
     if 0 < value < MIN_REPLICATES:
         raise typer.BadParameter(f"must be 0 (no intervals) or at least {MIN_REPLICATES} (a percentile interval "
                                  f"from {value} replicates is noise), got {value}")

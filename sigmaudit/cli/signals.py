@@ -122,7 +122,9 @@ def last_resort(signum: int) -> None:
         except Exception:  # noqa: BLE001, S110 - leave the rest to the next run's sweep
             pass
     line = f"sigmaudit: error: {MESSAGES.get(signum, 'stopped')}\n"
-    streams = sys.modules.get("sigmaudit.cli.streams")
+    streams, supervisor = sys.modules.get("sigmaudit.cli.streams"), sys.modules.get("sigmaudit.cli.supervise")
+    if supervisor is not None:
+        supervisor.tell(2)
     try:
         os.write(streams.error_fd() if streams is not None else 2, line.encode())
     finally:

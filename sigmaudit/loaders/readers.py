@@ -402,6 +402,12 @@ def read_error(path: Path | str, local: Path | str, fmt: str, exc: BaseException
             return InputError(f"{constant[1]} on line {constant[0]} is not JSON (Python's json.dumps writes it "
                               "for a float that is not finite)", location=f"{path}:{constant[0]}",
                               remedy="write null for a missing value (json.dumps(..., allow_nan=False) finds them)")
+    if isinstance(exc, PANIC | MemoryError | OSError):
+        from ..errors import memory_shortage
+
+        short = memory_shortage(exc)
+        if short is not None:  # a thread or an allocation refused under a memory limit is no corrupt file
+            return short
     if isinstance(exc, PANIC):
         import re
 
