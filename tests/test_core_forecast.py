@@ -191,7 +191,12 @@ def test_the_recalibration_update_is_the_full_refit_to_second_order() -> None:
     own objective (the earlier rows' loss as its quadratic at the old optimum + the new rows' exact loss:
     zero gradient), lands where a refit on all rows lands to within a tenth of the coefficients' standard
     errors, and is exact for a first fit (the ridge is the quadratic of no rows)."""
-    from sigmaudit.core.forecast import RECAL_RIDGE, fit_recalibration_rows, fit_recalibration_state, update_recalibration
+    from sigmaudit.core.forecast import (
+        RECAL_RIDGE,
+        fit_recalibration_rows,
+        fit_recalibration_state,
+        update_recalibration,
+    )
 
     X1, y1 = _recal_rows(1, 4_000, [1.5, 0.3, -0.4])
     X2, y2 = _recal_rows(2, 1_000, [1.3, 0.5, -0.2])  # drifted: the new rows pull the map elsewhere
