@@ -17,7 +17,8 @@ resource = pytest.importorskip("resource")
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = "sample_logs/rollouts.parquet"
 LIMITED = ("import os, resource, sys; limit = int(sys.argv[1]); "
-           "resource.setrlimit(resource.RLIMIT_AS, (limit, limit)); os.execv(sys.executable, [sys.executable, '-m', 'sigmaudit', *sys.argv[2:]])")
+           "resource.setrlimit(resource.RLIMIT_AS, (limit, limit)); "
+           "os.execv(sys.executable, [sys.executable, '-m', 'sigmaudit', *sys.argv[2:]])")
 
 
 def _run(args: list[str], limit_mb: int | None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
@@ -101,7 +102,8 @@ def test_a_native_end_under_a_limit_is_one_line_and_exit_2(tmp_path, dies, how):
                           text=True, cwd=ROOT, env=env, timeout=120)
     assert (done.returncode, done.stdout) == (2, "")
     (line,) = done.stderr.splitlines()
-    assert line.startswith("sigmaudit: error: out of memory under the virtual-memory limit of 3,072 MiB") and how in line
+    assert line.startswith("sigmaudit: error: out of memory under the virtual-memory limit of 3,072 MiB")
+    assert how in line
 
 
 def test_a_verdict_under_a_limit_keeps_its_exit_code():
@@ -130,3 +132,24 @@ def test_memory_shortage_is_named_with_the_limit(monkeypatch):
     assert errors.memory_shortage(ValueError("no such column")) is None
     monkeypatch.setattr(errors, "memory_limit", lambda: None)
     assert errors.memory_shortage(RuntimeError("Resource temporarily unavailable")) is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("delay", [0.0, 0.3, 1.0])
+def test_sigint_to_the_supervisor_reaches_the_run(delay):
+    """Under a limit, SIGINT sent to the sigmaudit process (the supervisor) only: the child gets it, one line,
+    exit 2, and no child is left writing (a signal during the child's start was once an orphaned run)."""
+    import signal
+    import time
+
+    from test_honest_exits import _handlers_installed
+
+    env = {k: v for k, v in os.environ.items() if k != "_SIGMAUDIT_OUTCOME_FD"} | {"PYTHONPATH": str(ROOT)}
+    child = subprocess.Popen([sys.executable, "-c", LIMITED, str(3 * 2**30), "scan", "sample_logs/long.csv", "-q"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+    _handlers_installed(child.pid)
+    time.sleep(delay)
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=120)
+    assert (child.returncode, out) == (2, "")
+    assert err.splitlines() == ["sigmaudit: error: interrupted (SIGINT)"], err

@@ -60,15 +60,26 @@ def supervise() -> int:
     # peaked at 1,350 MB of virtual memory with the default arenas, 412 MB with one (malloc's own setting,
     # read at process start, so it is the child's; the user's value is kept)
     env = {"MALLOC_ARENA_MAX": MALLOC_ARENAS, **os.environ, CHILD_ENV: str(writer)}
+    got: list[int] = []  # signals received; the child, once started
+    started: list[subprocess.Popen[bytes]] = []
+
+    def on_signal(signum: int, _frame: object) -> None:
+        got.append(signum)
+        if started:
+            _forward(started[0], signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):  # before the child exists: none may leave it orphaned
+        signal.signal(signum, on_signal)
     try:
         child = subprocess.Popen([sys.executable, "-m", "sigmaudit", *sys.argv[1:]], env=env, pass_fds=(writer,),
                                  stderr=subprocess.PIPE)
     except OSError as exc:  # not even a child fits: say so
-        sys.stderr.write(f"sigmaudit: error: cannot start{limit_words()} ({exc.strerror}); raise the limit\n")
+        _write(f"sigmaudit: error: cannot start{limit_words()} ({exc.strerror}); raise the limit\n".encode())
         return 2
+    started.append(child)
+    for signum in got:  # arrived while the child was starting
+        _forward(child, signum)
     os.close(writer)
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda s, _f: _forward(child, s))
     held: list[bytes] = []
     relay = threading.Thread(target=_relay, args=(child.stderr, held), daemon=True)
     relay.start()
@@ -80,6 +91,11 @@ def supervise() -> int:
         if returncode < 0 and -returncode == getattr(signal, "SIGPIPE", -1):
             return 141
         return told[-1] if returncode < 0 else returncode
+    if got:  # the child was stopped before it could report (during its start-up): the signal's line
+        from .signals import MESSAGES
+
+        _write(f"sigmaudit: error: {MESSAGES.get(got[0], 'stopped')}\n".encode())
+        return 2
     ended = f"signal {signal.Signals(-returncode).name}" if returncode < 0 else f"exit {returncode}"
     _write(f"sigmaudit: error: out of memory{limit_words()}: a native library ended the run ({ended}) before it "
            "could report; raise the limit\n".encode())
