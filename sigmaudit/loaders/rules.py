@@ -289,7 +289,8 @@ def series_loaded(path: Path | str, frame: pl.DataFrame, step: str, mapping: dic
         per_prompt=pl.DataFrame(schema={"prompt": pl.Utf8, "n": pl.Int64, "k": pl.Int64}), per_group=None,
         layout="series", files=(str(path),), n_rows=frame.height, missing_rewards=0, n_single_sample_prompts=0,
         notes=(f"detected a per-step series ({frame.height} steps, step from {step}; {_described(mapping)}): "
-               f"shares only, no groups or prompts ({PER_PROMPT}: a rollout dump)",),
+               f"{'shares and groups per step only, no per-prompt groups' if 'groups' in mapping else 'shares only, no groups'} "
+               f"or prompts ({PER_PROMPT}: a rollout dump)",),
         reward_source=", ".join(mapping.values()), has_steps=True, series=frame)
 
 
@@ -333,7 +334,7 @@ def joined_series(series: Sequence[LoadedCounts], skipped: dict[Any, str]) -> Lo
 
 def _columns_said(loaded: LoadedCounts) -> str:
     note = loaded.notes[0]
-    return note[note.index("; ") + 2: note.index("): shares only")]
+    return note[note.index("; ") + 2: note.index("): shares")]
 
 
 REMOTE_SNIFFS = 8
