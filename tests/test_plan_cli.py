@@ -76,7 +76,7 @@ def test_default_output_fits_30_lines_of_100_columns(capsys, monkeypatch, path):
     assert len(head) <= 12
     text = " ".join(x.strip("│ ╭╰─") for x in head)
     assert "rollouts/step (" in text and "GRPO, sample std" in text and "samples each" in text
-    assert "keeps the step's SNR within 5% of the best for any between-prompt noise share 2–20% at G = 8" in text
+    assert "keep the step's SNR within 5% of the best for any between-prompt noise share 2–20% at G = 8" in text
     assert "Data" in text
     full = _lines(run(capsys, "plan", path, "-q", "--full")[1])
     assert len(full) > len(lines) and any("curation" in x for x in full)

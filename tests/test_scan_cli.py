@@ -57,9 +57,15 @@ def test_json_contract(capsys, log):
     assert d["samples_per_prompt"] == {"min": 8, "median": 8.0, "max": 8}
     assert [s["G"] for s in d["silent"]] == [4, 8, 16, 32, 64]
     assert all(SILENT_KEYS <= s.keys() for s in d["silent"])
-    assert [s["estimator"] for s in d["silent"]] == ["unbiased", "unbiased", "bayes", "bayes", "bayes"]
-    assert d["estimator"] == "unbiased for G <= 8, bayes above"
+    # one estimator for the whole sweep (issue 41 item 3): G = 16 > n = 8, so bayes at every G, and the
+    # predicted silent share falls with G
+    assert [s["estimator"] for s in d["silent"]] == ["bayes"] * 5
+    assert d["estimator"] == "bayes"
     assert d["silent"][2]["unbiased"] is None
+    est = [s["estimate"] for s in d["silent"]]
+    assert all(a >= b for a, b in zip(est, est[1:], strict=False))
+    rec = d["recommendation"]  # plan's answer, the same call plan makes
+    assert rec["budget"]["source"] == "log" and rec["choice"]["run_G"] == 4
     obs = d["observed_silent"]
     assert (obs["G"], obs["groups"]) == (4, 12)
     # silent groups: a 2 all-wrong, b 2 all-correct, e (3, 4) 1 all-correct, f (0, 1) 1 all-wrong

@@ -585,7 +585,6 @@ def plan(
     from ..core.estimates import warnings as fit_warnings
     from .curation import curate
     from .objective import DEFAULT_REFERENCE_G, choose
-    from .snr_choice import choose_snr
 
     opts = options or PlanOptions(objective=objective)
     if objective is not None and opts.objective is None:
@@ -614,9 +613,7 @@ def plan(
     choice = snr = None
     scale: list[tuple[float, float]] = []
     if not targets.given and opts.objective == "snr":
-        snr, cur = choose_snr(corpus, R, end, band=opts.band, tolerance=opts.tolerance, run_G=run,
-                              run_G_source=run_source if run is not None else None, estimator=estimator,
-                              shown=shown, **conv)  # type: ignore[arg-type]
+        snr, cur = snr_rule(corpus, R, run, run_source, opts, estimator)
         chosen = snr.recommended_G
         scale = _snr_scale(cur, snr)
     elif not targets.given and opts.objective is not None:
@@ -655,6 +652,57 @@ def plan(
         objective="targets" if targets.given else (opts.objective or "none"),
         objective_choice=choice, snr_choice=snr, price=price, curation=curation, floor=floor,
     )
+
+
+def snr_rule(corpus: Corpus, R: int, run_G: int | None, run_source: str, options: PlanOptions,
+             estimator: str = ESTIMATOR) -> tuple[SnrChoice, Curves]:
+    """The one recommendation of ``plan``, ``scan`` and ``report``: :func:`.snr_choice.choose_snr` on
+    ``corpus`` at R over every G the logs determine up to min(R, :data:`MAX_PLAN_G`) (:func:`search_end`),
+    keeping ``run_G`` when it can."""
+    from .snr_choice import choose_snr
+
+    end = search_end(corpus, min(R, MAX_PLAN_G))
+    return choose_snr(corpus, R, end, band=options.band, tolerance=options.tolerance, run_G=run_G,
+                      run_G_source=run_source if run_G is not None else None, estimator=estimator,
+                      advantage=options.advantage, std=options.std)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The plan's recommendation on its own (what ``scan`` shows under "what to do")."""
+
+    budget: Budget
+    """R and where it came from (:func:`log_budget`)."""
+    choice: SnrChoice
+    """The flat range and the verdict (:func:`snr_rule`)."""
+    max_samples: int
+    """The most samples any prompt has (G above it extrapolate)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON: budget, choice (as plan's ``snr_choice``), max_samples."""
+        c = self.choice
+        return {"budget": asdict(self.budget), "max_samples": self.max_samples,
+                "choice": {**asdict(c), "flat_runs": [list(r) for r in c.flat_runs],
+                           "band": {**asdict(c.band), "shares": list(c.band.shares)}}}
+
+
+def recommendation_of(loaded: LoadedCounts, *, rollouts_per_step: int | None = None,
+                      batch_prompts: int = DEFAULT_BATCH_PROMPTS, run_G: int | None = None,
+                      options: PlanOptions | None = None, estimator: str = ESTIMATOR) -> Recommendation:
+    """:func:`plan_logs`'s recommendation without its sweep: the same counts (:func:`current_difficulty`), the
+    same R rule (:func:`log_budget`), the same run G (``run_G``, else the logged group size) and the same rule
+    (:func:`snr_rule`)."""
+    from . import corpus_of, logged_group_size
+    from .objective import DEFAULT_REFERENCE_G
+
+    opts = options or PlanOptions(objective="snr")
+    basis = current_difficulty(loaded)[0]
+    corpus = corpus_of(basis)
+    logged = logged_group_size(loaded)
+    budget = log_budget(basis, rollouts_per_step, batch_prompts, logged or DEFAULT_REFERENCE_G)
+    run, source = (run_G, "given") if run_G is not None else (logged, "logged")
+    choice, _ = snr_rule(corpus, budget.rollouts_per_step, run, source, opts, estimator)
+    return Recommendation(budget=budget, choice=choice, max_samples=int(corpus.n.max()))
 
 
 def _snr_scale(curves: Curves, choice: SnrChoice) -> list[tuple[float, float]]:

@@ -355,6 +355,9 @@ class ScanReport:
     (``--post-filter``) or ``statistics`` (``filtered_warning``), with a one-line message."""
     by: ByResult | None = None
     """With ``--by COLUMN``: the audit of each value's rows (this report is the pooled one)."""
+    recommendation: Any = None
+    """``plan``'s recommendation on the same logs (:func:`sigmaudit.audits.plan.recommendation_of`: its R rule,
+    its rule, the logged G), set by ``sigmaudit scan`` (None: not asked, or a log too thin to plan on)."""
     window: Window | None = None
     """The training steps the figures cover (``--steps``/``--last-steps``, else the whole log); None without steps."""
     drift: Drift | None = None
@@ -368,6 +371,7 @@ class ScanReport:
         """The JSON contract (field names are the keys; NaN becomes null in the renderer)."""
         d = asdict(replace(self, by=None))
         d["by"] = None if self.by is None else self.by.to_dict()
+        d["recommendation"] = None if self.recommendation is None else self.recommendation.to_dict()
         d["drift"] = drift_json(self.drift)
         return d
 
@@ -441,12 +445,16 @@ def _extreme_intervals(corpus: Corpus, replicates: int, level: float) -> dict[st
 
 def _silent_rows(corpus: Corpus, sizes: tuple[int, ...] | list[int], estimator: str, replicates: int,
                  level: float) -> tuple[SilentRow, ...]:
-    """:func:`silent_row` at each G, with bootstrap intervals of the default and model-based estimates when
+    """:func:`silent_row` at each G by one estimator for every G (:func:`sigmaudit.core.estimates.sweep_estimator`:
+    ``auto`` is unbiased only when every G is at most the fewest samples, so the shares fall with G), with
+    bootstrap intervals of the default and model-based estimates when
     ``replicates`` > 0 (the corpus's cached replicates: the same intervals ``check`` computes); none where the
     figure is not identified."""
+    from ..core.estimates import sweep_estimator
     from ..core.identify import NotIdentifiedError, thin_corpus
 
     Gs = [int(g) for g in sizes]
+    estimator = sweep_estimator(estimator, Gs, corpus.min_samples)  # type: ignore[arg-type]  # one per sweep
     out = [silent_row(corpus, g, estimator) for g in Gs]
     for name, rule in () if replicates <= 0 else (("estimate_ci", estimator), ("bayes_ci", "bayes")):
         if rule == "plugin" or (rule == "bayes" and thin_corpus(corpus.n, corpus.weight)):
@@ -763,9 +771,9 @@ def audit(
     spp, rate = _corpus_figures(corpus, estimator, replicates, level)
     rows = _silent_rows(corpus, sizes, estimator, replicates, level)
     by_G = {r.G: r for r in rows}
-    observed = _observed(loaded, corpus, by_G)
+    main_row = _main_row(corpus, by_G, g_main, estimator)
+    observed = _observed(loaded, corpus, {**by_G, g_main: main_row})
     warning = _filtered_warning(observed)
-    main_row = by_G.get(g_main) or silent_row(corpus, g_main, estimator)
     rollouts = int(corpus.n @ corpus.weight)
     filtered, notes = _filtered_and_notes(loaded, post_filter, warning, more)
     return ScanReport(
@@ -781,6 +789,7 @@ def audit(
         **context(loaded), replicates=int(replicates), level=float(level),
         by=_by(loaded, G, g_main, eps, post_filter, estimator, replicates, level),
     )
+
 
 
 def _sizes(loaded: LoadedCounts, corpus: Corpus, G: tuple[int, ...] | list[int] | None,
@@ -812,6 +821,13 @@ def _main_size(loaded: LoadedCounts, corpus: Corpus, sizes: tuple[int, ...],
     logged = loaded.per_group is not None and loaded.per_group.height
     return max(known), (f"wasted compute and group size at G = {max(known)}: G = {g} "
                         f"({'the logged group size' if logged else 'the default'}) is {NOT_IDENTIFIED}")
+
+
+def _main_row(corpus: Corpus, rows: dict[int, SilentRow], G: int, estimator: str) -> SilentRow:
+    """The single-G figures (the prediction beside the observed groups, wasted, DAPO's draws) by the per-G rule, as
+    check computes them at that G; the sweep's rows use one estimator for every G (:func:`_silent_rows`)."""
+    row = silent_row(corpus, G, estimator)
+    return rows[G] if G in rows and rows[G].estimator == row.estimator else row  # the same figure, with its interval
 
 
 def _by(loaded: LoadedCounts, *args: Any) -> ByResult | None:

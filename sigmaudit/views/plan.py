@@ -52,7 +52,7 @@ def reason(result: PlanResult) -> str:
     """One or two sentences explaining ``recommended_G``: how the targets or the objective chose it, or why
     no G does."""
     if result.snr_choice is not None:
-        return snr_sentences(result, result.snr_choice)
+        return snr_sentences(result.snr_choice, result.max_samples)
     if result.objective_choice is not None:
         return _objective_reason(result, result.objective_choice)
     targets, chosen, sweep = result.targets, result.recommended_G, result.sweep
@@ -134,16 +134,16 @@ def _losses(c: SnrChoice, which: str) -> str:
     return span if len(vals) == 1 else f"{span} ({each})"
 
 
-def _at_G(c: SnrChoice, G: int, result: PlanResult) -> str:
+def _at_G(c: SnrChoice, G: int, max_samples: int) -> str:
     """``G = 8 (200 prompts/step)``, with the rollouts a step leaves unused and extrapolation named."""
     R = c.rollouts_per_step
     N = R // G
     unused = "" if N * G == R else f", {N * G:,} of the {R:,} rollouts"
-    past = "" if G <= result.max_samples else ", past every prompt's samples: extrapolated"
+    past = "" if G <= max_samples else ", past every prompt's samples: extrapolated"
     return f"G = {G:,} ({N:,} prompts/step{unused}{past})"
 
 
-def snr_sentences(result: PlanResult, c: SnrChoice) -> str:
+def snr_sentences(c: SnrChoice, max_samples: int) -> str:
     """The flat range over the band and the verdict on the run's G, in two or three sentences."""
     tol = f"{c.tolerance:.0%}"
     shares = f"between-prompt noise share {c.band.describe()}"
@@ -152,25 +152,27 @@ def snr_sentences(result: PlanResult, c: SnrChoice) -> str:
     if c.verdict == "no-flat-range":
         G = c.recommended_G
         assert G is not None
-        return (f"No G keeps the step's SNR within {tol} of the best for every {shares}: {_at_G(c, G, result)} "
+        return (f"No G keeps the step's SNR within {tol} of the best for every {shares}: {_at_G(c, G, max_samples)} "
                 f"loses the least at worst, {_losses(c, 'recommended_loss')}.")
     grid = "" if c.flat_exact else " (on the searched grid past G = 64)"
-    flat = (f"G = {runs_words(c.flat_runs)}{grid} keeps the step's SNR within {tol} of the best for any {shares}")
+    one = len(c.flat_runs) == 1 and c.flat_runs[0][0] == c.flat_runs[0][1]
+    flat = (f"G = {runs_words(c.flat_runs)}{grid} {'keeps' if one else 'keep'} the step's SNR within {tol} of the best "
+            f"for any {shares}")
     G = c.recommended_G
     assert G is not None
     what = {"given": "-G", "logged": "logged"}.get(c.run_G_source or "", "run's")
     if c.verdict == "keep":
-        text = f"G barely matters here: {flat}. The {what} {_at_G(c, G, result)} is inside: keep it."
+        text = f"G barely matters here: {flat}. The {what} {_at_G(c, G, max_samples)} is inside: keep it."
     elif c.verdict == "nearest":
         run = c.run_G
         assert run is not None
         loss = _losses(c, "run_G_loss")
         lost = f": it loses {loss} of the best" if loss else " (it does not fit a step)"
-        text = (f"{flat}. The {what} G = {run:,} is outside{lost}; {_at_G(c, G, result)}, the nearest inside, "
+        text = (f"{flat}. The {what} G = {run:,} is outside{lost}; {_at_G(c, G, max_samples)}, the nearest inside, "
                 f"loses at most {pct_(c.worst_loss)}.")
     else:
         text = (f"{flat}. The log shows no run G (an eval file; -G given once names one): any of these; shown: "
-                f"{_at_G(c, G, result)}, nearest G = {c.band.G_ref:,}.")
+                f"{_at_G(c, G, max_samples)}, nearest G = {c.band.G_ref:,}.")
     if c.small_prompts:
         text += (f" Few prompts per step: {c.recommended_prompts_per_step:,} at G = {G:,}, fewer than 1/{tol} = "
                  f"{round(1 / c.tolerance):,}, so one prompt is more than {tol} of a step's mean.")
@@ -294,7 +296,7 @@ def _snr_lines(result: PlanResult, c: SnrChoice) -> list[str]:
     b = result.budget
     src = "" if b is None else f" ({b.description})"
     lines = [f"R = {c.rollouts_per_step:,} rollouts/step{src} · {_conv(result)} · {result.prompts:,} prompts, "
-             f"{_samples(result)}", snr_sentences(result, c)]
+             f"{_samples(result)}", snr_sentences(c, result.max_samples)]
     data = data_lever(result)
     if data is not None:
         lines.append(data)

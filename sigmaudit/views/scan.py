@@ -301,7 +301,8 @@ def scan_view(r: ScanReport) -> View:
     return View("sigmaudit scan", sections, csv_table=SILENT_TABLE, brief=brief)
 
 
-_FULL_ONLY = ("samples per prompt", "pass rate p̂", "no filtering detected", "generated tokens: not known")
+_FULL_ONLY = ("samples per prompt", "pass rate p̂", "no filtering detected", "generated tokens: not known",
+              "per-prompt fidelity")
 """Summary lines left to ``--summary`` and ``--full`` (the corpus panel): the first screen keeps to 30 lines."""
 _LEAD = ("wasted at", "observed silent groups", "zero-spread groups", "per step", "token")
 """The summary lines the first screen leads with: what the logged groups wasted, observed."""
@@ -325,8 +326,15 @@ def next_steps(r: ScanReport) -> list[str]:
         lines.append(f"curate first: {pct(unreachable)} of prompts were never or always solved in the log; no G "
                      "makes their groups speak. `sigmaudit plan` shows the silent share without them (--drop-out "
                      "writes the list).")
-    lines.append("choose G at your rollout budget: `sigmaudit plan`; gate waste in CI: `sigmaudit check --max-silent "
-                 "T`; follow a live run: `sigmaudit watch`.")
+    rec = r.recommendation
+    if rec is not None:
+        from .plan import snr_sentences
+
+        b = rec.budget
+        lines.append(f"choose G (plan's answer at R = {b.rollouts_per_step:,} rollouts/step, {b.description}): "
+                     f"{snr_sentences(rec.choice, rec.max_samples)} `sigmaudit plan` shows the sweep.")
+    lines.append("gate waste in CI: `sigmaudit check --max-silent T`; follow a live run: `sigmaudit watch`"
+                 + ("" if rec is not None else "; choose G at your rollout budget: `sigmaudit plan`") + ".")
     return lines
 
 
@@ -366,7 +374,7 @@ def _group_size_summary(r: ScanReport) -> str:
     """The group-size line of the summary: how many prompts G meets, or (when none can be met at G: every
     φ at G is below 1 − ε) the ceiling at G, with the median prompt's φ at G and the G it needs."""
     g = r.group_size
-    head = f"group size for φ ≥ {1 - g.eps:g}: "
+    head = f"per-prompt fidelity (not the G to run at a budget: `plan`), group size for φ ≥ {1 - g.eps:g}: "
     if g.met_prompts == 0 and g.least_need is not None and g.G < g.least_need and g.fidelity_ceiling is not None:
         head += (f"out of reach at G = {g.G:,} for every prompt (φ ≤ φ(1/2, {g.G:,}) = "
                  f"{format_value(g.fidelity_ceiling, RATE)})")

@@ -159,7 +159,7 @@ TABLES = ROOT / "tests" / "golden" / "scan_table"
 def write_table(name: str, args: list[str]) -> None:
     """The terminal table (and stderr) of ``sigmaudit scan ARGS`` at 200 columns, as
     ``tests/test_scan_golden.py::test_scan_table_unchanged`` reads it."""
-    proc = subprocess.run([sys.executable, "-m", "sigmaudit", "scan", *args], cwd=ROOT, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "sigmaudit", "scan", *args, "--full"], cwd=ROOT, capture_output=True,
                           text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "COLUMNS": "200"})
     (TABLES / f"{name}.txt").write_text(proc.stdout + "--stderr--\n" + proc.stderr)
 

@@ -22,6 +22,7 @@ from ..options import (
 )
 
 if TYPE_CHECKING:
+    from ...audits.scan import ScanReport
     from ...loaders import LoadedCounts
 
 
@@ -67,7 +68,7 @@ def scan(
     Example:
       sigmaudit scan rollouts.parquet -G 8 -G 16 -f json
     """
-    from ...audits.scan import audit, per_prompt_table
+    from ...audits.scan import per_prompt_table
     from ...render import Format
     from ..output import emit, filtered_note, note, resolve_format
 
@@ -82,7 +83,7 @@ def scan(
             note(filtered_note(data.filtered))
         emit_result(data, fmt, output)
         return
-    report = audit(loaded, tuple(G) if G else None, g_main, eps, post_filter, estimator, bootstrap, level)  # None: thin
+    report = _audited(loaded, G and tuple(G), g_main, eps, post_filter, estimator, bootstrap, level)  # None: thin
     if report.filtered is not None:
         note(filtered_note(report.filtered))
     if per_prompt is not None:
@@ -102,10 +103,9 @@ def _scan_series(loaded: LoadedCounts, *, per_prompt: Path | None, fmt: object, 
     them; the detection note says what needs per-prompt data). ``sized``: -G or --g-main was given (refused)."""
     from ...audits.trend import trend_from_series
     from ...errors import ConfigError
+    from ...loaders.series import g_refused, gen_batches_missing
     from ...render import Format
     from ..output import resolve_format
-
-    from ...loaders.series import g_refused, gen_batches_missing
 
     if sized:
         raise g_refused(loaded.files[0])
@@ -117,3 +117,24 @@ def _scan_series(loaded: LoadedCounts, *, per_prompt: Path | None, fmt: object, 
                           location="--per-prompt" if per_prompt is not None else "--format html",
                           remedy="drop it, or give a rollout dump")
     emit_result(trend_from_series(loaded.series), fmt, output)  # type: ignore[arg-type]
+
+
+def _audited(loaded: LoadedCounts, G: tuple[int, ...] | None, g_main: int | None, eps: float, post_filter: bool,
+             estimator: str, bootstrap: int, level: float) -> ScanReport:
+    """:func:`~sigmaudit.audits.scan.audit` of ``loaded`` with ``plan``'s recommendation on the same logs (what to
+    do; :func:`recommendation_of`: plan's R rule, rule and the logged G), left out where the logs cannot be planned
+    on (a corpus the prior does not identify, a step of fewer than two rollouts: scan says the rest)."""
+    from dataclasses import replace
+
+    from ...audits.plan import MIN_ROLLOUTS_PER_STEP, recommendation_of
+    from ...audits.scan import audit
+
+    report = audit(loaded, G, g_main, eps, post_filter, estimator, bootstrap, level)
+    from ...core.identify import NotIdentifiedError
+    from ...errors import ConfigError
+
+    try:
+        rec = recommendation_of(loaded, estimator=estimator)
+    except (ConfigError, NotIdentifiedError):
+        return report
+    return report if rec.budget.rollouts_per_step < MIN_ROLLOUTS_PER_STEP else replace(report, recommendation=rec)
