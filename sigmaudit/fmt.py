@@ -160,6 +160,16 @@ def display_pair(value: float, limit: float, digits: int = RATE) -> tuple[str, s
     return repr(float(value)), repr(float(limit))
 
 
+def display_pct_pair(value: float, limit: float, digits: int = 1) -> tuple[str, str]:
+    """:func:`display_pair` for shares: percentages (:func:`pct`) with ``digits`` decimals, or more until two
+    different numbers print differently (a failing 50.004 % never shows as ``50.0% > 50.0%``)."""
+    for d in range(digits, 15):
+        a, b = pct(float(value), d), pct(float(limit), d)
+        if a != b or value == limit:
+            return a, b
+    return repr(float(value)), repr(float(limit))
+
+
 def toml_text(value: Any) -> str:
     """A config value as TOML writes it (for notes and errors): ``true``, ``0.5``, ``"logs/"``, ``[8, 16]``."""
     import json

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..audits.by import ByGroup, ByResult
 from ..audits.check import ALL_METRICS
-from ..fmt import RATE, display_pair, format_value, settings_line
+from ..fmt import RATE, display_pair, display_pct_pair, format_value, settings_line
 from ..fmt import pct as pct_
 from .dapo import dapo_sections
 from .labels import filtered_line
@@ -16,6 +16,9 @@ from .model import Section, Table, View
 
 if TYPE_CHECKING:
     from ..audits.check import Check, CheckResult
+
+RATIOS = frozenset({"fidelity"})
+"""Checked quantities that are not shares (printed with decimals; every other is a share, printed in %)."""
 
 
 def sentence(c: Check) -> str:
@@ -44,9 +47,11 @@ def check_view(result: CheckResult) -> View:
     rows = []
     for c in result.checks:
         v = c.compared
-        a, b = ("—", format_value(float(c.limit), RATE)) if v is None else display_pair(v, c.limit)
-        point = "—" if c.value is None else display_pair(c.value, c.limit)[0]
-        ci = "—" if c.value_ci is None else "[{}, {}]".format(*(display_pair(x, c.limit)[0] for x in c.value_ci))
+        pair = display_pair if c.name in RATIOS else display_pct_pair  # shares print as percentages (JSON: fractions)
+        blank = format_value(float(c.limit), RATE) if c.name in RATIOS else pct_(float(c.limit))
+        a, b = ("—", blank) if v is None else pair(v, c.limit)
+        point = "—" if c.value is None else pair(c.value, c.limit)[0]
+        ci = "—" if c.value_ci is None else "[{}, {}]".format(*(pair(x, c.limit)[0] for x in c.value_ci))
         rows.append((c.name, point, ci, a if c.tested is not None else "", c.op, b, "pass" if c.passed else "FAIL",
                      c.estimator))
     tested = ("tested bound" if result.confidence is not None else
