@@ -89,7 +89,7 @@ def test_summary_group_size_line_is_informative_where_no_prompt_can_meet_the_nee
     """At G = 8 no prompt reaches φ ≥ 0.95 (φ ≤ φ(1/2, 8) = 0.9278): the line says so and gives the φ at
     the quartiles and the median prompt's need, instead of "meets 0 of 200"."""
     d, lines = _scan(capsys)
-    (line,) = [x for x in lines if x.startswith("group size for")]
+    (line,) = [x for x in lines if x.startswith("per-prompt fidelity φ ≥ 0.95 (not G at a budget)")]
     assert "meets 0 of" not in line and "out of reach at G = 8" in line
     assert f"{phi(0.5, 8):.4f}" in line and f"{phi(0.5, 8):.4f}" == "0.9278"
     qs = d["group_size"]["quantiles"]
@@ -102,7 +102,7 @@ def test_summary_group_size_line_is_informative_where_no_prompt_can_meet_the_nee
 
 def test_summary_group_size_line_counts_the_prompts_met_where_some_are(capsys):
     d, lines = _scan(capsys, "--g-main", "16")
-    (line,) = [x for x in lines if x.startswith("group size for")]
+    (line,) = [x for x in lines if x.startswith("per-prompt fidelity φ ≥ 0.95 (not G at a budget)")]
     import polars as pl
 
     df = pl.read_parquet(ROLLOUTS).group_by("prompt_id").agg(pl.len().alias("n"), pl.col("reward").sum().alias("k"))

@@ -374,7 +374,7 @@ def _group_size_summary(r: ScanReport) -> str:
     """The group-size line of the summary: how many prompts G meets, or (when none can be met at G: every
     φ at G is below 1 − ε) the ceiling at G, with the median prompt's φ at G and the G it needs."""
     g = r.group_size
-    head = f"per-prompt fidelity (not the G to run at a budget: `plan`), group size for φ ≥ {1 - g.eps:g}: "
+    head = f"per-prompt fidelity φ ≥ {1 - g.eps:g} (not G at a budget): "
     if g.met_prompts == 0 and g.least_need is not None and g.G < g.least_need and g.fidelity_ceiling is not None:
         head += (f"out of reach at G = {g.G:,} for every prompt (φ ≤ φ(1/2, {g.G:,}) = "
                  f"{format_value(g.fidelity_ceiling, RATE)})")
@@ -382,8 +382,8 @@ def _group_size_summary(r: ScanReport) -> str:
         head += f"G = {g.G:,} meets {g.met_prompts:,} of {r.prompts:,} prompts ({pct(g.met_share)})"
     if len(g.quantiles) == len(QUANTILE_NAMES):
         mid = g.quantiles[1]
-        head += (f"; φ at G = {g.G:,} at the p̂ quartiles of the in-between prompts "
-                 f"{', '.join(format_value(q.fidelity, RATE) for q in g.quantiles)} (lower, median, upper)"
+        head += (f"; φ at G = {g.G:,} at the in-between prompts' p̂ quartiles "
+                 f"{', '.join(format_value(q.fidelity, RATE) for q in g.quantiles)}"
                  + (f"; the median prompt needs G = {mid.exact:,}" if mid.exact else ""))
     return head
 
