@@ -87,6 +87,13 @@ def format_count(x: float) -> str:
     return format_value(int(x)) if float(x).is_integer() else format_value(float(x), AMOUNT)
 
 
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """A count with its noun, grouped and grammatical: ``plural(1, "file")`` is "1 file",
+    ``plural(4000, "group")`` is "4,000 groups"; ``words`` for an irregular plural ("1 prompt has",
+    "2 prompts have" by ``plural(n, "prompt has", "prompts have")``)."""
+    return f"{format_value(int(n))} {word if n == 1 else (words if words is not None else word + 's')}"
+
+
 def pct(x: float | None, digits: int = 1) -> str:
     """A share in [0, 1] as a percentage with ``digits`` decimals; "—" for None/NaN.
 

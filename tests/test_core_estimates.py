@@ -238,6 +238,6 @@ def test_posterior_never_always_shares_print_only_with_their_interval(capsys):
     assert m["grpo_extreme_ci"] == pytest.approx(e["value_ci"], rel=1e-12)
     assert 0.04 < m["grpo_extreme_ci"][0] < 0.1 and 0.2 < m["grpo_extreme_ci"][1] < 0.3  # 0.0627 – 0.2439 at 200
     code, out, _ = run(capsys, "scan", str(crux), "-q", "--bootstrap", "40", "--summary")
-    assert "range the data allow: p = 0 0.0%–58.1%" in out and "posterior P(p = 0) 55.3% (" in out
+    assert "truly unsolvable (p = 0) 0.0%–58.1%" in out and "posterior P(p = 0) 55.3% (" in out
     # the summary's extreme share is at the logged G (its interval is the G → ∞ share's, in the JSON and --full)
     assert f"GRPO {m['grpo_finite']['extreme']:.1%}" in out and m['grpo_extreme_ci'][0] <= m['grpo']['extreme']

@@ -66,3 +66,30 @@ def test_the_first_screen_says_curation_comes_first_with_its_figure(capsys, monk
     flat = " ".join(line.strip("│ ") for line in out.splitlines())
     # 21.0% never solved + 14.0% always solved in the sample log's 200 prompts (42 + 28 of them)
     assert "curate first: 35.0% of prompts were never or always solved in the log" in flat
+
+
+def test_scan_headline_keeps_to_lines_a_user_acts_on(capsys, monkeypatch):
+    """Issue 42 item 5: the identified ranges of p = 0 / p = 1 and the extreme-band share of gradient mass need
+    their panel's note: the first screen leaves them to --full; the summary says them in words; the per-step line
+    of a 55–64 % series says "flat" (on a 0–100 % scale it draws one block twenty times), one file is "1 file"."""
+    monkeypatch.setenv("COLUMNS", "100")
+    code, out, _ = run(capsys, "scan", SAMPLE, "-q")
+    assert code == 0
+    assert "range the data allow" not in out and "extreme-band" not in out and "G → ∞ limit" not in out
+    assert "1 file," in out and "file(s)" not in out
+    assert "flat on a 0–100% scale;" in out and "▅▅▅" not in out
+    code, summary, _ = run(capsys, "scan", SAMPLE, "-q", "--summary")
+    assert "flat on a 0–100% scale; first 60.5%, last 55.0%, range 55.0%–64.0%" in summary
+    (rng,) = [line for line in summary.splitlines() if line.startswith("range the data allow")]
+    assert "truly unsolvable (p = 0) 0.0%–21.0%, truly always solved (p = 1) 0.0%–14.0%" in rng
+    (mass,) = [line for line in summary.splitlines() if line.startswith("share of the gradient signal")]
+    assert "(p < 0.1 or p > 0.9) at G = 8 (posterior): GRPO 9.2%, Dr. GRPO 7.4%" in mass
+    code, full, _ = run(capsys, "scan", SAMPLE, "-q", "--full")
+    assert "never solved (p = 0): range the data allow" in full and "GRPO G→∞" in full
+
+
+def test_a_sparkline_with_a_visible_trend_is_drawn(capsys, monkeypatch, drifting):
+    """The "flat" wording is only for a series that draws as one block: a drifting log keeps its chart."""
+    code, out, _ = run(capsys, "scan", drifting, "-q", "--summary")
+    (line,) = [x for x in out.splitlines() if x.startswith("per step")]
+    assert "flat" not in line and any(b in line for b in "▁▂▃▄▅▆▇█")

@@ -82,3 +82,24 @@ def test_color_is_a_choice(capsys):
 def test_color_never_reaches_json(capsys):
     code, out, _ = run(capsys, "calc", "-p", "0.05", "-G", "8", "-f", "json", "--color", "always")
     assert code == 0 and not ANSI.search(out)
+
+
+@pytest.mark.parametrize(("flag", "env", "coloured"), [
+    ("never", {"FORCE_COLOR": "1"}, False), ("auto", {"FORCE_COLOR": "1", "NO_COLOR": "1"}, False),
+    ("always", {"FORCE_COLOR": "1"}, True),
+])
+def test_the_progress_spinner_follows_color(capsys, monkeypatch, flag, env, coloured):
+    """Issue 42: ``--color never`` left the reading spinner green (Rich coloured it on its own, FORCE_COLOR making
+    stderr a terminal); it follows the report's colour rule now."""
+    from sigmaudit.cli import settings
+    from sigmaudit.cli.progress import rows_progress
+
+    for key in ("NO_COLOR", "FORCE_COLOR"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(settings, "current", settings.Settings(color=settings.Color(flag)))
+    with rows_progress() as callback:
+        callback(1234)
+    err = capsys.readouterr().err
+    assert bool(re.search(r"\x1b\[(?:\d+;)*3\dm", err)) is coloured, repr(err)

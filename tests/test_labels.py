@@ -76,7 +76,7 @@ def _scan(capsys, *extra: str) -> tuple[dict, list[str]]:
 def test_summary_extreme_band_share_is_at_the_logged_G(capsys):
     d, lines = _scan(capsys)
     m = d["mass_share"]
-    (line,) = [x for x in lines if x.startswith("extreme-band share")]
+    (line,) = [x for x in lines if x.startswith("share of the gradient signal from prompts near p = 0 or 1")]
     assert m["G"] == 8 and "at G = 8" in line
     assert f"GRPO {100 * m['grpo_finite']['extreme']:.1f}%" in line
     assert f"{100 * m['grpo']['extreme']:.1f}%" not in line  # the limit (18.8 %) is the full view's
@@ -114,3 +114,29 @@ def test_scan_says_what_silent_means_with_kl_or_entropy(capsys):
     code, out, _ = run(capsys, "scan", str(ROLLOUTS), "-f", "markdown")
     words = " ".join(out.split())
     assert code == 0 and "no advantage gradient, not no gradient" in words and "entropy bonus" in words
+
+
+def test_forecast_says_its_model_in_words_and_shows_a_tie_once(capsys, monkeypatch):
+    """Issue 42 item 5: forecast's "model: corpus prior (beta+atoms/1)" is said in words; its 25 identical top rows
+    (the never-solved prompts, each 20 visits of k = 0) are one row naming how many prompts tie."""
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, err = run(capsys, "forecast", str(ROLLOUTS), "-f", "json", "-q")
+    assert code == 0, err
+    rows = json.loads(out)["per_prompt"]
+    values = [tuple(v for k, v in row.items() if k != "prompt") for row in rows]
+    run_length = next(i for i, v in enumerate(values) if v != values[0])
+    assert run_length == 42  # the 42 never-solved prompts (21.0 % of 200), every cell but the key equal
+    code, out, _ = run(capsys, "forecast", str(ROLLOUTS), "-q")
+    assert "beta+atoms" not in out and "corpus prior (" not in out
+    assert "model: a prior fitted to all prompts (a Beta plus point masses at p = 0 and 1)" in out
+    assert out.count(rows[0]["prompt"]) == 1 and f"{rows[0]['prompt']} +{run_length - 1} tied" in out
+    assert rows[1]["prompt"] not in out and "KEY +N tied: N more prompts with the same values" in out
+
+
+def test_tied_rows_groups_only_equal_runs():
+    from sigmaudit.views.forecast import tied_rows
+
+    rows = [("a", 1, 0.5), ("b", 1, 0.5), ("c", 1, 0.4), ("d", 2, 0.4), ("e", 2, 0.4), ("f", 3, 0.1)]
+    assert tied_rows(rows, 3) == ((("a +1 tied", 1, 0.5), ("c", 1, 0.4)), [2, 1])
+    assert tied_rows(rows, 4) == ((("a +1 tied", 1, 0.5), ("c", 1, 0.4), ("d +1 tied", 2, 0.4)), [2, 1, 2])
+    assert tied_rows(rows, 100)[1] == [2, 1, 2, 1] and tied_rows([], 5) == ((), [])

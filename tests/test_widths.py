@@ -85,8 +85,9 @@ def test_terminal_rendering_fits_and_colours_the_verdict(monkeypatch, width):
 def test_scan_summary_is_a_dozen_lines_or_so(capsys):
     code, out, _ = run(capsys, "scan", SAMPLE, "--summary", "-q")
     lines = out.splitlines()
-    assert code == 0 and len(lines) == 13
+    assert code == 0 and len(lines) == 14
     assert lines[0] == "window: steps 1–20 (20 steps, whole log)" and lines[1].startswith("corpus: 200 prompts")
-    assert "never solved in the log" in lines[4] and lines[5].startswith("observed silent groups: 60.2%")
-    assert lines[6].startswith("per step (observed, steps 1–20)") and lines[7].startswith("generated tokens: not known")
-    assert "(observed)" in lines[8] and "posterior" in lines[10] and all(len(line) < 250 for line in lines)
+    assert "never solved in the log" in lines[4] and lines[5].startswith("range the data allow")
+    assert lines[6].startswith("observed silent groups: 60.2%")
+    assert lines[7].startswith("per step (observed, steps 1–20)") and lines[8].startswith("generated tokens: not known")
+    assert "(observed)" in lines[9] and "posterior" in lines[11] and all(len(line) < 250 for line in lines)

@@ -7,7 +7,7 @@ import math
 from typing import TYPE_CHECKING
 
 from ..fmt import AMOUNT, RATE, format_value, pct
-from .labels import filtered_line
+from .labels import filtered_line, prior_kind_words
 from .model import Section, Table, View
 
 if TYPE_CHECKING:
@@ -23,6 +23,24 @@ def half_life_text(h: float) -> str:
     return "∞ (no down-weighting)" if math.isinf(h) else f"{h:g} steps"
 
 
+def tied_rows(rows: list[tuple], limit: int) -> tuple[tuple[tuple, ...], list[int]]:
+    """The table's rows, a run of prompts whose other cells are all equal shown once (``p0000 +41 tied``): rows
+    are taken in order until ``limit`` prompts are covered, a run that starts within them is shown whole. Also
+    the number of prompts each shown row stands for."""
+    out: list[tuple] = []
+    counts: list[int] = []
+    i = 0
+    while i < len(rows) and sum(counts) < limit:
+        j = i + 1
+        while j < len(rows) and rows[j][1:] == rows[i][1:]:
+            j += 1
+        key = rows[i][0] if j - i == 1 else f"{rows[i][0]} +{j - i - 1:,} tied"
+        out.append((key, *rows[i][1:]))
+        counts.append(j - i)
+        i = j
+    return tuple(out), counts
+
+
 def forecast_view(result: ForecastResult) -> View:
     """Summary lines and the per-prompt table, most likely silent first (the first VIEW_ROWS prompts)."""
     from ..audits.forecast import TABLE_COLUMNS
@@ -31,7 +49,8 @@ def forecast_view(result: ForecastResult) -> View:
     head = [
         f"{r.prompts:,} prompts, next visit at step {r.next_step:,} with G = {r.G:,}: "
         f"{format_value(r.expected_silent, AMOUNT)} silent groups expected ({pct(r.expected_silent / r.prompts)})",
-        f"model: corpus prior ({r.prior_kind}) + each prompt's visits, half-life {half_life_text(r.half_life)} "
+        f"model: a prior fitted to all prompts ({prior_kind_words(r.prior_kind)}), updated by each prompt's own "
+        f"visits, older visits down-weighted with a half-life of {half_life_text(r.half_life)} "
         f"(chosen by the backtest; its Brier score {format_value(r.backtest_brier)}); "
         + ("recalibrated as in the backtest" if r.recalibrated else
            "not recalibrated (the backtest's map was fitted at the logged group size)"),
@@ -43,11 +62,13 @@ def forecast_view(result: ForecastResult) -> View:
     if r.filtered is not None:
         head.append(filtered_line(r.filtered, "each prompt's history lacks its silent groups, so P(silent) is "
                                               "understated"))
-    rows = tuple(tuple(x) for x in r.table.head(VIEW_ROWS).select(TABLE_COLUMNS).iter_rows())
-    shown = (f"the {VIEW_ROWS} most likely silent of {r.prompts:,} prompts (--skip-out writes all); "
-             if r.prompts > VIEW_ROWS else "")
+    rows, tied = tied_rows(list(r.table.select(TABLE_COLUMNS).iter_rows()), VIEW_ROWS)
+    covered = sum(tied)
+    shown = (f"the {covered:,} most likely silent of {r.prompts:,} prompts (--skip-out writes all); "
+             if r.prompts > covered else "")
+    ties = "KEY +N tied: N more prompts with the same values; " if max(tied, default=1) > 1 else ""
     table = Table("per prompt", TABLE_COLUMNS, rows,
-                  note=f"{shown}P(...) of a group of G = {r.G:,} at the next visit",
+                  note=f"{shown}{ties}P(...) of a group of G = {r.G:,} at the next visit",
                   digits=tuple(AMOUNT if c == "expected_useful_rollouts" else RATE for c in TABLE_COLUMNS))
     return View("sigmaudit forecast", (Section("next visit", lines=tuple(head), tables=(table,)),))
 

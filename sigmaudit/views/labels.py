@@ -17,6 +17,16 @@ QUANTILE_NAMES = {0.25: "lower quartile", 0.5: "median", 0.75: "upper quartile"}
 """How the quantiles of p̂ are named in captions, legends and tables."""
 
 
+def prior_kind_words(kind: str) -> str:
+    """A corpus prior's kind (:attr:`sigmaudit.core.prior.GridPrior.kind`: ``beta+atoms/1``, ``smooth-grid``,
+    ``grid-em``) in words a practitioner reads."""
+    family, _, components = kind.partition("/")
+    if family == "beta+atoms":
+        betas = "a Beta" if components in ("", "1") else f"{components} Betas"
+        return f"{betas} plus point masses at p = 0 and 1"
+    return {"smooth-grid": "a smoothed histogram of p", "grid-em": "a histogram of p"}.get(family, kind)
+
+
 def filtered_line(filtered: Filtered, consequence: str = "silent rates read from it are understated") -> str:
     """The one warning line every command shows on a post-filter dump (``filtered`` set): the
     statistical test's message as it is, any other source named, then what it means for this

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..core.identify import NOT_IDENTIFIED
 from ..core.weighting import EXTREME, MIDDLE
-from ..fmt import AMOUNT, RATE, format_count, format_value, pct
+from ..fmt import AMOUNT, RATE, format_count, format_value, pct, plural
 from .labels import QUANTILE_NAMES, filtered_line, tokens_words
 from .model import Section, Table, View
 
@@ -184,7 +184,10 @@ def _per_step_line(o: ObservedSilent) -> str:
 
     fr = [s.fraction for s in o.by_step]
     first, last = o.by_step[0], o.by_step[-1]
-    return (f"per step (observed, steps {first.step}–{last.step}): {sparkline(fr, lo=0.0, hi=1.0, width=60)} "
+    chart = sparkline(fr, lo=0.0, hi=1.0, width=60)
+    # on the 0–100 % scale a narrow range draws one block repeated: say "flat", not a line that reads as a level trend
+    shape = "flat on a 0–100% scale;" if len(set(chart)) == 1 and len(fr) > 1 else chart
+    return (f"per step (observed, steps {first.step}–{last.step}): {shape} "
             f"first {pct(first.fraction)}, last {pct(last.fraction)}, range {pct(min(fr))}–{pct(max(fr))}")
 
 
@@ -301,9 +304,14 @@ def scan_view(r: ScanReport) -> View:
     return View("sigmaudit scan", sections, csv_table=SILENT_TABLE, brief=brief)
 
 
+_RANGE_LINE = "range the data allow"
+"""The summary line of the true p = 0 / p = 1 shares the data allow (with the posterior's point under --bootstrap)."""
+_MASS_LINE = "share of the gradient signal from prompts near p = 0 or 1"
+"""The summary line of the extreme-band share of gradient mass at the scan's G."""
 _FULL_ONLY = ("samples per prompt", "pass rate p̂", "no filtering detected", "generated tokens: not known",
-              "per-prompt fidelity")
-"""Summary lines left to ``--summary`` and ``--full`` (the corpus panel): the first screen keeps to 30 lines."""
+              "per-prompt fidelity", _RANGE_LINE, _MASS_LINE)
+"""Summary lines left to ``--summary`` and ``--full`` (the corpus, gradient mass panels): the first screen keeps to 30
+lines, and keeps to lines a user acts on (the identified ranges and the extreme-band share need their panel's note)."""
 _LEAD = ("wasted at", "observed silent groups", "zero-spread groups", "per step", "token")
 """The summary lines the first screen leads with: what the logged groups wasted, observed."""
 
@@ -393,8 +401,9 @@ def scan_summary(r: ScanReport) -> list[str]:
     pr, w, m = r.pass_rate, r.wasted, r.mass_share
     est = {s.G: s for s in r.silent}
     rates = ", ".join(f"G={s.G:,} {pct(s.estimate)}" for s in est.values())
-    post = (f"; range the data allow: p = 0 {pct(pr.never_solved_range[0])}–{pct(pr.never_solved_range[1])}, "
-            f"p = 1 {pct(pr.always_solved_range[0])}–{pct(pr.always_solved_range[1])}")
+    post = (f"{_RANGE_LINE} (k = 0 of a few samples is not p = 0): truly unsolvable (p = 0) "
+            f"{pct(pr.never_solved_range[0])}–{pct(pr.never_solved_range[1])}, truly always solved (p = 1) "
+            f"{pct(pr.always_solved_range[0])}–{pct(pr.always_solved_range[1])}")
     if _posterior_rows(r):
         (nlo, nhi), (alo, ahi) = pr.never_solved_posterior_ci, pr.always_solved_posterior_ci  # type: ignore[misc]
         post += (f"; posterior P(p = 0) {pct(pr.never_solved_posterior)} ({pct(nlo)}–{pct(nhi)}), "
@@ -404,11 +413,13 @@ def scan_summary(r: ScanReport) -> list[str]:
     o = r.observed_silent
     lines = [
         *context_lines(r),
-        f"corpus: {r.prompts:,} prompts, {r.rollouts:,} rollouts, {r.files:,} file(s), layout {r.layout}",
+        f"corpus: {plural(r.prompts, 'prompt')}, {plural(r.rollouts, 'rollout')}, {plural(r.files, 'file')}, "
+        f"layout {r.layout}",
         f"samples per prompt: min {r.samples_per_prompt.min:,}, median {format_count(r.samples_per_prompt.median)}, "
         f"max {r.samples_per_prompt.max:,}",
         f"pass rate p̂: mean {format_value(pr.mean, RATE)}, median {format_value(pr.median, RATE)}",
-        f"never solved in the log {pct(pr.never_solved)}, always solved in the log {pct(pr.always_solved)}{post}",
+        f"never solved in the log {pct(pr.never_solved)}, always solved in the log {pct(pr.always_solved)}",
+        post,
         ("observed silent groups: none logged by group" if o is None else
          f"observed silent groups: {pct(o.fraction)} of {o.groups:,} logged groups at G = {o.G:,} "
          f"(all-wrong {pct(o.all_wrong)}, all-correct {pct(o.all_correct)})"),
@@ -422,8 +433,8 @@ def scan_summary(r: ScanReport) -> list[str]:
          f"wasted at G = {w.G:,}: {pct(w.silent_rollout_share)} of rollouts in silent groups "
          f"(predicted, {w.estimator})"),
         f"predicted silent-group rate of a fresh group ({r.estimator}, pooled counts): {rates}",
-        f"extreme-band share of gradient mass at G = {m.G:,} ({EXTREME.describe('p')}, {m.basis}): "
-        f"GRPO {pct(m.grpo_finite.extreme)}, Dr. GRPO {pct(m.drgrpo_finite.extreme)} (the G → ∞ limit: full view)",
+        f"{_MASS_LINE} ({EXTREME.describe('p')}) at G = {m.G:,} ({m.basis}): "
+        f"GRPO {pct(m.grpo_finite.extreme)}, Dr. GRPO {pct(m.drgrpo_finite.extreme)}",
         _group_size_summary(r),
         ("no filtering detected in the log" if r.filtered is None
          else f"warning: post-filter log ({r.filtered.source}): {r.filtered.message}"),
