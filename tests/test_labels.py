@@ -140,3 +140,44 @@ def test_tied_rows_groups_only_equal_runs():
     assert tied_rows(rows, 3) == ((("a +1 tied", 1, 0.5), ("c", 1, 0.4)), [2, 1])
     assert tied_rows(rows, 4) == ((("a +1 tied", 1, 0.5), ("c", 1, 0.4), ("d +1 tied", 2, 0.4)), [2, 1, 2])
     assert tied_rows(rows, 100)[1] == [2, 1, 2, 1] and tied_rows([], 5) == ((), [])
+
+
+def _few_prompts_log(tmp_path: Path) -> Path:
+    """6 prompts × 3 steps × 4 samples: the bootstrap interval of the model's silent rate is wide."""
+    rng = np.random.default_rng(1)
+    rows = ["step,prompt,reward"]
+    for step in range(1, 4):
+        for j, q in enumerate((0.05, 0.3, 0.5, 0.6, 0.9, 0.97)):
+            rows += [f"{step},p{j},{int(rng.random() < q)}" for _ in range(4)]
+    path = tmp_path / "few.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_check_warns_only_of_an_interval_its_table_shows(capsys, monkeypatch, tmp_path):
+    """Issue 42 item 5: check's table showed no interval for the observed silent share ("—") while a warning above
+    it quoted the model's "90% interval [...] is wide"; the warning now quotes only intervals the table shows."""
+    monkeypatch.setenv("COLUMNS", "200")
+    log = str(_few_prompts_log(tmp_path))
+    code, out, _ = run(capsys, "check", log, "--max-silent", "0.9", "--min-fidelity", "0.1", "-f", "json", "-q")
+    d = json.loads(out)
+    checks = {c["name"]: c for c in d["checks"]}
+    assert checks["silent_rate"]["estimator"] == "observed" and checks["silent_rate"]["value_ci"] is None
+    assert not any(w.startswith("silent_rate at G") for w in d["warnings"])
+    code, model, _ = run(capsys, "check", log, "--max-silent", "0.9", "--basis", "model", "-f", "json", "-q")
+    (m,) = json.loads(model)["checks"]
+    lo, hi = m["value_ci"]
+    wide = f"silent_rate at G = 4: the 90% interval [{lo:.3g}, {hi:.3g}] is wide"
+    assert hi - lo > 0.3 and any(w.startswith(wide) for w in json.loads(model)["warnings"])
+
+
+def test_check_says_how_values_are_estimated_in_words(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("COLUMNS", "200")
+    log = str(_few_prompts_log(tmp_path))
+    code, out, _ = run(capsys, "check", log, "--max-silent", "0.9", "--min-fidelity", "0.1", "-q", "-f", "markdown")
+    assert "estimator rule:" not in out and "never solved: posterior" not in out
+    assert ("how values are estimated (--estimator auto): silent shares observed (the logged groups); fidelity from "
+            "each prompt's posterior (the corpus prior updated by its counts); interval: bootstrap over prompts, 200 "
+            "resamples; the gate tests the point estimate") in out
+    code, out, _ = run(capsys, "check", log, "--max-silent", "0.9", "-q", "-f", "markdown")
+    assert "how values are estimated" in out and "fidelity" not in out  # only the checks it ran

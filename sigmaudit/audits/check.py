@@ -353,6 +353,11 @@ def _refuse_filtered(thresholds: Sequence[Threshold], G: int, filtered: Filtered
                           remedy=f"pass -G {pre_filter.G}")
 
 
+def interval_label(name: str, G: int) -> str:
+    """How a check's bootstrap interval is named in a warning (``silent_rate at G = 8``)."""
+    return f"{name} at G = {G}"
+
+
 def _checks(
     thresholds: Sequence[Threshold], est: CorpusEstimates, G: int, *, replicates: int, level: float,
     confidence: float | None, pre_filter: PreFilter | None,
@@ -369,14 +374,14 @@ def _checks(
             continue
         v = est.value(t.name, G)
         ci = est.interval(t.name, G, level) if replicates else None
-        if ci is not None:
-            intervals[f"{t.name} at G = {G}"] = ci
         tested = None
         if confidence is not None:
             tested = est.quantile(t.name, G, confidence if t.kind == "max" else 1.0 - confidence)
         used_est = est.used(t.name, G)
         if pre_filter is not None and t.name == "silent_rate":  # observed, not estimated: no interval, no bound
             v, ci, tested, used_est = pre_filter.silent_fraction, None, None, "observed pre-filter"
+        if ci is not None:  # a warning quotes only an interval the table shows
+            intervals[interval_label(t.name, G)] = ci
         compared = v if (confidence is None or tested is None) else tested
         checks.append(Check(name=t.name, value=v, limit=t.limit, kind=t.kind,
                             passed=passes(compared, t.kind, t.limit), estimator=used_est,
@@ -514,7 +519,9 @@ def _observed_checks(result: CheckResult, loaded: LoadedCounts, consecutive: int
         checks.append(replace(c, value=values[c.name], value_ci=None, tested=tested, estimator="observed",
                               passed=passes(compared, c.kind, c.limit)))
     est = result.estimator if result.pre_filter is not None else "observed (the logged groups)"
-    warns = result.warnings
+    # the model's interval of a value now read from the logged groups is not shown: no warning quotes it
+    replaced = tuple(interval_label(c.name, result.G) for c in result.checks if c.name in values)
+    warns = tuple(w for w in result.warnings if not w.startswith(replaced))
     if short:
         m = len(steps["silent_rate"])
         warns += (f"only {m:,} logged step{'s' if m != 1 else ''} in the window, fewer than --consecutive "

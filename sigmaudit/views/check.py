@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..audits.by import ByGroup, ByResult
 from ..audits.check import ALL_METRICS
-from ..fmt import RATE, display_pair, display_pct_pair, format_value, settings_line
+from ..fmt import RATE, display_pair, display_pct_pair, format_value, plural, settings_line
 from ..fmt import pct as pct_
 from .dapo import dapo_sections
 from .labels import filtered_line
@@ -110,9 +110,15 @@ def _estimator_note(result: CheckResult) -> str:
     if result.consecutive is not None:
         gated += (f"; observed silent checks: the largest per-step share held {result.consecutive} consecutive "
                   "logged steps")
-    return (f"estimator rule: {result.estimator_rule} (silent rates {result.estimator}; fidelity, extreme share and "
-            f"never solved: {'p̂ = k/n in the log' if result.estimator_rule == 'plugin' else 'posterior'}); "
-            f"interval: bootstrap over prompts, {result.replicates:,} replicates; gate tests {gated}")
+    silent = ("silent_rate", "all_wrong_rate", "all_correct_rate", "silent_token_share")
+    others = [c.name for c in result.checks if c.name not in silent]
+    per_prompt = ("from p̂ = k/n in the log" if result.estimator_rule == "plugin" else
+                  "from each prompt's posterior (the corpus prior updated by its counts)")
+    return (f"how values are estimated (--estimator {result.estimator_rule}): silent shares {result.estimator}"
+            + (f"; {', '.join(others)} {per_prompt}" if others else "")
+            + ("; interval: bootstrap over prompts, "
+               f"{plural(result.replicates, 'resample')}" if result.replicates else "; no interval (--bootstrap 0)")
+            + f"; the gate tests {gated}")
 
 
 def _series_head(result: CheckResult, verdict: str, basis: str) -> tuple[str, str]:
