@@ -149,6 +149,11 @@ def test_docs_site_builds_strictly(tmp_path):
                 continue
             target = (page.parent / href.split("#", 1)[0]).resolve()
             assert target.exists() or (target / "index.html").exists(), f"{page.relative_to(site)}: broken link {href!r}"
+            if "#" in href:  # an anchor names a heading or an id of the page it points to (issue 42)
+                html_of = target / "index.html" if target.is_dir() else target
+                fragment = href.split("#", 1)[1]
+                assert f'id="{fragment}"' in html_of.read_text(encoding="utf-8"), \
+                    f"{page.relative_to(site)}: broken anchor {href!r}"
 
 
 def test_no_formula_is_read_as_a_link():
@@ -248,3 +253,12 @@ def test_the_docs_test_fails_on_a_renamed_key(capsys):
     code = main([*CONTRACT_RUNS["calc"], "-f", "json"])
     present = _keys(json.loads(capsys.readouterr()[0]))
     assert code == 0 and "silent_share" in re.findall(r"`([^`]+)`", section) and "silent_share" not in present
+
+
+def test_no_page_installs_an_unpublished_package_or_keeps_a_changelog():
+    """Issue 42 item 6: docs/index.md said ``pip install sigmaudit``, which no index serves (the install is from a
+    checkout, as the README says); a "Before this change" sentence belongs in CHANGELOG.md, not in a guide."""
+    for name, text in {"README.md": README, **DOCS}.items():
+        assert not re.search(r"^\s*pip install sigmaudit\s*$", text, re.M), name
+        assert "before this change" not in text.lower(), name
+    assert "pip install -e ." in DOCS["index.md"]

@@ -100,3 +100,15 @@ def test_simulate_keeps_its_own_cost_bound(capsys):
     assert main(["simulate", "-G", "65537"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("sigmaudit: error: -G/--group-size: simulate draws every group's answers") and "65,536" in err
+
+
+def test_every_command_that_reads_logs_says_dash_is_standard_input():
+    """Issue 42: reading from ``-`` worked, but no --help said so; the PATH argument of every command that reads
+    logs says it now."""
+    group, _ = _command("scan")
+    readers = {name: cmd for name, cmd in group.commands.items()  # type: ignore[attr-defined]
+               if any(p.name == "paths" for p in cmd.params)}
+    assert {"scan", "plan", "check", "trend", "forecast", "watch"} <= set(readers)
+    for name, cmd in readers.items():
+        (paths,) = [p for p in cmd.params if p.name == "paths"]
+        assert "- reads standard input" in (paths.help or ""), name

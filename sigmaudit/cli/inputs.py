@@ -33,7 +33,8 @@ PathsArg = Annotated[
     typer.Argument(
         metavar="PATH",
         help="Log files (parquet, jsonl/ndjson[.gz|.zst], csv), directories (read recursively) or globs; "
-             "also s3://, gs://, az://, hf:// and https:// URLs (credentials from the usual environment).",
+             "also s3://, gs://, az://, hf:// and https:// URLs (credentials from the usual environment); "
+             "- reads standard input (parquet, jsonl or csv, gzip too, told apart by its first bytes).",
         show_default=False,
     ),
 ]
