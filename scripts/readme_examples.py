@@ -3,7 +3,7 @@
 Every fenced block whose first line starts with ``$ sigmaudit`` is an example: each ``$ CMD``
 line in it is run from the repository root (``COLUMNS=100``, no colour; ``$ echo $?`` prints
 the previous command's exit code) and the block is rewritten as the commands followed by what
-they printed (stderr notes, then stdout). A ``# comment`` after a command is kept but not run.
+they printed (stdout and stderr in the order a terminal shows them). A ``# comment`` after a command is kept but not run.
 
     python scripts/readme_examples.py          # rewrite README.md and docs/*.md in place
     python scripts/readme_examples.py --check  # exit 1 and show the first difference if stale
@@ -27,13 +27,15 @@ FENCE = re.compile(r"^```[a-z]*\n(\$ sigmaudit.*?)^```\n", re.M | re.S)
 
 
 def _run(command: str) -> tuple[int, str]:
-    env = {**os.environ, "COLUMNS": "100", "NO_COLOR": "1", "TERM": "dumb"}
+    # one stream, unbuffered: stderr lines (notes, check's verdict) sit where a terminal shows them
+    env = {**os.environ, "COLUMNS": "100", "NO_COLOR": "1", "TERM": "dumb", "PYTHONUNBUFFERED": "1"}
     env.pop("GITHUB_ACTIONS", None)
     argv = shlex.split(command)
     if argv[0] == "sigmaudit":
         argv = [sys.executable, "-m", "sigmaudit", *argv[1:]]
-    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
-    return proc.returncode, proc.stderr + proc.stdout
+    proc = subprocess.run(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          check=False)
+    return proc.returncode, proc.stdout
 
 
 def render_block(block: str) -> str:

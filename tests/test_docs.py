@@ -32,10 +32,10 @@ def _in_process(command: str) -> tuple[int, str]:
     """What ``scripts/readme_examples.py`` gets from a subprocess, computed in this process."""
     argv = shlex.split(command)
     assert argv[0] == "sigmaudit", command
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    both = io.StringIO()  # one stream: stderr lines where a terminal shows them (check's verdict after its table)
+    with contextlib.redirect_stdout(both), contextlib.redirect_stderr(both):
         code = main(argv[1:])
-    return code, err.getvalue() + out.getvalue()
+    return code, both.getvalue()
 
 
 @pytest.mark.parametrize("page", ["README.md", *DOCS])
@@ -262,3 +262,13 @@ def test_no_page_installs_an_unpublished_package_or_keeps_a_changelog():
         assert not re.search(r"^\s*pip install sigmaudit\s*$", text, re.M), name
         assert "before this change" not in text.lower(), name
     assert "pip install -e ." in DOCS["index.md"]
+
+
+def test_the_readme_shows_checks_verdict_where_a_terminal_does():
+    """Issue 42 item 6: the README showed check's FAILED line (stderr) above the table (stdout), a terminal below:
+    examples are one stream in write order now."""
+    block = next(b for b in examples.FENCE.findall(README) if b.startswith("$ sigmaudit check"))
+    lines = block.splitlines()
+    verdict = next(i for i, line in enumerate(lines) if line.startswith("sigmaudit: check FAILED"))
+    table_end = max(i for i, line in enumerate(lines) if line.startswith("╰"))
+    assert verdict == table_end + 1
