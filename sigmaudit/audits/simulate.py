@@ -20,7 +20,8 @@ rloo        r_i − mean of the other G − 1       σ² · G / (G − 1)
 sign        2 r_i − 1 (fixed reference)         see below
 ==========  ==================================  ==========================================
 
-The arms, compared fairly (docs/theory.md, "The controlled training run"):
+A toy model (docs/theory.md, "The controlled training run"): each prompt its own one-parameter policy, no
+batch, no optimiser. The arms, at equal rollouts in that model:
 
 - every arm but DAPO draws one group per prompt per step: ``prompts × G`` rollouts a step, and
   ``budget = prompts × G × steps`` over the run;

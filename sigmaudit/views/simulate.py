@@ -41,6 +41,9 @@ def simulate_view(result: SimulateResult) -> View:
     """Summary table per rule and sparklines of the silent fraction and the hard quarter's pass rate."""
     c = result.config
     head = (
+        "a toy model: each prompt is its own one-parameter policy (no parameter shared between prompts, no batch, "
+        "no optimiser); it shows how silence and each rule's per-prompt gain move pass rates, not transfer, a batch "
+        "mean's dilution by silent groups, a step's noise or an optimiser (docs/theory.md)",
         f"{c.prompts:,} prompts, G = {c.G:,}, {c.steps:,} steps, lr = {c.lr:g}, seed = {c.seed:,}; budget "
         f"{c.budget:,} rollouts per arm (one group per prompt per step)",
         "dapo: verl's loop (train = gen = every prompt, chunks until every slot holds a group with 0 < k < G, "
