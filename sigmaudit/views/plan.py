@@ -171,8 +171,9 @@ def snr_sentences(c: SnrChoice, max_samples: int) -> str:
         text = (f"{flat}. The {what} G = {run:,} is outside{lost}; {_at_G(c, G, max_samples)}, the nearest inside, "
                 f"loses at most {pct_(c.worst_loss)}.")
     else:
-        text = (f"{flat}. The log shows no run G (an eval file; -G given once names one): any of these; shown: "
-                f"{_at_G(c, G, max_samples)}, nearest G = {c.band.G_ref:,}.")
+        near = ("is one of them" if G == c.band.G_ref else f"is the one nearest the band's G = {c.band.G_ref:,}")
+        text = (f"{flat}. The log shows no run G (an eval file; -G given once names one): any of these; "
+                f"{_at_G(c, G, max_samples)} {near}.")
     if c.small_prompts:
         text += (f" Few prompts per step: {c.recommended_prompts_per_step:,} at G = {G:,}, fewer than 1/{tol} = "
                  f"{round(1 / c.tolerance):,}, so one prompt is more than {tol} of a step's mean.")
