@@ -82,7 +82,7 @@ def test_watch_warns_when_the_next_steps_p_raises_passes_the_threshold(capsys, t
     want = binom.cdf(299, 3 * 600, 1 - s)
     assert last["dapo"]["p_step_raises"] == pytest.approx(want, rel=1e-9, abs=1e-300)
     assert last["dapo"]["warning"] == (want > 0.2)
-    assert ("WARNING step" in out) == any(json.loads(x)["dapo"]["warning"] for x in events.read_text().splitlines())
+    assert ("warning: step" in out) == any(json.loads(x)["dapo"]["warning"] for x in events.read_text().splitlines())
 
 
 @pytest.fixture(scope="module")

@@ -57,7 +57,7 @@ def test_drifting_logs_raise_drift(seed, prompts, steps, G):
     d = drift_of(loaded)
     assert d is not None and d.statistic >= Z_DRIFT and d.observed - d.predicted >= MIN_GAP
     assert d.message is None and d.window == loaded.window  # the audit returns numbers; views write the words
-    assert message(d).startswith(f"WARNING: pass rates moved within steps 1–{steps}: ")
+    assert message(d).startswith(f"warning: pass rates moved within steps 1–{steps}: ")
     groups = loaded.per_group
     assert d.observed == pytest.approx(float(((groups["k"] == 0) | (groups["k"] == groups["n"])).mean()))
 
@@ -65,11 +65,11 @@ def test_drifting_logs_raise_drift(seed, prompts, steps, G):
 def test_the_warning_is_written_from_the_drifts_numbers():
     d = Drift(13.849, 0.62345, 0.42655, 18000, Window(1, 60, 60))
     assert message(d) == (
-        "WARNING: pass rates moved within steps 1–60: 62.3% of its 18,000 logged groups were silent, pooling "
+        "warning: pass rates moved within steps 1–60: 62.3% of its 18,000 logged groups were silent, pooling "
         "each prompt's samples predicts 42.7% (z = 13.8); figures from pooled counts understate what happened: "
         "read the observed figures, or cut a window (--last-steps N) for the current difficulty")
     assert message(Drift(4.0, 0.5, 0.25, 1234, None)).startswith(
-        "WARNING: pass rates moved within the log: 50.0% of its 1,234 logged groups were silent, pooling each "
+        "warning: pass rates moved within the log: 50.0% of its 1,234 logged groups were silent, pooling each "
         "prompt's samples predicts 25.0% (z = 4.0); ")
     assert worded(d).message == message(d) and worded(None) is None
 
@@ -165,7 +165,7 @@ def test_headline_is_observed_and_a_window_prediction_lands_on_it(capsys, drift_
     assert w["basis"] == "observed" and w["silent_rollout_share"] == pytest.approx(0.72258)
     assert round(w["predicted"], 4) == 0.4883 and whole["drift"]["observed"] == pytest.approx(0.72258)
     assert list(whole["drift"]) == ["statistic", "message", "observed", "predicted", "groups"]
-    assert whole["drift"]["message"].startswith("WARNING: pass rates moved within steps 1–100: 72.3% of its "
+    assert whole["drift"]["message"].startswith("warning: pass rates moved within steps 1–100: 72.3% of its "
                                                 "50,000 logged groups were silent, pooling each prompt's samples "
                                                 "predicts 48.8% (z = ")
     _, table, _ = run(capsys, "scan", drift_log, "-G", "8", "-q", "-f", "markdown")

@@ -121,11 +121,11 @@ def test_every_command_shows_the_warning_in_its_text_output(capsys, command):
         return
     code, out, _ = run(capsys, command, OPEN_INSTRUCT, *EXTRA[command], "-f", "markdown", "-q")
     assert code == 0
-    assert out.count("WARNING: post-filter dump (structure): open-instruct drops zero-std groups") == 1
+    assert out.count("warning: post-filter dump (structure): open-instruct drops zero-std groups") == 1
     code, out, _ = run(capsys, command, VERL, *EXTRA[command], "-f", "markdown", "-q")
-    assert "WARNING" not in out and "post-filter" not in out.replace("| post-filter |", "")
+    assert "warning: post-filter" not in out and "post-filter" not in out.replace("| post-filter |", "")
     code, out, _ = run(capsys, command, VERL, *EXTRA[command], "--post-filter", "-f", "markdown", "-q")
-    assert out.count("WARNING: post-filter dump (flag)") == 1
+    assert out.count("warning: post-filter dump (flag)") == 1
 
 
 @pytest.mark.filterwarnings("error")

@@ -42,7 +42,7 @@ def test_a_drifting_log_keeps_its_warning_on_the_first_screen(capsys, monkeypatc
     monkeypatch.setenv("COLUMNS", "100")
     code, out, _ = run(capsys, "scan", drifting, "-q")
     assert code == 0 and len(out.splitlines()) <= FIRST_SCREEN_LINES
-    assert out.splitlines()[3].startswith("│ WARNING: pass rates moved")
+    assert out.splitlines()[3].startswith("│ warning: pass rates moved")
 
 
 def test_full_prints_every_panel_and_other_formats_are_whole(capsys, monkeypatch):

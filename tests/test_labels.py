@@ -6,6 +6,7 @@ G → ∞ limit labelled in the full view); an informative group-size line inste
 from __future__ import annotations
 
 import json
+import re
 import math
 from pathlib import Path
 
@@ -181,3 +182,16 @@ def test_check_says_how_values_are_estimated_in_words(capsys, monkeypatch, tmp_p
             "resamples; the gate tests the point estimate") in out
     code, out, _ = run(capsys, "check", log, "--max-silent", "0.9", "-q", "-f", "markdown")
     assert "how values are estimated" in out and "fidelity" not in out  # only the checks it ran
+
+
+def test_one_casing_for_warnings(capsys, monkeypatch):
+    """Issue 42 item 5: warnings began "WARNING:" (drift, post-filter dumps, DAPO's loop) in some views and
+    "warning:" in others; every one starts with views.labels.WARNING ("warning: ") now."""
+    from sigmaudit.views.labels import WARNING
+
+    assert WARNING == "warning: "
+    sources = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "sigmaudit").rglob("*.py"))
+    assert not re.search(r"""f?["']WARNING\b""", sources)
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, _ = run(capsys, "scan", str(ROOT / "sample_logs" / "open-instruct"), "-q", "--full")
+    assert "WARNING" not in out and "│ warning: post-filter dump (structure)" in out

@@ -318,7 +318,7 @@ def test_scan_csv_on_a_drifting_log_carries_observed_and_warning(capsys, tmp_pat
     assert all(r["observed"] == "" for r in table if r["G"] != "8")
     _, js, _ = run(capsys, "scan", path, "-f", "json", "-q")
     message = json.loads(js)["drift"]["message"]
-    assert message.startswith("WARNING: pass rates moved") and all(r["drift_warning"] == message for r in table)
+    assert message.startswith("warning: pass rates moved") and all(r["drift_warning"] == message for r in table)
     stationary = _write(tmp_path / "still.parquet", [{"step": s, "prompt_id": f"p{i}", "reward": int(j < 4)}
                                                      for s in range(1, 4) for i in range(50) for j in range(8)])
     _, out, _ = run(capsys, "scan", stationary, "-f", "csv", "-q")

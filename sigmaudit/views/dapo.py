@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..fmt import AMOUNT, RATE
 from ..fmt import pct as pct_
+from .labels import WARNING
 from .model import Section, Table
 
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ def summary(at: DapoAt, result: DapoResult) -> str:
 def watch_warning(step: int, event: dict[str, object], settings: object) -> str:
     """``watch``'s one warning line when the next step's P(raises) passes the threshold."""
     s = settings
-    return (f"WARNING step {step}: DAPO as verl runs it would raise 'Generated too many' at the next step with "
+    return (f"{WARNING}step {step}: DAPO as verl runs it would raise 'Generated too many' at the next step with "
             f"probability {pct_(float(event['p_step_raises']))} (> {pct_(float(event['warn_at']))}, "  # type: ignore[arg-type]
             f"--warn-p-raises): B = {s.train_batch:,}, M = {s.gen_batch:,}, K = "  # type: ignore[attr-defined]
             f"{s.max_gen_batches:,} chunks (next-step forecast)")  # type: ignore[attr-defined]

@@ -7,15 +7,16 @@ from typing import TypeVar
 
 from ..audits.by import ByGroup, ByResult
 from ..audits.drift import Drift
+from .labels import WARNING
 
 T = TypeVar("T")
 
 
 def message(drift: Drift) -> str:
-    """The one WARNING line every view prints when pass rates moved: the observed and predicted silent
+    """The one warning line every view prints when pass rates moved: the observed and predicted silent
     shares of the tested groups, z, and what to do."""
     span = "the log" if drift.window is None else drift.window.span()
-    return (f"WARNING: pass rates moved within {span}: {drift.observed:.1%} of its {drift.groups:,} logged "
+    return (f"{WARNING}pass rates moved within {span}: {drift.observed:.1%} of its {drift.groups:,} logged "
             f"groups were silent, pooling each prompt's samples predicts {drift.predicted:.1%} "
             f"(z = {drift.statistic:.1f}); figures from pooled counts understate what happened: read the observed "
             "figures, or cut a window (--last-steps N) for the current difficulty")

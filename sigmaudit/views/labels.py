@@ -9,6 +9,10 @@ from ..core.bands import EXTREME, MIDDLE
 if TYPE_CHECKING:
     from ..audits.filtered import Filtered
 
+WARNING = "warning: "
+"""How every warning line starts, in every view, format and stderr note: lower case, as ``sigmaudit: warning: ...``
+on stderr and compilers write it (issue 42: lines began in upper case in some views and "warning:" in others).
+What the warning is about (drift, a post-filter dump, DAPO's loop) follows it; nothing else shouts."""
 EXTREME_LABEL = EXTREME.describe("p")
 """``p < 0.1 or p > 0.9``: the extreme band of :data:`sigmaudit.core.weighting.EXTREME`."""
 MIDDLE_LABEL = MIDDLE.describe("p")
@@ -32,8 +36,8 @@ def filtered_line(filtered: Filtered, consequence: str = "silent rates read from
     statistical test's message as it is, any other source named, then what it means for this
     command's numbers (``consequence``)."""
     if filtered.source == "statistics":
-        return f"WARNING: {filtered.message}" + (f"; {consequence}" if consequence not in filtered.message else "")
-    return f"WARNING: post-filter dump ({filtered.source}): {filtered.message}; {consequence}"
+        return f"{WARNING}{filtered.message}" + (f"; {consequence}" if consequence not in filtered.message else "")
+    return f"{WARNING}post-filter dump ({filtered.source}): {filtered.message}; {consequence}"
 
 
 TOKENS_UNKNOWN = ("not known: the log has no token count per rollout (a character count is not one; --length-col "

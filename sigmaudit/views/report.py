@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ..fmt import format_value, pct
 from .drift import message
 from .forecast import backtest_view
-from .labels import EXTREME_LABEL, MIDDLE_LABEL, QUANTILE_NAMES, filtered_line
+from .labels import EXTREME_LABEL, MIDDLE_LABEL, QUANTILE_NAMES, WARNING, filtered_line
 from .model import Section, View
 from .page import (
     CalibrationChart,
@@ -117,7 +117,7 @@ def report_page(d: ReportData) -> Page:
            f"G for the scan figures = {d.g_main}")
     lines = (*(() if d.filtered is None else (filtered_line(d.filtered),)),
              *(() if d.drift is None else (message(d.drift),)))
-    warnings = tuple(line.removeprefix("WARNING: ") for line in lines)
+    warnings = tuple(line.removeprefix(WARNING) for line in lines)
     return Page(subtitle=sub, warnings=warnings, cards=_cards(d), recommendation=_recommendation(d),
                 charts=_charts(d), notes=tuple(s.notes))
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ..core.identify import NOT_IDENTIFIED
 from ..core.weighting import EXTREME, MIDDLE
 from ..fmt import AMOUNT, RATE, format_count, format_value, pct, plural
-from .labels import QUANTILE_NAMES, filtered_line, tokens_words
+from .labels import QUANTILE_NAMES, WARNING, filtered_line, tokens_words
 from .model import Section, Table, View
 
 if TYPE_CHECKING:
@@ -155,7 +155,7 @@ def _silent(r: ScanReport) -> Section:
         ))
     lines.extend(n for n in r.notes if NOT_IDENTIFIED in n)  # the sizes a thin log leaves out, and why
     if r.filtered_warning and (r.filtered is None or r.filtered.source != "statistics"):
-        lines.append(f"WARNING: {r.filtered_warning}")
+        lines.append(f"{WARNING}{r.filtered_warning}")
     if r.filtered is not None:
         lines.append(filtered_line(r.filtered))
     lines.append(SILENT_MEANS)
@@ -321,7 +321,7 @@ def _wasted_first(lines: list[str]) -> list[str]:
     top."""
     lines = [line for line in lines if not line.startswith(_FULL_ONLY)]
     lead = [line for line in lines if line.startswith(_LEAD)]
-    top = [line for line in lines if line.startswith(("window:", "WARNING", "warning"))]
+    top = [line for line in lines if line.startswith(("window:", WARNING))]
     return top + lead + [line for line in lines if line not in lead and line not in top]
 
 
@@ -437,7 +437,7 @@ def scan_summary(r: ScanReport) -> list[str]:
         f"GRPO {pct(m.grpo_finite.extreme)}, Dr. GRPO {pct(m.drgrpo_finite.extreme)}",
         _group_size_summary(r),
         ("no filtering detected in the log" if r.filtered is None
-         else f"warning: post-filter log ({r.filtered.source}): {r.filtered.message}"),
-        *(f"warning: {n}" for n in r.notes if NOT_IDENTIFIED in n),  # the sizes a thin log leaves out
+         else f"{WARNING}post-filter log ({r.filtered.source}): {r.filtered.message}"),
+        *(f"{WARNING}{n}" for n in r.notes if NOT_IDENTIFIED in n),  # the sizes a thin log leaves out
     ]
     return lines
