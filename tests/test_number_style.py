@@ -141,3 +141,24 @@ def test_format_value_rule():
     assert format_value(3e-11) == "<0.0001" and format_value(0.99999) == ">0.9999" and format_value(1.0) == "1.0000"
     assert format_value(-1234.5, A) == "-1,234.50" and format_value(float("nan")) == "—"
     assert format_count(160.0) == "160" and format_count(12345.5) == "12,345.50"
+
+
+def test_plural_groups_and_agrees():
+    from sigmaudit.fmt import plural
+
+    assert plural(1, "file") == "1 file" and plural(0, "file") == "0 files" and plural(4000, "group") == "4,000 groups"
+    assert plural(1, "prompt has", "prompts have") == "1 prompt has" and plural(2, "prompt has", "prompts have") == \
+        "2 prompts have"
+
+
+def test_counts_in_sentences_are_grouped_and_grammatical(capsys, monkeypatch):
+    """Issue 42 item 5: watch's summary said "4000 groups" beside "4,000", plan "1 prompts/step", scan "1 file(s)"."""
+    monkeypatch.setenv("COLUMNS", "200")
+    root = Path(__file__).resolve().parents[1] / "sample_logs"
+    code, out, err = run(capsys, "watch", str(root / "rollouts.parquet"), "--once", "-q")
+    assert code == 0, err
+    assert "20 completed steps (1–20), 4,000 groups: observed" in out and "4000" not in out
+    code, out, _ = run(capsys, "plan", str(root / "trl-one-prompt"), "-q")
+    assert "(1 prompt/step)" in out and "1 prompts" not in out
+    code, out, _ = run(capsys, "scan", str(root / "rollouts.parquet"), "-q", "--full")
+    assert "1 file ·" in out and "file(s)" not in out

@@ -55,7 +55,7 @@ def check_view(result: CheckResult) -> View:
         rows.append((c.name, point, ci, a if c.tested is not None else "", c.op, b, "pass" if c.passed else "FAIL",
                      c.estimator))
     tested = ("tested bound" if result.confidence is not None else
-              f"held {result.consecutive} steps" if result.consecutive is not None else "")
+              f"held {plural(result.consecutive, 'step')}" if result.consecutive is not None else "")
     cols = ("check", "value", f"{pct} interval", tested, "", "limit", "result", "estimator")
     if not tested:
         rows = [r[:3] + r[4:] for r in rows]
@@ -66,14 +66,14 @@ def check_view(result: CheckResult) -> View:
     n_fail = len(result.failed)
     n = len(result.checks)
     verdict = (("PASSED: the 1 check holds" if n == 1 else f"PASSED: {n} of {n} checks hold") if result.passed
-               else f"FAILED: {n_fail} of {len(result.checks)} checks")
+               else f"FAILED: {n_fail:,} of {len(result.checks):,} checks")
     g_from = "" if result.G_source == "given" else " (the log's most common group size; -G to change)"
     basis = ("basis: observed — the silent limits compare the shares of the window's logged groups that were "
              "silent, all-wrong or all-correct (what happened); --basis model: the estimate from the counts"
              if result.basis == "observed" else
              "basis: model — every value is an estimate from the per-prompt counts (a prediction for a group of G)")
     head, basis = _series_head(result, verdict, basis) if result.basis == "series" else \
-        (f"G = {result.G:,}{g_from}, {result.prompts:,} prompts — {verdict}", basis)
+        (f"G = {result.G:,}{g_from}, {plural(result.prompts, 'prompt')} — {verdict}", basis)
     lines = [head, basis,
              *(f"warning: {w}" for w in result.warnings)]
     if result.config is not None:  # a config file set values of this gate: the report says which, as stderr did
@@ -92,7 +92,7 @@ def check_view(result: CheckResult) -> View:
         column = result.by.column
         by_rows = tuple((g.value, g.result.prompts, "pass" if g.result.passed else "FAIL",
                          ", ".join(c.name for c in g.result.failed)) for g in result.by.groups)
-        head = (f"{len(result.by.groups) - len(bad)} of {len(result.by.groups)} values pass"
+        head = (f"{len(result.by.groups) - len(bad):,} of {plural(len(result.by.groups), 'value')} pass"
                 + (f"; FAILED: {', '.join(bad)}" if bad else ""))
         sections.append(Section(f"by {column}", lines=(head,), tables=(Table(
             f"by {column}", (column, "prompts", "result", "failed checks"), by_rows,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..fmt import RATE, format_count, pct
+from ..fmt import RATE, format_count, pct, plural
 from .model import Section, Table, View
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ def _class_line(c: ValueClass) -> str:
         lo, hi = c.settle_samples
         span = f"{lo:,}" if lo == hi else f"{lo:,}–{hi:,}"
         settle = f"; {span} more samples with the same outcome would settle an extreme one (drop)"
-    return f"{_NAMES[c.decision]}: {pct(c.share)} ({c.prompts:,} prompts: {ends}{mean}) — {what}{settle}"
+    return f"{_NAMES[c.decision]}: {pct(c.share)} ({plural(c.prompts, 'prompt')}: {ends}{mean}) — {what}{settle}"
 
 
 def _effect_line(a: ValueAt, G: int, result: CurateResult) -> str:

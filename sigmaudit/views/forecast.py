@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from ..fmt import AMOUNT, RATE, format_value, pct
+from ..fmt import AMOUNT, RATE, format_value, pct, plural
 from .labels import filtered_line, prior_kind_words
 from .model import Section, Table, View
 
@@ -47,7 +47,7 @@ def forecast_view(result: ForecastResult) -> View:
 
     r = result
     head = [
-        f"{r.prompts:,} prompts, next visit at step {r.next_step:,} with G = {r.G:,}: "
+        f"{plural(r.prompts, 'prompt')}, next visit at step {r.next_step:,} with G = {r.G:,}: "
         f"{format_value(r.expected_silent, AMOUNT)} silent groups expected ({pct(r.expected_silent / r.prompts)})",
         f"model: a prior fitted to all prompts ({prior_kind_words(r.prior_kind)}), updated by each prompt's own "
         f"visits, older visits down-weighted with a half-life of {half_life_text(r.half_life)} "
@@ -56,7 +56,7 @@ def forecast_view(result: ForecastResult) -> View:
            "not recalibrated (the backtest's map was fitted at the logged group size)"),
     ]
     if r.threshold is not None:
-        head.append(f"skip list ({r.rule}): {r.skipped:,} prompts with P(silent) > {format_value(r.threshold, RATE)}; "
+        head.append(f"skip list ({r.rule}): {plural(r.skipped, 'prompt')} with P(silent) > {format_value(r.threshold, RATE)}; "
                     f"saves {pct(r.rollouts_saved)} of rollouts, avoids {pct(r.silent_avoided)} of expected "
                     f"silent groups, loses {pct(r.informative_lost)} of expected informative groups")
     if r.filtered is not None:
@@ -79,7 +79,7 @@ def backtest_view(result: BacktestResult) -> View:
     at = "each group's logged size" if r.G is None else f"G = {r.G:,}"
     gap = f"{r.half_life_gap:g} step{'s' if r.half_life_gap != 1 else ''}"
     head = (
-        f"{r.visits:,} groups of {r.prompts:,} prompts over {r.steps:,} steps, each forecast from earlier steps "
+        f"{plural(r.visits, 'group')} of {plural(r.prompts, 'prompt')} over {plural(r.steps, 'step')}, each forecast from earlier steps "
         f"only ({r.revisited:,} revisits); silent at {at}: {pct(r.observed_silent)} observed",
         f"forecast: corpus prior refitted {r.prior_fits:,}× on earlier steps + each prompt's earlier visits, "
         f"half-life chosen online by held-out log loss (whole run: {half_life_text(r.half_life)}; typical "

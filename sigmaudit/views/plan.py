@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..audits.by import ByGroup, ByResult
-from ..fmt import AMOUNT, PERCENT, RATE, format_value
+from ..fmt import AMOUNT, PERCENT, RATE, format_value, plural
 from ..fmt import pct as pct_
 from .dapo import dapo_section
 from .labels import filtered_line
@@ -78,7 +78,7 @@ def _floor_words(floor: Floor, targets: Any) -> str:
                 f"the lever: {curated}")
     if floor.needed_G is not None:
         return (f"no swept G meets {targets.describe()}: it needs G = {floor.needed_G:,}, "
-                f"{floor.needed_prompts_per_step:,} prompts per step at this R (the floor is "
+                f"{plural(floor.needed_prompts_per_step, 'prompt')} per step at this R (the floor is "
                 f"{pct_(floor.unreachable_share)} unreachable prompts); the data is the cheaper lever: {curated}")
     return (f"no G up to the cap meets {targets.describe()}: the floor of {pct_(floor.unreachable_share)} "
             f"unreachable prompts is approached too slowly; the data is the lever: {curated}")
@@ -92,7 +92,7 @@ def _objective_reason(result: PlanResult, c: ObjectiveChoice) -> str:
         return f"no G up to {c.G_end:,} gives any {c.noun}: every prompt looks never or always solved"
     G, R = c.recommended_G, c.rollouts_per_step
     src = "" if result.budget is None else f" ({result.budget.description})"
-    return (f"by --objective {c.name}, {c.noun}: G = {G:,}, {R // G:,} prompts per step at R = {R:,}{src}. "
+    return (f"by --objective {c.name}, {c.noun}: G = {G:,}, {plural(R // G, 'prompt')} per step at R = {R:,}{src}. "
             f"{flatness_sentence(c)}")
 
 
@@ -140,7 +140,7 @@ def _at_G(c: SnrChoice, G: int, max_samples: int) -> str:
     N = R // G
     unused = "" if N * G == R else f", {N * G:,} of the {R:,} rollouts"
     past = "" if G <= max_samples else ", past every prompt's samples: extrapolated"
-    return f"G = {G:,} ({N:,} prompts/step{unused}{past})"
+    return f"G = {G:,} ({plural(N, 'prompt')}/step{unused}{past})"
 
 
 def snr_sentences(c: SnrChoice, max_samples: int) -> str:

@@ -67,7 +67,7 @@ def _corpus(r: ScanReport) -> Section:
     steps = "unknown" if r.steps is None else f"{r.steps:,}"
     s = r.samples_per_prompt
     lines = [
-        f"{r.prompts:,} prompts · {r.rollouts:,} rollouts · {r.files:,} file{'s' if r.files != 1 else ''} · "
+        f"{plural(r.prompts, 'prompt')} · {plural(r.rollouts, 'rollout')} · {plural(r.files, 'file')} · "
         f"steps: {steps} · layout {r.layout}" + (f" (reward from {r.reward_source})" if r.reward_source else ""),
         f"samples per prompt: min {s.min:,} · median {format_count(s.median)} · max {s.max:,}",
     ]

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..core.weighting import EXTREME
-from ..fmt import AMOUNT, RATE, format_value, mean_or_none
+from ..fmt import AMOUNT, RATE, format_value, mean_or_none, plural
 from .model import Section, Table, View
 from .sparkline import sparkline
 
@@ -21,9 +21,9 @@ def initial_difficulty(c: SimulateConfig) -> str:
     if init.mixture is not None:
         mix = ", ".join(f"{w:.0%} Beta({a:g}, {b:g})" for w, a, b in init.mixture)
         return f"Beta mixture {mix}, clipped to [{lo:g}, {hi:g}]"
-    how = f"{c.prompts} drawn with replacement from" if init.resampled else "each of"
-    return (f"pass rates k/n of {init.corpus_label}: {how} {init.corpus_prompts} prompts with 0 < k < n "
-            f"({init.corpus_excluded} with k/n ∈ {{0, 1}} left out), clipped to [{lo:g}, {hi:g}]")
+    how = f"{c.prompts:,} drawn with replacement from" if init.resampled else "each of"
+    return (f"pass rates k/n of {init.corpus_label}: {how} {plural(init.corpus_prompts, 'prompt')} with 0 < k < n "
+            f"({init.corpus_excluded:,} with k/n ∈ {{0, 1}} left out), clipped to [{lo:g}, {hi:g}]")
 
 
 def worded(result: SimulateResult | SeriesReport) -> SimulateResult | SeriesReport:

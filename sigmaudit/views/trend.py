@@ -44,7 +44,7 @@ def trend_view(result: TrendResult) -> View:
         cols = ["step"] + (["to"] if result.every > 1 else []) + [name for name, _ in present]
         rows = tuple((r.step, *((r.step_last,) if result.every > 1 else ()),
                       *(getattr(r, attr) for _, attr in present)) for r in result.rows)
-    table = Table("per step" if result.every == 1 else f"per {result.every} steps", tuple(cols), rows, note=note)
+    table = Table("per step" if result.every == 1 else f"per {result.every:,} steps", tuple(cols), rows, note=note)
     width = 60
     series = [
         ("observed silent", [r.observed_silent for r in result.rows]),

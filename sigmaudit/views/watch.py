@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..fmt import pct, printable
+from ..fmt import pct, plural, printable
 
 if TYPE_CHECKING:
     from ..audits.watch import StepReport, WatchSummary
@@ -22,12 +22,12 @@ def step_line(r: StepReport) -> str:
     o = r.observed
     if o.groups == 0 and r.G == 0:  # a per-step series: the logged shares only
         parts = [f"step {r.step}", f"observed silent {pct(o.silent)} (logged share)",
-                 f"last {r.window_steps} steps {pct(r.window.silent)} (mean of the logged shares)"]
+                 f"last {plural(r.window_steps, 'step')} {pct(r.window.silent)} (mean of the logged shares)"]
         return " · ".join(parts + _over(r))
-    parts = [f"step {r.step}" + (" (late: logged after a later step)" if r.late else ""), f"{o.groups} groups G={r.G}",
+    parts = [f"step {r.step}" + (" (late: logged after a later step)" if r.late else ""), f"{plural(o.groups, 'group')} G={r.G}",
              f"observed silent {pct(o.silent)} (all-wrong {pct(o.all_wrong)}, all-correct {pct(o.all_correct)}"
              + ("" if o.tokens is None else f"; {pct(o.tokens)} of generated tokens") + ")",
-             f"last {r.window_steps} steps {pct(r.window.silent)}"]
+             f"last {plural(r.window_steps, 'step')} {pct(r.window.silent)}"]
     if r.forecast is None:
         # none before the second step; of the steps already complete when the watch started, only the last
         why = ("its next step is logged" if r.late else "needs two steps" if r.cumulative.groups == o.groups
@@ -35,7 +35,7 @@ def step_line(r: StepReport) -> str:
         parts.append(f"forecast step {r.step + 1}: — ({why})")
     else:
         f = r.forecast
-        parts.append(f"forecast step {f.step}: {pct(f.silent)} ({f.prompts} prompts, G={f.G})")
+        parts.append(f"forecast step {f.step}: {pct(f.silent)} ({plural(f.prompts, 'prompt')}, G={f.G})")
     new = ""
     if r.newly_skipped:
         first = [printable(p) for p in r.newly_skipped[:SHOWN_PROMPTS]]
@@ -67,26 +67,26 @@ def summary_lines(s: WatchSummary, max_silent: float | None, for_steps: int) -> 
         c = s.cumulative
         assert c is not None
         if c.groups == 0:  # a per-step series
-            lines.append(f"{s.steps} completed steps ({s.first_step}–{s.last_step}) of a per-step series: mean "
+            lines.append(f"{plural(s.steps, 'completed step')} ({s.first_step}–{s.last_step}) of a per-step series: mean "
                          f"logged silent share {pct(c.silent)}")
         else:
-            lines.append(f"{s.steps} completed steps ({s.first_step}–{s.last_step}), {c.groups} groups: observed "
+            lines.append(f"{plural(s.steps, 'completed step')} ({s.first_step}–{s.last_step}), {plural(c.groups, 'group')}: observed "
                          f"silent {pct(c.silent)} (all-wrong {pct(c.all_wrong)}, all-correct {pct(c.all_correct)})"
                          + ("" if c.tokens is None else f", holding {pct(c.tokens)} of the generated tokens"))
-            lines.append(f"skip list: {s.skipped} prompts")
+            lines.append(f"skip list: {plural(s.skipped, 'prompt')}")
     if max_silent is not None:
         verdict = (f"FAILED at step {s.failed_at}" if s.failed_at is not None else "held")
-        lines.append(f"guard silent > {pct(max_silent)} for {for_steps} steps: {verdict} "
-                     f"({s.steps_over_limit} steps over, longest run {s.longest_streak})")
+        lines.append(f"guard silent > {pct(max_silent)} for {plural(for_steps, 'step')}: {verdict} "
+                     f"({plural(s.steps_over_limit, 'step')} over, longest run {s.longest_streak:,})")
     if s.unreported_step is not None:
         lines.append(f"step {s.unreported_step} was still being written: not reported")
     if s.late_steps:
         shown = ", ".join(map(str, s.late_steps[:5])) + (", ..." if len(s.late_steps) > 5 else "")
-        lines.append(f"{len(s.late_steps)} step{'s' if len(s.late_steps) > 1 else ''} arrived after a later step "
+        lines.append(f"{plural(len(s.late_steps), 'step')} arrived after a later step "
                      f"was reported, reported late: {shown}")
     added = s.late_groups - s.late_step_groups
     if added:
-        lines.append(f"{added} groups arrived for steps already reported (not in their reports)")
+        lines.append(f"{plural(added, 'group')} arrived for steps already reported (not in their reports)")
     if s.unstepped_groups:
-        lines.append(f"{s.unstepped_groups} groups without a step value left out")
+        lines.append(f"{plural(s.unstepped_groups, 'group')} without a step value left out")
     return lines
