@@ -141,7 +141,7 @@ def test_check_confidence_says_the_observed_share_is_tested_as_it_is(capsys):
     code, out, err = run(capsys, "check", str(ROOT / "sample_logs" / "rollouts.parquet"), "--max-silent", "0.61",
                          "--confidence", "0.9", "-q", "--color", "never")
     text = " ".join(out.replace("│", " ").split())
-    assert code == 0 and "0.6025" in text
+    assert code == 0 and "60.2%" in text
     assert "silent_rate: the observed value (what the logged groups did, no interval)" in text
 
 

@@ -183,11 +183,12 @@ def _combine(m: dict[str, NDArray[np.float64]], silent: NDArray[np.float64], G: 
 
 def evaluate(corpus: Corpus, Gs: Sequence[int], R: int, *, advantage: Advantage = "grpo",
              std: StdConvention = "sample", estimator: str = "auto", replicates: int = 0,
-             weights: NDArray[np.float64] | None = None) -> Curves:
+             weights: NDArray[np.float64] | None = None, with_silent: bool = True) -> Curves:
     """Every objective and the SNR's moments at each G of ``Gs`` (whole numbers ≥ 1) for R rollouts per step;
     with ``weights`` (one multiplicity per distinct pair, e.g. 0 for dropped prompts) over those prompts only,
     the prior and the posteriors staying the corpus's. The silent share uses one estimator for every G of
-    ``Gs`` (:func:`sigmaudit.core.estimates.sweep_estimator`)."""
+    ``Gs`` (:func:`sigmaudit.core.estimates.sweep_estimator`); ``with_silent`` False leaves it (and the views
+    built on it) NaN: the SNR's moments alone, at a G the logs need not identify."""
     from ..core.estimates import sweep_estimator
     from ..core.knapsack import knapsack_value
     from ..core.update import snr_moments
@@ -200,6 +201,12 @@ def evaluate(corpus: Corpus, Gs: Sequence[int], R: int, *, advantage: Advantage 
     c_tab, c2_tab, a_tab = snr_moments(p, [int(g) for g in G], advantage, std)
     tables = {"c": c_tab, "c2": c2_tab, "a": a_tab,
               "v": np.asarray(knapsack_value(p[:, None], np.maximum(G, 1)[None, :]), dtype=np.float64)}
+    if not with_silent:
+        nan = np.full(G.size, np.nan)
+        mix = corpus.weight if plugin else corpus.mixture
+        means = {k: v[0] for k, v in _means(tables, mix).items()}
+        return Curves(G=G, N=N, silent=nan, silent_used=("none",) * G.size, values=_combine(means, nan, G, N),
+                      replicates={}, moments={"m1": means["c"], "m2": means["c2"], "ma": means["a"]})
     est = corpus.estimates(["silent_rate"], [int(g) for g in G], rule,  # type: ignore[arg-type]
                            replicates=replicates if weights is None else 0)
     used = tuple(est.used("silent_rate", int(g)) for g in G)

@@ -710,7 +710,8 @@ def _snr_scale(curves: Curves, choice: SnrChoice) -> list[tuple[float, float]]:
     out = []
     for facts in choice.shares:
         snr = curves.snr(facts.noise_ratio)
-        out.append((facts.noise_ratio, float(np.max(np.where((curves.G >= 2) & (curves.N >= 1), snr, 0.0)))))
+        fits = (curves.G >= 2) & (curves.N >= 1) & (curves.G <= choice.G_end)
+        out.append((facts.noise_ratio, float(np.max(np.where(fits, snr, 0.0)))))
     return out
 
 

@@ -101,16 +101,18 @@ class SnrChoice:
         return max(losses) if losses else None
 
 
-def band_ratios(curves: Curves, band: Band) -> tuple[NDArray[np.float64], tuple[float, ...], NDArray[np.float64]]:
+def band_ratios(curves: Curves, band: Band, end: int | None = None
+                ) -> tuple[NDArray[np.float64], tuple[float, ...], NDArray[np.float64]]:
     """(SNR_f(G)/max SNR_f per share (rows) and G (columns), λ per share, the best SNR per share) over the G
-    of ``curves`` that fit a step (G ≥ 2, N ≥ 1; others are 0). ``curves`` must hold G₀."""
+    of ``curves`` that fit a step (G ≥ 2, N ≥ 1, G ≤ ``end``; others are 0). ``curves`` must hold G₀ (its
+    moments set λ, whether or not G₀ is searched)."""
     from ..core.update import noise_ratio
 
     i0 = np.flatnonzero(curves.G == band.G_ref)
     if not i0.size:
         raise ValueError(f"the band's reference G = {band.G_ref} was not evaluated")
     m = curves.moments
-    fits = (curves.G >= 2) & (curves.N >= 1)
+    fits = (curves.G >= 2) & (curves.N >= 1) & (curves.G <= (end if end is not None else np.iinfo(np.int64).max))
     lams = tuple(noise_ratio(f, float(m["m2"][i0[0]]), float(m["ma"][i0[0]]), band.G_ref) for f in band.shares)
     snr = np.stack([np.where(fits, curves.snr(lam), 0.0) for lam in lams])
     best = snr.max(axis=1)
@@ -172,18 +174,20 @@ def choose_snr(corpus: Corpus, R: int, G_end: int, *, band: Band | None = None, 
     band = band or Band()
     end = max(2, min(int(G_end), int(R)))
     marks = [g for g in (*shown, run_G, band.G_ref) if g is not None]
-    grid = sorted({*full_grid(R, end, [g for g in marks if g <= end]), band.G_ref})
+    grid = full_grid(R, end, [g for g in marks if g <= end])
     rule = sweep_estimator(estimator, [end], corpus.min_samples)  # type: ignore[arg-type]
     conv = {"advantage": advantage, "std": std, "estimator": rule}
     curves = evaluate(corpus, grid, R, **conv)  # type: ignore[arg-type]
-    ratios, _, _ = band_ratios(curves, band)
-    ok = (ratios >= 1.0 - tolerance).all(axis=0) & (curves.G >= 2) & (curves.N >= 1)
+    if band.G_ref not in grid:  # past the search's end: only its moments (λ), not a candidate
+        curves = merge(curves, evaluate(corpus, [band.G_ref], R, with_silent=False, **conv))  # type: ignore[arg-type]
+    ratios, _, _ = band_ratios(curves, band, end)
+    ok = (ratios >= 1.0 - tolerance).all(axis=0) & (curves.G >= 2) & (curves.N >= 1) & (curves.G <= end)
     extra = _densify(curves, ratios, ok, end, [g for g in marks if g <= end])
     if extra:
         curves = merge(curves, evaluate(corpus, extra, R, **conv))  # type: ignore[arg-type]
-        ratios, _, _ = band_ratios(curves, band)
-        ok = (ratios >= 1.0 - tolerance).all(axis=0) & (curves.G >= 2) & (curves.N >= 1)
-    ratios, lams, best = band_ratios(curves, band)
+        ratios, _, _ = band_ratios(curves, band, end)
+        ok = (ratios >= 1.0 - tolerance).all(axis=0) & (curves.G >= 2) & (curves.N >= 1) & (curves.G <= end)
+    ratios, lams, best = band_ratios(curves, band, end)
     runs, exact = _runs(curves.G, ok)
     fits_run = run_G is not None and 2 <= run_G <= end
     verdict, chosen = _verdict(curves, ratios, ok, runs, run_G if fits_run else None, band, best)
