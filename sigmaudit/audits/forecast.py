@@ -35,6 +35,7 @@ from ..errors import ConfigError, SchemaError
 from ..fmt import none_if_nan
 from ..loaders.options import Filtered, Window
 from .drift import Drift, context_json
+from .skip_rule import DEFAULT_MAX_P_SILENT
 
 HALF_LIFE_SAMPLE = 20_000
 """The half-life is chosen on about this many groups (whole prompts, by a hash of their names) in
@@ -511,8 +512,8 @@ def forecast(
     """P(silent), P(all wrong), P(all correct) at each prompt's next visit with G samples.
 
     The half-life is the backtest's choice on this log; the prior is fitted to every logged
-    group. ``max_p_silent`` skips prompts whose P(silent) exceeds it; ``target_saving`` skips the
-    most likely silent prompts until that share of the rollouts is saved (at most one of them).
+    group. ``max_p_silent`` skips prompts whose P(silent) exceeds it (default :data:`DEFAULT_MAX_P_SILENT`);
+    ``target_saving`` skips the most likely silent prompts until that share of the rollouts is saved instead.
     ``replayed`` reuses a :func:`replay` of the same ``per_group`` (made without G). ``filtered``
     (:func:`sigmaudit.audits.scan.filtered_of`) is carried to the result: the forecast is read
     from a post-filter dump.
@@ -520,6 +521,8 @@ def forecast(
     from ..core.forecast import brier
 
     _check_forecast_options(G, max_p_silent, target_saving)
+    if max_p_silent is None and target_saving is None:
+        max_p_silent = DEFAULT_MAX_P_SILENT
     rp = replay(per_group) if replayed is None else replayed
     groups, _ = _visits(per_group)
     next_step = rp.steps[-1] + 1

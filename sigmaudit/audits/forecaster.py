@@ -26,6 +26,7 @@ from numpy.typing import ArrayLike
 from ..errors import ConfigError
 from ..loaders.options import Window
 from . import arguments
+from .skip_rule import DEFAULT_MAX_P_SILENT
 
 if TYPE_CHECKING:
     import polars as pl
@@ -90,7 +91,8 @@ class Forecaster:
     True
     """
 
-    def __init__(self, G: int | None = None, *, max_p_silent: float = 0.9, threshold: float | None = None) -> None:
+    def __init__(self, G: int | None = None, *, max_p_silent: float = DEFAULT_MAX_P_SILENT,
+                 threshold: float | None = None) -> None:
         self.G = None if G is None else arguments.group_size(G)
         self.max_p_silent = arguments.rate(max_p_silent, "max_p_silent")
         self.threshold = None if threshold is None else arguments.real(threshold, "threshold")

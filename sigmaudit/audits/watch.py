@@ -40,13 +40,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .skip_rule import DEFAULT_MAX_P_SILENT
+
 if TYPE_CHECKING:
     import polars as pl
 
 DEFAULT_WINDOW = 5
 """Completed steps pooled in the rolling window."""
-DEFAULT_MAX_P_SILENT = 0.9
-"""P(silent) above which a prompt is on watch's skip list when ``--max-p-silent`` is not given."""
 
 
 @dataclass(frozen=True)

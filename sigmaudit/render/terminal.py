@@ -1,11 +1,12 @@
 """Terminal renderer: Rich panels (one per section) holding text and tables; control characters
 in any text (file, column and prompt names come from the logs) are shown escaped.
 
-The only module that imports Rich for rendering results. No number or header is ever cut: each
+The only module that imports Rich for rendering results. No cell or header is ever cut: each
 column is at least as wide as its widest cell and its longest header word (headers wrap at
 spaces), and a table wider than the screen is split column-wise into stacked parts that repeat
-the first (key) column. Without a terminal the width is ``COLUMNS`` when set, else wide enough for
-every table. PASS/FAIL cells are green/red on a colour terminal (``--color``, ``NO_COLOR``, ``FORCE_COLOR``).
+the first (key) column. The key column takes at most a third of the screen and a lone column what is
+left beside it: a longer cell there (a prompt's text) folds over lines, every character kept. Without
+a terminal the width is ``COLUMNS`` when set, else :data:`PIPE_WIDTH`. PASS/FAIL cells are green/red on a colour terminal (``--color``, ``NO_COLOR``, ``FORCE_COLOR``).
 """
 
 from __future__ import annotations
@@ -37,13 +38,25 @@ def _natural(col: str, cells: list[str]) -> int:
     return max([len(col)] + [len(c) for c in cells] + [1])
 
 
-def _chunks(t: Table, cells: list[list[str]], room: int) -> list[list[int]]:
+def _widths(t: Table, cells: list[list[str]], room: int) -> list[int]:
+    """Each column's least width. A column shows every cell whole on one line and breaks its header only at
+    spaces, except where that cannot fit beside the key column: the key column (repeated in every part) takes
+    at most a third of the room, and any other column at most what is left beside it; such a column's long
+    cells fold over lines (every character kept, none cut)."""
+    needs = [_needs(c, [r[i] for r in cells]) for i, c in enumerate(t.columns)]
+    key = min(needs[0], max(room // 3, 8))
+    beside = max(room - 1 - 2 * _CELL - key, 8)
+    return [key, *(min(n, beside) for n in needs[1:])]
+
+
+def _chunks(t: Table, cells: list[list[str]], room: int, least: list[int]) -> list[list[int]]:
     """Column indices of each stacked part: column 0 in every part, the others in order while they fit."""
     cols = list(range(len(t.columns)))
-    # chunk by natural widths (what Rich will use when the part fits), a header longer than the room by words
-    need = [min(_natural(t.columns[i], [r[i] for r in cells]), max(_needs(t.columns[i], [r[i] for r in cells]), 12))
+    # chunk by natural widths (what Rich will use when the part fits), never under a column's least width
+    need = [max(least[i], min(_natural(t.columns[i], [r[i] for r in cells]),
+                              max(_needs(t.columns[i], [r[i] for r in cells]), 12), least[i] if i == 0 else room))
             for i in cols]
-    if sum(n + _CELL for n in need) + 1 <= room or len(cols) <= 2:
+    if sum(n + _CELL for n in need) + 1 <= room or len(cols) <= 1:
         return [cols]
     parts: list[list[int]] = []
     current = [0]
@@ -63,7 +76,8 @@ def _rich_tables(t: Table, room: int, color: bool) -> list[RenderableType]:
     from rich.text import Text
 
     cells = [[printable(c) for c in row] for row in t.cells()]
-    parts = _chunks(t, cells, room)
+    least = _widths(t, cells, room)
+    parts = _chunks(t, cells, room, least)
     out: list[RenderableType] = []
     for n, idx in enumerate(parts):
         title = t.title if n == 0 else f"{t.title} (continued, {n + 1} of {len(parts)})"
@@ -76,10 +90,10 @@ def _rich_tables(t: Table, room: int, color: bool) -> list[RenderableType]:
         rt = RichTable()
         for i in idx:
             col_cells = [r[i] for r in cells]
-            need = _needs(t.columns[i], col_cells)
-            width = min(_natural(t.columns[i], col_cells), max(need, room))
-            rt.add_column(printable(t.columns[i]), justify="left" if i == 0 else "right", min_width=need,
-                          max_width=max(width, need), overflow="fold")
+            natural = _natural(t.columns[i], col_cells)
+            most = least[i] if i == 0 else min(natural, max(least[i], room))
+            rt.add_column(printable(t.columns[i]), justify="left" if i == 0 else "right", min_width=least[i],
+                          max_width=max(most, least[i]), overflow="fold")
         for r in cells:
             rt.add_row(*(Text(r[i], style=_RESULT_STYLES.get(r[i], "")) if color else r[i] for i in idx))
         out.append(rt)

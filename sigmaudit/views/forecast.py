@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..fmt import AMOUNT, RATE, format_value, pct, plural
-from .labels import filtered_line, prior_kind_words
+from .labels import LABEL_NOTE, filtered_line, prior_kind_words, prompt_label
 from .model import Section, Table, View
 
 if TYPE_CHECKING:
@@ -23,10 +24,11 @@ def half_life_text(h: float) -> str:
     return "∞ (no down-weighting)" if math.isinf(h) else f"{h:g} steps"
 
 
-def tied_rows(rows: list[tuple], limit: int) -> tuple[tuple[tuple, ...], list[int]]:
+def tied_rows(rows: list[tuple], limit: int,
+              label: Callable[[str], str] = str) -> tuple[tuple[tuple, ...], list[int]]:
     """The table's rows, a run of prompts whose other cells are all equal shown once (``p0000 +41 tied``): rows
     are taken in order until ``limit`` prompts are covered, a run that starts within them is shown whole. Also
-    the number of prompts each shown row stands for."""
+    the number of prompts each shown row stands for. ``label`` shows a prompt key (:func:`.labels.prompt_label`)."""
     out: list[tuple] = []
     counts: list[int] = []
     i = 0
@@ -34,7 +36,7 @@ def tied_rows(rows: list[tuple], limit: int) -> tuple[tuple[tuple, ...], list[in
         j = i + 1
         while j < len(rows) and rows[j][1:] == rows[i][1:]:
             j += 1
-        key = rows[i][0] if j - i == 1 else f"{rows[i][0]} +{j - i - 1:,} tied"
+        key = label(str(rows[i][0])) + ("" if j - i == 1 else f" +{j - i - 1:,} tied")
         out.append((key, *rows[i][1:]))
         counts.append(j - i)
         i = j
@@ -56,19 +58,22 @@ def forecast_view(result: ForecastResult) -> View:
            "not recalibrated (the backtest's map was fitted at the logged group size)"),
     ]
     if r.threshold is not None:
-        head.append(f"skip list ({r.rule}): {plural(r.skipped, 'prompt')} with P(silent) > {format_value(r.threshold, RATE)}; "
+        head.append(f"skip list ({r.rule}): {plural(r.skipped, 'prompt')} with P(silent) > "
+                    f"{format_value(r.threshold, RATE)}; "
                     f"saves {pct(r.rollouts_saved)} of rollouts, avoids {pct(r.silent_avoided)} of expected "
                     f"silent groups, loses {pct(r.informative_lost)} of expected informative groups")
     if r.filtered is not None:
         head.append(filtered_line(r.filtered, "each prompt's history lacks its silent groups, so P(silent) is "
                                               "understated"))
-    rows, tied = tied_rows(list(r.table.select(TABLE_COLUMNS).iter_rows()), VIEW_ROWS)
+    rows, tied = tied_rows(list(r.table.select(TABLE_COLUMNS).iter_rows()), VIEW_ROWS, label=prompt_label)
     covered = sum(tied)
     shown = (f"the {covered:,} most likely silent of {r.prompts:,} prompts (--skip-out writes all); "
              if r.prompts > covered else "")
     ties = "KEY +N tied: N more prompts with the same values; " if max(tied, default=1) > 1 else ""
+    labelled = any(prompt_label(str(x)) != str(x) for x in r.table["prompt"].head(covered))
     table = Table("per prompt", TABLE_COLUMNS, rows,
-                  note=f"{shown}{ties}P(...) of a group of G = {r.G:,} at the next visit",
+                  note=f"{shown}{ties}P(...) of a group of G = {r.G:,} at the next visit"
+                       + (f"; {LABEL_NOTE}" if labelled else ""),
                   digits=tuple(AMOUNT if c == "expected_useful_rollouts" else RATE for c in TABLE_COLUMNS))
     return View("sigmaudit forecast", (Section("next visit", lines=tuple(head), tables=(table,)),))
 
@@ -79,7 +84,8 @@ def backtest_view(result: BacktestResult) -> View:
     at = "each group's logged size" if r.G is None else f"G = {r.G:,}"
     gap = f"{r.half_life_gap:g} step{'s' if r.half_life_gap != 1 else ''}"
     head = (
-        f"{plural(r.visits, 'group')} of {plural(r.prompts, 'prompt')} over {plural(r.steps, 'step')}, each forecast from earlier steps "
+        f"{plural(r.visits, 'group')} of {plural(r.prompts, 'prompt')} over {plural(r.steps, 'step')}, "
+        "each forecast from earlier steps "
         f"only ({r.revisited:,} revisits); silent at {at}: {pct(r.observed_silent)} observed",
         f"forecast: corpus prior refitted {r.prior_fits:,}× on earlier steps + each prompt's earlier visits, "
         f"half-life chosen online by held-out log loss (whole run: {half_life_text(r.half_life)}; typical "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
 from typing import TYPE_CHECKING
 
 from ..core.bands import EXTREME, MIDDLE
@@ -54,3 +56,38 @@ def tokens_words(missing: int, source: str | None) -> str:
         have = "rollout with a reward has" if missing == 1 else "rollouts with a reward have"
         return f"not known in full: {missing:,} {have} no length ({source})"
     return f"none logged ({source})"
+
+
+PROMPT_LABEL_WIDTH = 40
+"""Characters of a prompt's label in a per-prompt table (the ``--skip-out`` file and JSON keep the whole key)."""
+_USER_TURNS = tuple(re.compile(p, re.S) for p in (
+    r"<\|im_start\|>user\s*(.*?)(?:<\|im_end\|>|$)",  # ChatML (Qwen, many others)
+    r"<\|start_header_id\|>user<\|end_header_id\|>\s*(.*?)(?:<\|eot_id\|>|$)",  # Llama 3
+    r"<start_of_turn>user\s*(.*?)(?:<end_of_turn>|$)",  # Gemma
+    r"<｜User｜>(.*?)(?:<｜Assistant｜>|$)",  # DeepSeek
+    r"\[INST\]\s*(.*?)\s*(?:\[/INST\]|$)",  # Mistral, Llama 2
+))
+_SPECIAL_TOKEN = re.compile(r"<\|[^|<>]{1,40}\|>|<｜[^｜<>]{1,40}｜>")
+
+
+def prompt_label(key: str, width: int = PROMPT_LABEL_WIDTH) -> str:
+    """A prompt key as a reader tells prompts apart in a table: a chat-templated key (what verl, SkyRL and AReaL
+    log) by its last user turn, special tokens and runs of white space dropped, cut to ``width`` characters; a
+    label that is not the key itself ends in ``#`` and the first 6 hex digits of the key's SHA-256, so two
+    prompts never share a label and the label finds its key (``--skip-out``, ``-f json``) with ``grep``."""
+    text = key
+    for pattern in _USER_TURNS:
+        turns = pattern.findall(key)
+        if turns:
+            text = turns[-1]
+            break
+    text = " ".join(_SPECIAL_TOKEN.sub(" ", text).split())
+    if text == key and len(key) <= width:
+        return key
+    short = text if len(text) <= width else text[: width - 1].rstrip() + "…"
+    return f"{short} #{hashlib.sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()[:6]}"
+
+
+LABEL_NOTE = ("a prompt is shown by its last user turn, cut, with # and its key's SHA-256 (the skip list and "
+              "-f json keep whole keys)")
+"""What a per-prompt table's note says when :func:`prompt_label` shortened a key."""

@@ -58,7 +58,8 @@ def forecast(
     G: Annotated[int | None, group_size_option(
         "Group size of the next visit (default: the log's most common group size).")] = None,
     max_p_silent: Annotated[float | None, max_p_silent_option(
-        "Skip prompts whose P(silent) exceeds this.", rich_help_panel=_SKIP)] = None,
+        "Skip prompts whose P(silent) exceeds this [default: 0.9, as watch and the Python API; --target-saving "
+        "replaces it].", rich_help_panel=_SKIP)] = None,
     target_saving: Annotated[float | None, typer.Option(
         "--target-saving", callback=unit_interval, rich_help_panel=_SKIP, show_default=False,
         help="Skip the most likely silent prompts until this share of rollouts is saved.")] = None,
@@ -73,8 +74,9 @@ def forecast(
 
     Each prompt's pass rate is estimated from its earlier visits, older ones down-weighted with a
     half-life chosen by the backtest (held-out log loss), under a corpus prior fitted to the log.
-    With --max-p-silent or --target-saving, lists the prompts to skip before rollout and says what
-    that is expected to save (rollouts, silent groups) and lose (informative groups). --format csv
+    Lists the prompts to skip before rollout (P(silent) > --max-p-silent, 0.9 by default, or the most
+    likely silent until --target-saving is saved) and says what that is expected to save (rollouts,
+    silent groups) and lose (informative groups). --format csv
     (or -o skip.csv) is the per-prompt table of every prompt; the terminal table shows the 25 most
     likely silent. Needs a training-step column.
 

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ...audits.skip_rule import DEFAULT_MAX_P_SILENT
 from ..inputs import (
     GroupColOpt,
     GroupCountColOpt,
@@ -99,7 +100,7 @@ def watch(
     G: Annotated[int | None, group_size_option(
         "Group size of the next-step forecast (default: the most common logged group size so far).")] = None,
     window: WatchWindowOpt = 5,
-    max_p_silent: WatchMaxPSilentOpt = 0.9,
+    max_p_silent: WatchMaxPSilentOpt = DEFAULT_MAX_P_SILENT,
     max_silent: WatchMaxSilentOpt = None,
     for_steps: WatchForOpt = 1,
     once: WatchOnceOpt = False,
@@ -371,6 +372,7 @@ class _Live:
         self.rename: Any = str  # names a stream's copy by its source (_Streams.named)
         self.dapo: Any = None  # DapoSettings with --train-batch (the next step's P(raises) warning)
         self.warn_at = 0.05
+        self._legend = self._history = False  # said once, before the first step's line that needs them
 
     def __enter__(self) -> _Live:
         if self.events_path is not None:
@@ -406,8 +408,14 @@ class _Live:
         if self.as_json:
             sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
         else:
-            from ...views.watch import step_line
+            from ...views.watch import HISTORY_NOTE, is_history, legend_lines, step_line
 
+            if not self._legend:  # to stderr, as notes: stdout stays one line per step
+                self._legend = True
+                self.notes(legend_lines(state.window, state.max_p_silent))
+            if is_history(report) and not self._history:
+                self._history = True
+                self.notes((HISTORY_NOTE,))
             sys.stdout.write(step_line(report) + "\n")
             if data.get("dapo", {}).get("warning"):
                 from ...views.dapo import watch_warning
