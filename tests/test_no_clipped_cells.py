@@ -80,7 +80,8 @@ def test_first_screens_clip_no_cell(capsys, monkeypatch, log):
     assert checked >= len(WIDTHS)  # scan at least reads every sample log
 
 
-@pytest.mark.parametrize("args", [("simulate", "--prompts", "200", "--num-steps", "5"), ("calc", "-p", "0.3", "-G", "8")])
+@pytest.mark.parametrize("args", [("simulate", "--prompts", "200", "--num-steps", "5"),
+                                  ("calc", "-p", "0.3", "-G", "8")])
 def test_simulate_and_calc_clip_no_cell(capsys, monkeypatch, args):
     views = _views(capsys, monkeypatch, *args)
     assert views

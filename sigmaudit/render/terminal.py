@@ -6,7 +6,8 @@ column is at least as wide as its widest cell and its longest header word (heade
 spaces), and a table wider than the screen is split column-wise into stacked parts that repeat
 the first (key) column. The key column takes at most a third of the screen and a lone column what is
 left beside it: a longer cell there (a prompt's text) folds over lines, every character kept. Without
-a terminal the width is ``COLUMNS`` when set, else :data:`PIPE_WIDTH`. PASS/FAIL cells are green/red on a colour terminal (``--color``, ``NO_COLOR``, ``FORCE_COLOR``).
+a terminal the width is ``COLUMNS`` when set, else :data:`PIPE_WIDTH`. PASS/FAIL cells are green/red on a
+colour terminal (``--color``, ``NO_COLOR``, ``FORCE_COLOR``).
 """
 
 from __future__ import annotations
