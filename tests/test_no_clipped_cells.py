@@ -18,7 +18,11 @@ ROOT = Path(__file__).resolve().parents[1]
 LOGS = sorted(p for p in (ROOT / "sample_logs").iterdir() if not p.name.startswith("."))
 WIDTHS = (60, 80, 100, 160)
 NUMBER = re.compile(r"^[-+]?(\d[\d,]*)?(\.\d+)?%?$")
-COMMANDS = (("scan",), ("plan",), ("check", "--max-silent", "0.5"), ("trend",), ("forecast",))
+COMMANDS = (("scan",), ("forecast",))
+"""Run on every sample log (a prompt key of every shape: ids, chat templates, token lists)."""
+MORE = (("plan",), ("check", "--max-silent", "0.5"), ("trend",))
+"""Run on the logs in MORE_LOGS too (their tables do not hold prompt keys: a few logs show every shape)."""
+MORE_LOGS = {"rollouts.parquet", "verl", "trl-one-prompt", "open-instruct"}
 
 
 def _views(capsys, monkeypatch, *args: str) -> list:
@@ -72,7 +76,7 @@ def _check_fits(view, width: int) -> None:  # noqa: ANN001
 @pytest.mark.parametrize("log", LOGS, ids=lambda p: p.name)
 def test_first_screens_clip_no_cell(capsys, monkeypatch, log):
     checked = 0
-    for command in COMMANDS:
+    for command in COMMANDS + (MORE if log.name in MORE_LOGS else ()):
         for view in _views(capsys, monkeypatch, command[0], str(log), *command[1:], "-q"):
             for width in WIDTHS:
                 _check_fits(view, width)

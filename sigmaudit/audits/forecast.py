@@ -51,7 +51,8 @@ times those of the last full fit; the refits in between add the groups since the
 then cost at most 1 / (1 − 1 / RECAL_FULL_GROWTH) = 5 fits on all the groups in all, whatever the number
 of steps; a larger growth is cheaper and leaves more of the map to the updates' approximation."""
 NO_STEPS = "the logs have no training-step information"
-STEPS_REMEDY = "name the step column with --step-col"
+STEPS_REMEDY = ("a log with a step column under another name: --step-col NAME; a log without steps (an eval "
+                "file, a counts table) has nothing to follow over time: 'sigmaudit scan' and 'plan' read it")
 
 
 # --------------------------------------------------------------------------- the replay

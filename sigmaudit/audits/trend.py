@@ -52,6 +52,7 @@ from ..fmt import none_if_nan
 from ..loaders.options import Filtered, Window
 from .by import ByGroup, ByResult
 from .drift import Drift, SilentGap, context_json
+from .forecast import STEPS_REMEDY
 
 if TYPE_CHECKING:
     from ..loaders import LoadedCounts
@@ -249,7 +250,7 @@ def _check_trend_options(G: Sequence[int], every: int, estimator: str) -> tuple[
 def _stepped_groups(per_group: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     """The non-empty groups with a step value (step, n, k and prompt when there is one) and how many
     groups had no step; SchemaError when none has one."""
-    no_steps = SchemaError("the logs have no training-step information", remedy="name the step column with --step-col")
+    no_steps = SchemaError("the logs have no training-step information", remedy=STEPS_REMEDY)
     if "step" not in per_group.columns:
         raise no_steps
     cols = [pl.col("step").cast(pl.Int64), pl.col("n").cast(pl.Int64), pl.col("k").cast(pl.Int64)]
@@ -377,7 +378,7 @@ def trend_logs(
     if loaded.series is not None:
         res = trend_from_series(loaded.series, every=every, G=G, batches=batches)
     elif loaded.per_group is None or not loaded.has_steps:
-        raise SchemaError("the logs have no training-step information", remedy="name the step column with --step-col")
+        raise SchemaError("the logs have no training-step information", remedy=STEPS_REMEDY)
     else:
         res = trend(loaded.per_group, G=G, every=every, estimator=estimator)
     by = None

@@ -294,9 +294,17 @@ def _usage_error(exc: Exception) -> int:
     came = origin_of(ctx, getattr(exc, "param", None))
     if came:
         msg = f"{msg} (from {came})"
+    name = getattr(exc, "option_name", None)
+    if type(exc).__name__ == "NoSuchOption" and name in GLOBAL_OPTIONS and ctx is not None and ctx.parent is not None:
+        msg = (f"no such option of {ctx.info_name}: {name} is a global option and goes before the command "
+               f"('sigmaudit {name}{' FILE' if name == '--config' else ''} {ctx.info_name} ...')")
     if ctx is not None:
         msg = f"{msg} (see '{ctx.command_path} --help')"
     return _fail(msg) if code else 0
+
+
+GLOBAL_OPTIONS = ("--config", "--no-config", "--debug", "--version")
+"""Options of ``sigmaudit`` itself, given before the command (a command that is given one names where it goes)."""
 
 
 def _main(argv: list[str] | None) -> int:

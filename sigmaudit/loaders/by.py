@@ -39,10 +39,12 @@ def load_by(paths: Sequence[str | Path], column: str, opts: LoadOptions | None =
         return _by_runs(pooled, files, column, opts)
     values: set[str] = set()
     seen = nulls = False
+    have: list[str] = []
     with run_folder() as tmp:
         for path in files:
             item = open_file(path, tmp, opts, series_ok=False)
             assert isinstance(item, Opened)
+            have += [c for c in item.src.schema if c not in have]
             if column not in item.src.schema:
                 nulls = True  # its rows have no value: they go to "(null)", not nowhere
                 continue
@@ -57,7 +59,8 @@ def load_by(paths: Sequence[str | Path], column: str, opts: LoadOptions | None =
     if not seen:
         raise SchemaError(f"--by column {column!r} is in none of the files read",
                           location=", ".join(map(str, files[:3])),
-                          remedy="pick a column the files have (e.g. data_source, dataset, model, run)")
+                          remedy=f"pick a column the files have: {', '.join(have[:12])}"
+                                 + (f" (and {len(have) - 12} more)" if len(have) > 12 else ""))
     if not values:
         raise SchemaError(f"--by column {column!r} holds only nulls", location=str(files[0]))
     if len(values) > MAX_BY_VALUES:

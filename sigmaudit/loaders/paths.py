@@ -76,7 +76,11 @@ def expand_paths(paths: Sequence[str | Path]) -> list[Path | str]:
         elif _has_glob(str(raw)):
             out.extend(_glob(str(raw)))
         else:
-            raise InputError("no such file or directory", location=str(raw))
+            sample = "sample_logs" in Path(str(raw)).parts
+            raise InputError("no such file or directory", location=str(raw),
+                             remedy="the sample logs are in a checkout of the repository, not in an installed "
+                                    "package: make a log with 'sigmaudit simulate --prompts 200 --num-steps 20 "
+                                    "--log-out demo.parquet'" if sample else None)
     seen: set[Path | str] = set()
     unique = []
     for f in out:
