@@ -181,6 +181,8 @@ def test_forecast_cli_writes_the_table(capsys, tmp_path: Path) -> None:
     assert report.columns == [*table.columns, "drift_warning"] and report.height == 200
     code, out, err = run(capsys, "forecast", str(SAMPLE), "-G", "8", "--target-saving", "0.3", "-q")
     assert code == 0 and "skip list (target-saving)" in out
+    assert re.search(r"\b([8-9]|[1-9]\d|1\d\d) prompts of 200; --full: every column", out)  # 8, more when tied
+    code, out, err = run(capsys, "forecast", str(SAMPLE), "-G", "8", "--target-saving", "0.3", "-q", "--full")
     assert re.search(r"the ([2-9]\d|1\d\d) most likely silent of 200", out)  # 25, or more when the 25th ties
 
 

@@ -112,4 +112,7 @@ def _with_context(view: View, result: Any) -> View:
     if not lines:
         return view
     first = view.sections[0] if view.sections else Section(view.title)
-    return replace(view, sections=(replace(first, lines=(*lines, *first.lines)), *view.sections[1:]))
+    view = replace(view, sections=(replace(first, lines=(*lines, *first.lines)), *view.sections[1:]))
+    if view.brief and view.brief[0] is not first and not set(lines) & set(view.brief[0].lines):
+        view = replace(view, brief=(replace(view.brief[0], lines=(*lines, *view.brief[0].lines)), *view.brief[1:]))
+    return view

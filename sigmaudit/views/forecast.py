@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from ..audits.forecast import ForecastResult
 
 VIEW_ROWS = 25
+BRIEF_ROWS = 8
+"""Prompts in the first screen's table (``--full``: :data:`VIEW_ROWS`, every column)."""
 """Prompts shown in the per-prompt table of ``forecast`` (the ``--skip-out`` file and JSON hold all)."""
 
 
@@ -75,7 +77,16 @@ def forecast_view(result: ForecastResult) -> View:
                   note=f"{shown}{ties}P(...) of a group of G = {r.G:,} at the next visit"
                        + (f"; {LABEL_NOTE}" if labelled else ""),
                   digits=tuple(AMOUNT if c == "expected_useful_rollouts" else RATE for c in TABLE_COLUMNS))
-    return View("sigmaudit forecast", (Section("next visit", lines=tuple(head), tables=(table,)),))
+    brief_rows, brief_tied = tied_rows([(x[0], x[1], x[4], x[8]) for x in r.table.select(TABLE_COLUMNS).iter_rows()],
+                                       BRIEF_ROWS, label=prompt_label)
+    brief = Table("most likely silent", ("prompt", "visits", "p_silent", "skip"), brief_rows,
+                  note=f"{plural(sum(brief_tied), 'prompt')} of {r.prompts:,}; --full: every column"
+                       + (" (KEY +N tied: N more with the same values)" if max(brief_tied, default=1) > 1 else "")
+                       + (f"; {LABEL_NOTE}" if labelled else ""),
+                  digits=(RATE, RATE, RATE, RATE))
+    first = Section("next visit", lines=tuple(head), tables=(brief,))
+    sections = (Section("next visit", lines=tuple(head)), Section("per prompt", tables=(table,)))
+    return View("sigmaudit forecast", sections, csv_table="per prompt", brief=(first,))
 
 
 def backtest_view(result: BacktestResult) -> View:

@@ -58,8 +58,9 @@ def tokens_words(missing: int, source: str | None) -> str:
     return f"none logged ({source})"
 
 
-PROMPT_LABEL_WIDTH = 40
-"""Characters of a prompt's label in a per-prompt table (the ``--skip-out`` file and JSON keep the whole key)."""
+PROMPT_LABEL_WIDTH = 24
+"""Characters of a prompt's text in its label (then `` #`` and 6 hex digits: 32 columns, the key column's third of
+a 100-column screen); the ``--skip-out`` file and JSON keep the whole key."""
 _USER_TURNS = tuple(re.compile(p, re.S) for p in (
     r"<\|im_start\|>user\s*(.*?)(?:<\|im_end\|>|$)",  # ChatML (Qwen, many others)
     r"<\|start_header_id\|>user<\|end_header_id\|>\s*(.*?)(?:<\|eot_id\|>|$)",  # Llama 3
