@@ -210,7 +210,8 @@ CONTRACT_RUNS = {
     "scan": ["scan", SAMPLE, "-q"],
     "plan": [["plan", SAMPLE, "-q", "-G", "8", "--budget", "4000", "--train-batch", "512", "--gen-batch", "1536",
               "--max-gen-batches", "6"],  # the objective's keys and DAPO's
-             ["plan", SAMPLE, "-q", "-G", "8", "--max-silent", "0.1"]],  # a target under the floor: `floor`
+             ["plan", SAMPLE, "-q", "-G", "8", "--max-silent", "0.1"],  # a target under the floor: `floor`
+             ["plan", SAMPLE, "-q", "--objective", "informative"]],  # a view chose G: `objective_detail`
     "check": [["check", SAMPLE, "-q", "-G", "8", "--max-silent", "0.9", "--max-all-wrong", "0.9",
                "--max-all-correct", "0.9", "--max-extreme-share", "0.9", "--min-fidelity", "0.1",
                "--max-never-solved", "0.9", "--train-batch", "512", "--gen-batch", "1536", "--max-gen-batches", "6",

@@ -127,7 +127,7 @@ def test_forecast_says_its_model_in_words_and_shows_a_tie_once(capsys, monkeypat
     values = [tuple(v for k, v in row.items() if k != "prompt") for row in rows]
     run_length = next(i for i, v in enumerate(values) if v != values[0])
     assert run_length == 42  # the 42 never-solved prompts (21.0 % of 200), every cell but the key equal
-    code, out, _ = run(capsys, "forecast", str(ROLLOUTS), "-q")
+    code, out, _ = run(capsys, "forecast", str(ROLLOUTS), "-q", "--full")
     assert "beta+atoms" not in out and "corpus prior (" not in out
     assert "model: a prior fitted to all prompts (a Beta plus point masses at p = 0 and 1)" in out
     assert out.count(rows[0]["prompt"]) == 1 and f"{rows[0]['prompt']} +{run_length - 1} tied" in out

@@ -50,15 +50,19 @@ def _widths(t: Table, cells: list[list[str]], room: int) -> list[int]:
     return [key, *(min(n, beside) for n in needs[1:])]
 
 
-def _chunks(t: Table, cells: list[list[str]], room: int, least: list[int]) -> list[list[int]]:
-    """Column indices of each stacked part: column 0 in every part, the others in order while they fit."""
+def _chunks(t: Table, cells: list[list[str]], room: int, least: list[int]) -> list[dict[int, int]]:
+    """Each stacked part: its columns (column 0 in every part, the others in order while they fit) and the width
+    each gets. A column takes its natural width (widest cell and header) when the part has room, else at least
+    ``least`` and a header of 12 or its longest word; the part's widths never add up past the room (Rich cannot
+    shrink a column under its least width, so a part that did not fit would be cut at the panel's edge)."""
     cols = list(range(len(t.columns)))
-    # chunk by natural widths (what Rich will use when the part fits), never under a column's least width
-    need = [max(least[i], min(_natural(t.columns[i], [r[i] for r in cells]),
-                              max(_needs(t.columns[i], [r[i] for r in cells]), 12), least[i] if i == 0 else room))
-            for i in cols]
-    if sum(n + _CELL for n in need) + 1 <= room or len(cols) <= 1:
-        return [cols]
+    natural = [max(least[i], _natural(t.columns[i], [r[i] for r in cells])) for i in cols]
+    whole = [max(n, _needs(t.columns[i], [r[i] for r in cells])) for i, n in enumerate(natural)]
+    if sum(n + _CELL for n in whole) + 1 <= room or len(cols) <= 1:
+        return [dict(zip(cols, whole, strict=True))]  # fits as it is: the key column whole too
+    natural[0] = least[0] if natural[0] > least[0] else natural[0]
+    need = [max(least[i], min(natural[i], max(_needs(t.columns[i], [r[i] for r in cells]), 12))) for i in cols]
+    need[0] = natural[0]
     parts: list[list[int]] = []
     current = [0]
     used = 1 + need[0] + _CELL
@@ -69,7 +73,16 @@ def _chunks(t: Table, cells: list[list[str]], room: int, least: list[int]) -> li
         current.append(i)
         used += need[i] + _CELL
     parts.append(current)
-    return parts
+    out = []
+    for part in parts:
+        widths = {i: need[i] for i in part}
+        spare = room - 1 - sum(w + _CELL for w in widths.values())
+        for i in part:  # what room is left widens the columns, left to right, up to their natural width
+            grow = max(0, min(spare, natural[i] - widths[i]))
+            widths[i] += grow
+            spare -= grow
+        out.append(widths)
+    return out
 
 
 def _rich_tables(t: Table, room: int, color: bool) -> list[RenderableType]:
@@ -89,12 +102,9 @@ def _rich_tables(t: Table, room: int, color: bool) -> list[RenderableType]:
         if title:
             out.append(Text(printable(title), style="italic"))
         rt = RichTable()
-        for i in idx:
-            col_cells = [r[i] for r in cells]
-            natural = _natural(t.columns[i], col_cells)
-            most = least[i] if i == 0 else min(natural, max(least[i], room))
+        for i, w in idx.items():
             rt.add_column(printable(t.columns[i]), justify="left" if i == 0 else "right", min_width=least[i],
-                          max_width=max(most, least[i]), overflow="fold")
+                          max_width=w, overflow="fold")
         for r in cells:
             rt.add_row(*(Text(r[i], style=_RESULT_STYLES.get(r[i], "")) if color else r[i] for i in idx))
         out.append(rt)
