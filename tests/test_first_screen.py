@@ -65,7 +65,8 @@ def test_the_first_screen_says_curation_comes_first_with_its_figure(capsys, monk
     _, out, _ = run(capsys, "scan", SAMPLE, "-q")
     flat = " ".join(line.strip("│ ") for line in out.splitlines())
     # 21.0% never solved + 14.0% always solved in the sample log's 200 prompts (42 + 28 of them)
-    assert "curate first: 35.0% of prompts were never or always solved in the log" in flat
+    assert "data first: 35.0% of prompts were never or always solved in the log" in flat
+    assert "`sigmaudit curate` says which to drop" in flat and "speak" not in flat
 
 
 def test_scan_headline_keeps_to_lines_a_user_acts_on(capsys, monkeypatch):

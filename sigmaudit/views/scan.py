@@ -331,9 +331,9 @@ def next_steps(r: ScanReport) -> list[str]:
     pr, lines = r.pass_rate, []
     unreachable = pr.never_solved + pr.always_solved
     if unreachable > 0:
-        lines.append(f"curate first: {pct(unreachable)} of prompts were never or always solved in the log; no G "
-                     "makes their groups speak. `sigmaudit plan` shows the silent share without them (--drop-out "
-                     "writes the list).")
+        lines.append(f"data first: {pct(unreachable)} of prompts were never or always solved in the log, and a "
+                     "prompt at p = 0 or 1 is silent at any G. `sigmaudit curate` says which to drop, keep or "
+                     "probe again, and writes the curated training set (--dataset, --curated-out).")
     rec = r.recommendation
     if rec is not None:
         from .plan import snr_sentences
