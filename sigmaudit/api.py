@@ -82,8 +82,11 @@ def scan(paths: PathsLike, *, G: Sequence[int] = DEFAULT_SCAN_G, g_main: int | N
     eps = a.real(eps, "eps")
     if not EPS_MIN <= eps < 1.0:
         raise ConfigError(f"must lie in [{EPS_MIN:g}, 1), got {eps!r}", location="eps")
-    return worded(audit(_load(paths, options, by, steps, last_steps), G=sizes, g_main=g_main, eps=eps,
-                        post_filter=post_filter, estimator=estimator))
+    from .audits.plan import with_recommendation
+
+    loaded = _load(paths, options, by, steps, last_steps)
+    return worded(with_recommendation(audit(loaded, G=sizes, g_main=g_main, eps=eps, post_filter=post_filter,
+                                            estimator=estimator), loaded, estimator=estimator))
 
 
 def check(paths: PathsLike, *, G: int | None = None, max_silent: float | None = None,

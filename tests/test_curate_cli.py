@@ -52,7 +52,7 @@ def test_every_format_writes(capsys, fmt):
 def test_a_log_too_thin_for_G_is_refused_in_one_line(capsys, tmp_path):
     path = tmp_path / "thin.csv"
     path.write_text("prompt,n,k\n" + "".join(f"q{i},2,{i % 3}\n" for i in range(300)))
-    code, out, err = run(capsys, "curate", str(path), "-q")
+    code, out, err = run(capsys, "curate", str(path), "-q", "-G", "8")
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "not identified" in err
 
 

@@ -432,8 +432,8 @@ def test_sigterm_mid_run_cleans_up_and_exits_2(tmp_path, monkeypatch, capsys):
     tempfile.tempdir = None
     real_scan = readers.scan
 
-    def scan_then_sigterm(path, tmpdir, like=None):
-        src = real_scan(path, tmpdir, like)
+    def scan_then_sigterm(path, tmpdir, like=None, outcome_key=None):
+        src = real_scan(path, tmpdir, like, outcome_key)
         assert any(tmpdir.iterdir())  # the decompressed copy exists now
         os.kill(os.getpid(), signal.SIGTERM)
         return src

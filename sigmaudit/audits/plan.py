@@ -872,3 +872,19 @@ def current_difficulty(loaded: LoadedCounts) -> tuple[LoadedCounts, Drift | None
         f"the current difficulty: pass rates of the last {cut.steps:,} steps ({cut.span()}, the last tenth of "
         f"{window.span()}), because pass rates moved within the log (drift); --steps/--last-steps chooses "
         "another window")
+
+
+def with_recommendation(report: Any, loaded: LoadedCounts, estimator: str = ESTIMATOR) -> Any:
+    """A scan's report with plan's recommendation on the same logs (its R rule, rule and the logged G: scan's
+    "what to do", the CLI's and the API's alike), left as it is where the logs cannot be planned on (a corpus the
+    prior does not identify, a step of fewer than two rollouts: scan says the rest)."""
+    from dataclasses import replace
+
+    from ..core.identify import NotIdentifiedError
+    from ..errors import ConfigError
+
+    try:
+        rec = recommendation_of(loaded, estimator=estimator)
+    except (ConfigError, NotIdentifiedError):
+        return report
+    return report if rec.budget.rollouts_per_step < MIN_ROLLOUTS_PER_STEP else replace(report, recommendation=rec)

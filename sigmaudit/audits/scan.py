@@ -502,8 +502,8 @@ def _observed(loaded: LoadedCounts, corpus: Corpus, rows: dict[int, SilentRow]) 
     G = _mode(n)
     silent = (k == 0) | (k == n)
     groups = int(n.size)
-    row = rows.get(G)
-    expected, expected_estimator = (row.estimate, row.estimator) if row is not None else _expected(corpus, G)
+    # a single-G figure: check's per-G estimator rule, not the silent table's one estimator per sweep
+    expected, expected_estimator = _expected(corpus, G)
     return ObservedSilent(
         G=G,
         groups=groups,

@@ -4,7 +4,7 @@ in any text (file, column and prompt names come from the logs) are shown escaped
 The only module that imports Rich for rendering results. No cell or header is ever cut: each
 column is at least as wide as its widest cell and its longest header word (headers wrap at
 spaces), and a table wider than the screen is split column-wise into stacked parts that repeat
-the first (key) column. The key column takes at most a third of the screen and a lone column what is
+the first (key) column. The key column takes at most half the screen and a lone column what is
 left beside it: a longer cell there (a prompt's text) folds over lines, every character kept. Without
 a terminal the width is ``COLUMNS`` when set, else :data:`PIPE_WIDTH`. PASS/FAIL cells are green/red on a
 colour terminal (``--color``, ``NO_COLOR``, ``FORCE_COLOR``).
@@ -42,10 +42,10 @@ def _natural(col: str, cells: list[str]) -> int:
 def _widths(t: Table, cells: list[list[str]], room: int) -> list[int]:
     """Each column's least width. A column shows every cell whole on one line and breaks its header only at
     spaces, except where that cannot fit beside the key column: the key column (repeated in every part) takes
-    at most a third of the room, and any other column at most what is left beside it; such a column's long
+    at most half the room, and any other column at most what is left beside it; such a column's long
     cells fold over lines (every character kept, none cut)."""
     needs = [_needs(c, [r[i] for r in cells]) for i, c in enumerate(t.columns)]
-    key = min(needs[0], max(room // 3, 8))
+    key = min(needs[0], max(room // 2, 8))
     beside = max(room - 1 - 2 * _CELL - key, 8)
     return [key, *(min(n, beside) for n in needs[1:])]
 

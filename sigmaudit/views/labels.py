@@ -59,7 +59,7 @@ def tokens_words(missing: int, source: str | None) -> str:
 
 
 PROMPT_LABEL_WIDTH = 24
-"""Characters of a prompt's text in its label (then `` #`` and 6 hex digits: 32 columns, the key column's third of
+"""Characters of a prompt's text in its label (then `` #`` and 6 hex digits: 32 columns, within the key column's half of
 a 100-column screen); the ``--skip-out`` file and JSON keep the whole key."""
 _USER_TURNS = tuple(re.compile(p, re.S) for p in (
     r"<\|im_start\|>user\s*(.*?)(?:<\|im_end\|>|$)",  # ChatML (Qwen, many others)

@@ -124,17 +124,8 @@ def _audited(loaded: LoadedCounts, G: tuple[int, ...] | None, g_main: int | None
     """:func:`~sigmaudit.audits.scan.audit` of ``loaded`` with ``plan``'s recommendation on the same logs (what to
     do; :func:`recommendation_of`: plan's R rule, rule and the logged G), left out where the logs cannot be planned
     on (a corpus the prior does not identify, a step of fewer than two rollouts: scan says the rest)."""
-    from dataclasses import replace
-
-    from ...audits.plan import MIN_ROLLOUTS_PER_STEP, recommendation_of
+    from ...audits.plan import with_recommendation
     from ...audits.scan import audit
 
-    report = audit(loaded, G, g_main, eps, post_filter, estimator, bootstrap, level)
-    from ...core.identify import NotIdentifiedError
-    from ...errors import ConfigError
-
-    try:
-        rec = recommendation_of(loaded, estimator=estimator)
-    except (ConfigError, NotIdentifiedError):
-        return report
-    return report if rec.budget.rollouts_per_step < MIN_ROLLOUTS_PER_STEP else replace(report, recommendation=rec)
+    return with_recommendation(audit(loaded, G, g_main, eps, post_filter, estimator, bootstrap, level), loaded,
+                               estimator=estimator)
