@@ -135,7 +135,7 @@ def test_memory_shortage_is_named_with_the_limit(monkeypatch):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("delay", [0.0, 0.1, 0.3]  # inside the run on a quiet machine too (at 1.0 s a scan of long.csv had ended))
+@pytest.mark.parametrize("delay", [0.0, 0.1, 0.3])  # inside the run on a quiet machine too (at 1.0 s it had ended)
 def test_sigint_to_the_supervisor_reaches_the_run(delay):
     """Under a limit, SIGINT sent to the sigmaudit process (the supervisor) only: the child gets it, one line,
     exit 2, and no child is left writing (a signal during the child's start was once an orphaned run)."""
