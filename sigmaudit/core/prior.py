@@ -231,7 +231,8 @@ def _scaled_lik(
 
 
 _BLAS_CELLS = 1 << 22
-"""Matrices with at least this many cells are multiplied by BLAS, smaller ones by einsum (unless BLAS runs one thread)."""
+"""Matrices with at least this many cells are multiplied by BLAS, smaller ones by einsum
+(unless BLAS runs one thread)."""
 
 _ONE_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 

@@ -14,8 +14,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 ATOM_SLACK = 1e-6
-"""A point mass of weight below ATOM_SLACK whose EM factor (see :meth:`AtomsBetaRows.settled`) is below 1 − ATOM_SLACK at
-a fit has weight 0 at the optimum: its weight is set to its lower bound instead of wherever the optimiser's stop left it.
+"""A point mass of weight below ATOM_SLACK whose EM factor (see :meth:`AtomsBetaRows.settled`) is below
+1 − ATOM_SLACK at a fit has weight 0 at the optimum: its weight is set to its lower bound instead of wherever
+the optimiser's stop left it.
 (A converged weight of 0.03 can show a factor 1 − 2e-7: the stop bounds the gradient Σc · w (1 − D), not 1 − D.)"""
 
 

@@ -84,7 +84,8 @@ def _collect(src: Source, lf: pl.LazyFrame) -> pl.DataFrame:
 
 
 def fractional_step_error(values: pl.Series, column: str, where: str,
-                          remedy: str = "pass --step-col with the column of whole training steps") -> SchemaError | None:
+                          remedy: str = "pass --step-col with the column of whole training steps",
+                          ) -> SchemaError | None:
     """The refusal of a step column holding a value that is no whole number (0.5, 1.5), or None. A trainer's
     step is a whole optimizer step; a fractional one is an epoch or a time, and casting it to an integer
     would merge steps 1.0 and 1.5 into one "step 1" (issue 36 item 19). Whole floats (1.0, 2.0) are steps."""

@@ -283,13 +283,19 @@ def _described(mapping: dict[str, str]) -> str:
     return ", ".join(f"{col} as {said.get(field, field)}" for field, col in mapping.items())
 
 
+def _series_holds(mapping: dict[str, str]) -> str:
+    if "groups" in mapping:
+        return "shares and groups per step only, no per-prompt groups"
+    return "shares only, no groups"
+
+
 def series_loaded(path: Path | str, frame: pl.DataFrame, step: str, mapping: dict[str, str]) -> LoadedCounts:
     """The load of one file's per-step series."""
     return LoadedCounts(
         per_prompt=pl.DataFrame(schema={"prompt": pl.Utf8, "n": pl.Int64, "k": pl.Int64}), per_group=None,
         layout="series", files=(str(path),), n_rows=frame.height, missing_rewards=0, n_single_sample_prompts=0,
         notes=(f"detected a per-step series ({frame.height} steps, step from {step}; {_described(mapping)}): "
-               f"{'shares and groups per step only, no per-prompt groups' if 'groups' in mapping else 'shares only, no groups'} "
+               f"{_series_holds(mapping)} "
                f"or prompts ({PER_PROMPT}: a rollout dump)",),
         reward_source=", ".join(mapping.values()), has_steps=True, series=frame)
 

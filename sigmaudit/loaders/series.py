@@ -87,7 +87,8 @@ METRICS: dict[str, tuple[str, ...]] = {
 """Trainer metrics that are shares of a step's groups (lower case), by field; ``observed_mixed`` is 1 − silent;
 ``gen_batches`` is verl DAPO's generation batches per step (verl-project/verl-recipe
 48ea0a797fa29867ea0ad92aff7d284eec7d4be3 ``dapo/dapo_ray_trainer.py``: ``metrics["train/num_gen_batches"]``), no
-share: it bounds the step's silent share given the batch sizes (:func:`sigmaudit.core.dapo.gen_batches_silent_bounds`)."""
+share: it bounds the step's silent share given the batch sizes
+(:func:`sigmaudit.core.dapo.gen_batches_silent_bounds`)."""
 METRIC_STEPS = ("step", "train/global_step", "global_step", "_step", "trainer/global_step")
 W_AND_B_EXTRAS = ("__min", "__max", "_step")
 """Suffixes of a W&B chart export's columns beside each run's value."""
@@ -159,8 +160,9 @@ def series_columns(schema: dict[str, pl.DataType], step_col: str | None, name: s
         return cols[1], {tb: cols[2]}
     if name is not None and [c.lower() for c in schema] == ["wall time", "step", "value"]:
         tag = name.split("-tag-")[-1].rsplit(".", 1)[0]
+        silent_names = ", ".join(n.replace("/", "_") for n in METRICS["observed_silent"][1:])
         raise SchemaError(f"columns match no layout: a TensorBoard scalar export of {tag!r}, which is no share of a "
-                          f"step's groups (a series reads {', '.join(n.replace('/', '_') for n in METRICS['observed_silent'][1:])}"
+                          f"step's groups (a series reads {silent_names}"
                           f" and ROLL's group ratios)", location=where,
                           remedy="export the share's tag, or name its column with --silent-share-col Value")
     metrics = metric_columns(schema, step_col, where)
@@ -221,7 +223,6 @@ def read_series(lf: pl.LazyFrame, step: str, mapping: dict[str, str], where: str
     count is given), sorted by step; shares checked in [0, 1], a mixed share against the silent one, a silent
     count against share x groups."""
     from .readers import POLARS_ERRORS
-
     from .reduce import fractional_step_error
 
     try:
