@@ -43,6 +43,31 @@ def test_selection_by_aic(kind, expected):
 
 
 @pytest.mark.parametrize("kind", ["beta+atoms", "two humps"])
+def test_the_one_beta_optimum_is_fitted_once(monkeypatch, kind):
+    """fit_corpus_prior's two-Beta starts grow from the one-Beta candidate's optimum, which it has fitted already:
+    one one-Beta optimisation per corpus prior (there were two, the second the same call from the same start),
+    and the two-Beta fit the same to the last bit as one that fits the one-Beta optimum itself (issue 45)."""
+    from sigmaudit.core import prior as prior_mod
+
+    _, k = _corpus(kind, 3000, 8, 5)
+    nu, ku, cu, _ = distinct_pairs(np.full(k.size, 8), k)
+    fresh, _ = prior_mod._fit_atoms_beta(nu, ku, cu, default_grid(), 2, None)  # the two-Beta fit on its own
+    dims = []
+    real = prior_mod.minimize_box
+
+    def counted(fun_grad, x0, *args, **kwargs):
+        dims.append(len(x0))
+        return real(fun_grad, x0, *args, **kwargs)
+
+    monkeypatch.setattr(prior_mod, "minimize_box", counted)
+    chosen = fit_corpus_prior(nu, ku, cu)
+    assert dims.count(4) == 1  # the one-Beta problem: 4 parameters
+    two = next(s for s in chosen.scores if s[0] == "beta+atoms/2")
+    assert two[1] == fresh.log_likelihood
+    assert chosen.kind == ("beta+atoms/1" if kind == "beta+atoms" else "beta+atoms/2")
+
+
+@pytest.mark.parametrize("kind", ["beta+atoms", "two humps"])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_model_based_within_001_at_twice_n(kind, seed):
     """Corpus silent rate at G = 2n from n = 8 samples, against the truth mean silent(p_i, G)."""

@@ -63,7 +63,7 @@ def _perturb(monkeypatch) -> None:
 
     monkeypatch.setattr(prior, "_log_lik", jittered_log_lik)
     monkeypatch.setattr(rows_mod.AtomsBetaRows, "fun_grad", jittered_rows_fun_grad)
-    monkeypatch.setattr(prior, "_starts", lambda objective: starts(objective)[::-1])
+    monkeypatch.setattr(prior, "_starts", lambda objective, *one_beta: starts(objective, *one_beta)[::-1])
     monkeypatch.setattr(prior.AtomsBetaObjective, "nll_grad", jittered_nll_grad)
     # another summation order: BLAS over reversed columns instead of einsum's loop
     monkeypatch.setattr(prior, "_matvec", lambda a, x: a[:, ::-1] @ x[::-1])

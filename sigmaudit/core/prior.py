@@ -446,11 +446,14 @@ def _fit_atoms_beta(
     scaled: tuple[NDArray[np.float64], NDArray[np.float64]] | None,
     x0: ArrayLike | None = None,
     log_likelihood: bool = True,
+    one_beta: tuple[float, ...] | None = None,
 ) -> tuple[GridPrior, dict[str, float]]:
     """:func:`fit_atoms_beta_prior` on distinct pairs; ``scaled`` is ``_scaled_lik(n_u, k_u, g)``
     when the caller already has it (it costs as much as the optimisation on many pairs).
     ``x0`` starts the optimiser (a refit); ``log_likelihood=False`` skips the grid likelihood
-    (NaN in the result), which a bootstrap replicate does not need."""
+    (NaN in the result), which a bootstrap replicate does not need. ``one_beta`` (two Betas only): the
+    ``theta`` of the one-Beta fit to the same pairs, which the two-Beta starts are built from (:func:`_starts`
+    fits it otherwise)."""
     objective = AtomsBetaObjective(n_u, k_u, c_u, components)
     lo_b, hi_b = objective.bounds()
     if x0 is not None:
@@ -460,7 +463,7 @@ def _fit_atoms_beta(
         best = minimize_box(objective.nll_grad, np.asarray(x0, dtype=np.float64), lo_b, hi_b,
                             hessian=objective.nll_hessian)
     else:
-        best = _minimize_from_starts(objective)
+        best = _minimize_from_starts(objective, one_beta)
     # the weights from the optimum with atoms settled (AtomsBetaRows.settled); refits start from where the optimiser
     # stopped, from which an atom the resampled counts call for can still grow (from the bound it could not)
     theta = AtomsBetaRows(n_u, k_u, c_u[None, :], components).settled(best.x[None, :])[0]
@@ -478,15 +481,14 @@ TIE = 1e-9
 smallest parameters (rounded to 3 decimals, in order) wins, whichever start got there first."""
 
 
-def _starts(objective: AtomsBetaObjective) -> list[NDArray[np.float64]]:
+def _starts(objective: AtomsBetaObjective, one_beta: tuple[float, ...] | None = None) -> list[NDArray[np.float64]]:
     """The default start and, with two Betas (whose likelihood has several local optima), the one-Beta
     optimum with a second Beta added low, high and in the middle (weight 0.2 of the Betas), and with a
-    sharper Beta of the same mean added."""
+    sharper Beta of the same mean added. ``one_beta``: that optimum, where the caller has fitted it already
+    (:func:`fit_corpus_prior` fits one Beta first, by the very call made here: the same point, fitted once)."""
     starts = [objective.start()]
     if objective.components == 2:
-        one = AtomsBetaObjective(objective.n, objective.k, objective.c, 1)
-        lo1, hi1 = one.bounds()
-        x1 = minimize_box(one.nll_grad, one.start(), lo1, hi1, max_step=MAX_STEP, hessian=one.nll_hessian).x
+        x1 = _one_beta_optimum(objective) if one_beta is None else np.asarray(one_beta, dtype=np.float64)
         low, high, middle = [0.0, np.log(4.0)], [np.log(4.0), 0.0], [np.log(4.0), np.log(4.0)]
         starts += [np.array([x1[0] + np.log(0.2), x1[1] + np.log(0.2), np.log(4.0), x1[2], x1[3], *second])
                    for second in (low, high, middle)]
@@ -496,14 +498,21 @@ def _starts(objective: AtomsBetaObjective) -> list[NDArray[np.float64]]:
     return starts
 
 
-def _minimize_from_starts(objective: AtomsBetaObjective) -> BoxFit:
-    """The best of :func:`minimize_box` runs from :func:`_starts`; among runs within :data:`TIE` of the best
-    objective, a fixed rule (:data:`TIE`) picks one: equally good optima are chosen the same way whatever the
-    order of the starts or the last bits of the arithmetic."""
+def _one_beta_optimum(objective: AtomsBetaObjective) -> NDArray[np.float64]:
+    """Where :func:`_minimize_from_starts` stops on ``objective``'s pairs with one Beta (its one start)."""
+    one = AtomsBetaObjective(objective.n, objective.k, objective.c, 1)
+    lo1, hi1 = one.bounds()
+    return minimize_box(one.nll_grad, one.start(), lo1, hi1, max_step=MAX_STEP, hessian=one.nll_hessian).x
+
+
+def _minimize_from_starts(objective: AtomsBetaObjective, one_beta: tuple[float, ...] | None = None) -> BoxFit:
+    """The best of :func:`minimize_box` runs from :func:`_starts` (``one_beta``: see there); among runs within
+    :data:`TIE` of the best objective, a fixed rule (:data:`TIE`) picks one: equally good optima are chosen the
+    same way whatever the order of the starts or the last bits of the arithmetic."""
     from .optimize import minimize_box_rows
 
     lo, hi = objective.bounds()
-    starts = _starts(objective)
+    starts = _starts(objective) if one_beta is None else _starts(objective, one_beta)
     if len(starts) == 1:
         fits = [minimize_box(objective.nll_grad, starts[0], lo, hi, max_step=MAX_STEP, hessian=objective.nll_hessian)]
     else:  # the starts in lockstep; one that cannot reach the best of the earlier ones at its pace stops early
@@ -777,8 +786,10 @@ def fit_corpus_prior(n: ArrayLike, k: ArrayLike, weights: ArrayLike | None = Non
     scaled = _scaled_lik(n_u, k_u, g)  # the likelihood matrix, computed once for every candidate
     fits: list[tuple[GridPrior, float]] = []
     for components in (1, 2):
+        # the two-Beta starts grow from the one-Beta optimum: the one-Beta candidate's, not fitted again
+        one_beta = fits[0][0].theta if components == 2 and fits else None
         try:
-            candidate, _ = _fit_atoms_beta(n_u, k_u, c_u, g, components, scaled)
+            candidate, _ = _fit_atoms_beta(n_u, k_u, c_u, g, components, scaled, one_beta=one_beta)
         except (ValueError, FloatingPointError):  # pragma: no cover - optimiser failure: not a candidate
             continue
         fits.append((candidate, float(len(candidate.theta))))
