@@ -93,6 +93,7 @@ def test_visit_history_against_brute_force() -> None:
             assert h.n_eff[a, i] == pytest.approx(sum(wj * n[j] for wj, j in zip(w, earlier, strict=True)), rel=1e-12)
             assert h.k_eff[a, i] == pytest.approx(sum(wj * k[j] for wj, j in zip(w, earlier, strict=True)), rel=1e-12)
         assert h.visits_before[i] == len(earlier)
+        assert h.last_step[i] == s[earlier[-1]] if earlier else np.isnan(h.last_step[i])
         streak_c = streak_w = 0
         for j in reversed(earlier):
             if k[j] != n[j]:

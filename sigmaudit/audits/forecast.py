@@ -374,12 +374,14 @@ def _recalibrated(
     (:func:`~sigmaudit.core.forecast.update_recalibration`). The replay's cost is linear in the steps
     (a full refit at every refit grew as S² / RECAL_EVERY: 15 of 17 s of a forecast at 8,000 steps;
     issue 45 item 2)."""
-    from ..core.forecast import fit_recalibration, recal_features, recalibrate
+    from ..core.forecast import fit_recalibration_rows, recal_features, recalibrate_rows
 
     out = f.copy()
     # features built once; each refit takes the scored rows of earlier steps (a prefix of them when the
-    # groups are in step order, as they are after the replay's sort)
-    X_scored, y_scored, step_scored = recal_features(f[scored], skew[scored]), y[scored], step_id[scored]
+    # groups are in step order, as they are after the replay's sort), each map applies to a slice of steps
+    X_all = recal_features(f, skew)
+    in_order = bool(np.all(step_id[1:] >= step_id[:-1]))
+    X_scored, y_scored, step_scored = X_all[scored], y[scored], step_id[scored]
     order = np.argsort(step_scored, kind="stable")
     X_scored, y_scored, step_scored = X_scored[order], y_scored[order], step_scored[order]
     counts = np.cumsum(np.bincount(step_id[scored], minlength=S))
@@ -392,9 +394,10 @@ def _recalibrated(
         state = _refit(state, X_scored, y_scored, done, n, exact)
         done, full = n, n if exact else full
         upto = refits[j + 1] if j + 1 < refits.size else S
-        rows = (step_id >= i) & (step_id < upto)
-        out[rows] = recalibrate(f[rows], skew[rows], state.coef)
-    final = (fit_recalibration(f[scored], skew[scored], y[scored]) if scored.sum() >= RECAL_MIN_GROUPS
+        rows = (slice(*np.searchsorted(step_id, [i, upto], side="left")) if in_order
+                else np.flatnonzero((step_id >= i) & (step_id < upto)))
+        out[rows] = recalibrate_rows(X_all[rows], state.coef)
+    final = (fit_recalibration_rows(X_all[scored], y[scored]) if scored.sum() >= RECAL_MIN_GROUPS
              else np.array([1.0, 0.0, 0.0]))
     return out, final
 
