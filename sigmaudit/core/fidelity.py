@@ -23,7 +23,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._validate import as_group_size, as_prob, scalar_or_array
 
-_CHUNK_ELEMENTS = 1 << 21  # cells of the (pairs × k-window) matrix handled at once
+_CHUNK_ELEMENTS = 1 << 21  # cells of the (pairs × k-window) matrix sharing one width
+_BLOCK_ELEMENTS = 1 << 15  # cells computed at once within a chunk (its temporaries stay in the CPU's cache: 2x faster)
 _WINDOW_SD = 13.0  # half-width of the k window in binomial standard deviations
 _WINDOW_PAD = 12  # ...plus this many k on each side (Poisson-like tails at tiny p)
 
@@ -100,22 +101,33 @@ def _expected_sigma_windowed(p: NDArray[np.float64], G: NDArray[np.int64]) -> ND
         j = min(n, i + max(1, _CHUNK_ELEMENTS // int(width[order[i]])))
         while j - i > 1 and (j - i) * int(width[order[j - 1]]) > _CHUNK_ELEMENTS:
             j = i + max(1, _CHUNK_ELEMENTS // int(width[order[j - 1]]))
-        idx = order[i:j]
-        w = int(width[idx].max())
-        g = Gf[idx, None]
-        k = lo[idx, None] + np.arange(w, dtype=np.float64)[None, :]
-        valid = k <= hi[idx, None]
-        # step from k to k + 1 (the last column's step is never used)
-        step = np.log(np.maximum(g - k, 1.0)) - np.log(k + 1.0)
-        log_c = np.empty_like(k)
-        log_c[:, 0] = log_c_lo[idx]
-        if w > 1:
-            log_c[:, 1:] = log_c_lo[idx, None] + np.cumsum(step[:, :-1], axis=1)
-        log_pmf = log_c + k * log_p[idx, None] + (g - k) * log_q[idx, None]
-        sigma = np.sqrt(np.maximum(k * (g - k), 0.0)) / g
-        out[idx] = np.sum(np.where(valid, np.exp(np.minimum(log_pmf, 0.0)) * sigma, 0.0), axis=1)
+        w = int(width[order[i:j]].max())
+        # a chunk's rows share its width w (each row's sum runs over w cells, its own window then zeros: the
+        # pairwise sum's order, hence the last bits, depend on w); they are computed a few at a time
+        rows = max(1, _BLOCK_ELEMENTS // w)
+        for a in range(i, j, rows):
+            idx = order[a:min(j, a + rows)]
+            out[idx] = _window_sums(idx, w, Gf, lo, hi, log_c_lo, log_p, log_q)
         i = j
     return out
+
+
+def _window_sums(idx: NDArray[np.int64], w: int, Gf: NDArray[np.float64], lo: NDArray[np.float64],
+                 hi: NDArray[np.float64], log_c_lo: NDArray[np.float64], log_p: NDArray[np.float64],
+                 log_q: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Σ_k Binom(k; G, p) σ(k, G) over the windows [lo, hi] of the pairs ``idx``, each row w cells wide."""
+    g = Gf[idx, None]
+    k = lo[idx, None] + np.arange(w, dtype=np.float64)[None, :]
+    valid = k <= hi[idx, None]
+    # step from k to k + 1 (the last column's step is never used)
+    step = np.log(np.maximum(g - k, 1.0)) - np.log(k + 1.0)
+    log_c = np.empty_like(k)
+    log_c[:, 0] = log_c_lo[idx]
+    if w > 1:
+        log_c[:, 1:] = log_c_lo[idx, None] + np.cumsum(step[:, :-1], axis=1)
+    log_pmf = log_c + k * log_p[idx, None] + (g - k) * log_q[idx, None]
+    sigma = np.sqrt(np.maximum(k * (g - k), 0.0)) / g
+    return np.sum(np.where(valid, np.exp(np.minimum(log_pmf, 0.0)) * sigma, 0.0), axis=1)
 
 
 def _per_distinct_pair(p: NDArray[np.float64], G: NDArray[np.int64]) -> NDArray[np.float64]:
