@@ -568,30 +568,51 @@ def _token_shares(frame: pl.DataFrame, source: str | None) -> dict[str, Any]:
 
 
 def observed_by_step(per_group: pl.DataFrame) -> tuple[StepSilent, ...]:
-    """What the logged groups (``step, n, k``) did, step by step (groups without a step left out)."""
+    """What the logged groups (``step, n, k``, ``tokens, tokens_missing`` when known) did, step by step (groups
+    without a step left out). Counted with numpy (``np.bincount`` over the steps; a Polars group-by over 5M groups
+    took 0.6 s): every share is a ratio of exact integer counts, as a Polars group-by's means and sums give."""
     import polars as pl
 
-    silent = (pl.col("k") == 0) | (pl.col("k") == pl.col("n"))
-    frame = (per_group.filter(pl.col("step").is_not_null()).group_by("step")
-             .agg(pl.len().alias("groups"), silent.mean().alias("fraction"),
-                  (pl.col("k") == 0).mean().alias("all_wrong"),
-                  ((pl.col("k") == pl.col("n")) & (pl.col("k") > 0)).mean().alias("all_correct"),
-                  (pl.col("n").filter(silent).sum() / pl.col("n").sum()).alias("rollout_share"),
-                  *_step_tokens(per_group, silent))
-             .sort("step"))
-    return tuple(StepSilent(int(r[0]), int(r[1]), float(r[2]), float(r[3]), float(r[4]), float(r[5]),
-                            None if len(r) < 7 or r[6] is None or math.isnan(r[6]) else float(r[6]))
-                 for r in frame.iter_rows())
-
-
-def _step_tokens(per_group: pl.DataFrame, silent: pl.Expr) -> tuple[pl.Expr, ...]:
-    """A step's share of generated tokens in silent groups (null where a rollout of the step has no length)."""
-    import polars as pl
-
-    if "tokens" not in per_group.columns:
+    frame = per_group.filter(pl.col("step").is_not_null()) if per_group["step"].null_count() else per_group
+    if frame.height == 0:
         return ()
-    share = pl.col("tokens").filter(silent).sum() / pl.col("tokens").sum()
-    return (pl.when(pl.col("tokens_missing").sum() == 0).then(share).otherwise(None).alias("token_share"),)
+    step = frame["step"].to_numpy().astype(np.int64)
+    n, k = frame["n"].to_numpy().astype(np.int64), frame["k"].to_numpy().astype(np.int64)
+    first, span = int(step.min()), int(step.max()) - int(step.min()) + 1
+    if span <= 2 * step.size:  # steps of a run: a count per step from first to last
+        steps, index = np.arange(first, first + span, dtype=np.int64), step - first
+    else:
+        steps, index = np.unique(step, return_inverse=True)
+    groups = np.bincount(index, minlength=steps.size)
+
+    def count(mask: NDArray[np.bool_]) -> NDArray[np.int64]:
+        return np.bincount(index[mask], minlength=steps.size)
+
+    def total(values: NDArray[np.int64]) -> NDArray[np.float64]:  # exact: integer sums below 2^53
+        return np.bincount(index, weights=values.astype(np.float64), minlength=steps.size)
+
+    silent = (k == 0) | (k == n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shares = [count(silent) / groups, count(k == 0) / groups, count((k == n) & (k > 0)) / groups,
+                  total(np.where(silent, n, 0)) / total(n), *_step_tokens(frame, index, silent, total)]
+    kept = np.flatnonzero(groups > 0)
+    columns = [steps[kept].tolist(), groups[kept].tolist(), *(v[kept].tolist() for v in shares)]
+    if len(columns) == 6:
+        columns.append([None] * kept.size)
+    return tuple(StepSilent(step, groups, fraction, wrong, correct, rollouts,
+                            None if token is None or math.isnan(token) else token)
+                 for step, groups, fraction, wrong, correct, rollouts, token in zip(*columns, strict=True))
+
+
+def _step_tokens(frame: pl.DataFrame, index: NDArray[np.int64], silent: NDArray[np.bool_],
+                 total: Any) -> list[NDArray[np.float64]]:
+    """A step's share of generated tokens in silent groups (NaN where a rollout of the step has no length), or
+    nothing without a length column."""
+    if "tokens" not in frame.columns:
+        return []
+    tokens = frame["tokens"].to_numpy().astype(np.int64)
+    missing = total(frame["tokens_missing"].to_numpy().astype(np.int64))
+    return [np.where(missing == 0, total(np.where(silent, tokens, 0)) / total(tokens), np.nan)]
 
 
 def statistical_filter(loaded: LoadedCounts) -> Filtered | None:
