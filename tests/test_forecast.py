@@ -302,3 +302,47 @@ def test_the_online_recalibration_is_linear_in_the_steps(monkeypatch) -> None:
     for steps in (200, 400):
         scored = 12 * (steps - 1)
         assert 4 * scored < rows(steps) <= bound * scored  # the old code: 25 and 50 x the scored groups
+
+
+def test_a_forecast_fits_its_priors_in_one_batch(monkeypatch) -> None:
+    """Issue 45 item 2, the constant: a forecast's corpus priors (the replay's, refitted each time the history
+    doubles, and the prior of every group its table uses) are fitted in one fit_corpus_priors call whose
+    two-Beta fits on the same pairs share one lockstep optimisation (14 calls of ~0.14 s each at 8,000 steps
+    before); the priors are those fit_corpus_prior gives each alone, to the last bit, and the table's is the
+    replay's, not fitted again."""
+    import sigmaudit.audits.forecast as fc_mod
+    import sigmaudit.core.optimize as opt
+    import sigmaudit.core.prior as prior_mod
+    rng = np.random.default_rng(4)
+    p = rng.beta(0.7, 0.7, 16)
+    steps = 70
+    frame = pl.DataFrame({"prompt": np.tile([f"p{i}" for i in range(16)], steps),
+                          "step": np.repeat(np.arange(steps), 16), "n": 8,
+                          "k": rng.binomial(8, np.tile(p, steps))})
+    batches, runs, problems = [], [], []
+    real_batch, real_rows = prior_mod.fit_corpus_priors, opt.minimize_box_rows
+
+    def batch(probs):
+        batches.append(len(probs))
+        problems.extend(probs)
+        return real_batch(probs)
+
+    def rows(*a, **k):
+        runs.append(1)
+        return real_rows(*a, **k)
+
+    monkeypatch.setattr(fc_mod, "_PRIORS", {})
+    monkeypatch.setattr(prior_mod, "fit_corpus_priors", batch)
+    monkeypatch.setattr(opt, "minimize_box_rows", rows)
+    result = forecast(frame, 8)
+    distinct = {(np.asarray(n).tobytes(), np.asarray(k).tobytes()) for n, k, _ in problems}
+    assert batches == [8]  # steps 1, 2, 4, ..., 64 and every group: the table's prior is not fitted again
+    assert len(runs) == len(distinct) < 8  # one lockstep two-Beta run per distinct set of pairs
+    assert float(np.sum(problems[-1][2])) == frame.height  # the last: every group
+    monkeypatch.undo()
+    fitted = real_batch(problems)
+    assert result.prior_kind == fitted[-1].kind
+    for (n, k, c), prior in zip(problems, fitted, strict=True):
+        alone = prior_mod.fit_corpus_prior(n, k, c)
+        assert np.array_equal(alone.weights, prior.weights) and alone.scores == prior.scores
+        assert alone.kind == prior.kind and alone.theta == prior.theta

@@ -129,12 +129,13 @@ def _doubling(last: int) -> NDArray[np.int64]:
     return (2 ** np.arange(int(np.log2(max(last, 1))) + 1)).astype(np.int64)
 
 
-def replay(per_group: pl.DataFrame, G: int | None = None) -> Replay:
+def replay(per_group: pl.DataFrame, G: int | None = None, whole: bool = False) -> Replay:
     """Forecast every group from the groups of earlier steps (see the module docstring).
 
     ``per_group`` has columns prompt, step, n, k. ``G`` scores each group's silence at G
     samples (needs n >= G everywhere; the outcome is then the hypergeometric chance that G
-    of its answers agree); None scores it at its own logged size n.
+    of its answers agree); None scores it at its own logged size n. ``whole``: the prior of every group
+    is fitted with the replay's (:func:`forecast` takes it from :func:`prior_of_pairs`).
 
     The steps: each prompt's visits and their decayed histories (one per half-life tried), the
     priors of earlier steps, the half-life chosen online, every group's forecast at it,
@@ -154,7 +155,7 @@ def replay(per_group: pl.DataFrame, G: int | None = None) -> Replay:
     G_eval = n if G is None else np.full(n.size, G)
     y = _outcome(n, k, G)
     fits = _doubling(steps.size - 1)  # the prior is refitted each time the earlier data has doubled
-    priors = _priors_before(g, steps, fits)
+    priors = _priors_before(g, steps, fits, whole)
     row_prior = _prior_of_step(fits, steps.size)[step_id]  # each step uses the latest fit before it
     scored = step_id >= 1
     histories = _Histories(hist, g["vrow"].to_numpy(), priors, row_prior, G_eval)
@@ -243,15 +244,16 @@ def _prior_of_step(fits: NDArray[np.int64], S: int) -> NDArray[np.int64]:
     return prior_of_step
 
 
-def _priors_before(g: pl.DataFrame, steps: NDArray[np.int64], fits: NDArray[np.int64]) -> list[Any]:
-    """One corpus prior per fit step i, fitted to the groups logged before step i (as distinct (n, k) pairs)."""
+def _priors_before(g: pl.DataFrame, steps: NDArray[np.int64], fits: NDArray[np.int64], whole: bool = False) -> list[Any]:
+    """One corpus prior per fit step i, fitted to the groups logged before step i (as distinct (n, k) pairs), all in
+    one :func:`priors_of_pairs`; ``whole``: the prior of every group too (:func:`forecast`'s), kept for it."""
     cells = g.group_by("step", "n", "k").agg(pl.len().alias("c")).sort("step", "n", "k")
-    priors = []
-    for i in fits:
-        before = (cells.filter(pl.col("step") < int(steps[i])).group_by("n", "k").agg(pl.col("c").sum())
-                  .sort("n", "k"))
-        priors.append(prior_of_pairs(before["n"].to_numpy(), before["k"].to_numpy(), before["c"].to_numpy()))
-    return priors
+    wanted = [cells.filter(pl.col("step") < int(steps[i])).group_by("n", "k").agg(pl.col("c").sum()).sort("n", "k")
+              for i in fits]
+    if whole:
+        wanted.append(g.group_by("n", "k").agg(pl.len().alias("c")).sort("n", "k"))
+    priors = priors_of_pairs([(c["n"].to_numpy(), c["k"].to_numpy(), c["c"].to_numpy()) for c in wanted])
+    return priors[: len(fits)]
 
 
 PRIOR_MEMO = 64
@@ -263,16 +265,29 @@ def prior_of_pairs(n: NDArray[np.int64], k: NDArray[np.int64], c: NDArray[np.int
     """The corpus prior of distinct (n, k) pairs with multiplicities ``c``, fitted once per process for
     the same pairs: a log replayed again after more steps (``watch`` at each step) refits only the priors
     of data it had not seen (the replay's fits before step i do not depend on later steps)."""
-    from ..core.corpus import Corpus
+    return priors_of_pairs([(n, k, c)])[0]
 
-    key = np.stack([np.asarray(a, dtype=np.int64) for a in (n, k, c)]).tobytes()  # 3 equal rows: unambiguous
-    prior = _PRIORS.pop(key, None)
-    if prior is None:
-        prior = Corpus.from_pairs(n, k, c).prior
-    _PRIORS[key] = prior  # most recent last
+
+def priors_of_pairs(cells: list[tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]]) -> list[Any]:
+    """:func:`prior_of_pairs` of each (n, k, c): those not kept from before fitted together
+    (:func:`~sigmaudit.core.prior.fit_corpus_priors`: the same priors, one lockstep optimisation for those on
+    the same pairs)."""
+    from ..core.corpus import Corpus
+    from ..core.prior import fit_corpus_priors
+
+    keys = [np.stack([np.asarray(a, dtype=np.int64) for a in cell]).tobytes() for cell in cells]  # 3 equal rows
+    new = {key: Corpus.from_pairs(*cell) for key, cell in zip(keys, cells, strict=True) if key not in _PRIORS}
+    fitted = fit_corpus_priors([(corpus.n, corpus.k, corpus.weight) for corpus in new.values()]) if new else []
+    found = dict(zip(new, fitted, strict=True))
+    out = []
+    for key in keys:
+        prior = found[key] if key in found else _PRIORS.pop(key)
+        _PRIORS.pop(key, None)
+        _PRIORS[key] = prior  # most recent last
+        out.append(prior)
     while len(_PRIORS) > PRIOR_MEMO:
         del _PRIORS[next(iter(_PRIORS))]
-    return prior
+    return out
 
 
 @dataclass(frozen=True)
@@ -527,7 +542,7 @@ def forecast(
     _check_forecast_options(G, max_p_silent, target_saving)
     if max_p_silent is None and target_saving is None:
         max_p_silent = DEFAULT_MAX_P_SILENT
-    rp = replay(per_group) if replayed is None else replayed
+    rp = replay(per_group, whole=True) if replayed is None else replayed
     groups, _ = _visits(per_group)
     next_step = rp.steps[-1] + 1
     table, prior_kind, recalibrated = _next_visit_table(groups, G, next_step, rp)

@@ -179,15 +179,18 @@ class BoxFits:
 
 def minimize_box_rows(fun_grad: RowsFunGrad, hessian: RowsHessian, x0: ArrayLike, lo: ArrayLike, hi: ArrayLike, *,
                       max_iter: int = 200, ftol: float = 1e-13, gtol: float = 1e-9, max_step: float = np.inf,
-                      beat_earlier: bool = False) -> BoxFits:
+                      beat_earlier: bool | NDArray[np.intp] = False) -> BoxFits:
     """:func:`minimize_box` (exact Hessian) on many problems of the same box at once: row r of ``x0`` starts
     problem r. Every problem takes the iterations :func:`minimize_box` would take (the same stops, held
     variables, damping, step cap and arc search), in lockstep with the others, so that each numpy operation
     serves every problem still running: a bootstrap's 200 refits cost a few times one refit.
 
     ``beat_earlier`` (starts of one problem, in order): row r stops as :func:`minimize_box` with ``beat`` does,
-    against the best objective of the rows before it so far (their optimum once they have stopped).
+    against the best objective of the rows before it so far (their optimum once they have stopped). Several
+    problems' starts at once: ``beat_earlier`` is each row's problem (its rows contiguous, its starts in order),
+    and a row is compared with the earlier rows of its own problem only.
     """
+    blocks = None if isinstance(beat_earlier, bool) else _blocks(np.asarray(beat_earlier))
     lo_a, hi_a = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
     X = np.clip(np.asarray(x0, dtype=np.float64), lo_a, hi_a)
     F, Gr = fun_grad(np.arange(X.shape[0]), X)
@@ -219,18 +222,29 @@ def minimize_box_rows(fun_grad: RowsFunGrad, hessian: RowsHessian, x0: ArrayLike
         X[active[moved]], F[active[moved]], Gr[active[moved]] = x_new, f_new, g_new
         gains[active[moved], it - 1] = f_before[moved] - f_new
         active = active[moved]
-        if beat_earlier and active.size:
-            active = _outpaced(active, F, gains, it, max_iter)
+        if beat_earlier is not False and active.size:
+            active = _outpaced(active, F, gains, it, max_iter, blocks)
         if active.size == 0:
             break
     return BoxFits(x=X, fun=F, nit=nit)
 
 
+def _blocks(problem: NDArray[np.intp]) -> list[slice]:
+    """The rows of each problem (contiguous, in order) as slices."""
+    edges = np.flatnonzero(np.diff(problem)) + 1
+    bounds = [0, *edges.tolist(), problem.size]
+    return [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
 def _outpaced(active: NDArray[np.intp], F: NDArray[np.float64], gains: NDArray[np.float64], it: int,
-              max_iter: int) -> NDArray[np.intp]:
-    """The rows of ``active`` that can still get below the best objective of the rows before them at the pace of
-    their last :data:`PACE_WINDOW` gains (``minimize_box``'s ``beat``, against the earlier starts' values)."""
-    best_before = np.concatenate([[np.inf], np.minimum.accumulate(F)[:-1]])[active]
+              max_iter: int, blocks: list[slice] | None = None) -> NDArray[np.intp]:
+    """The rows of ``active`` that can still get below the best objective of the rows before them (of their own
+    block: one problem's starts; every row one block when None) at the pace of their last :data:`PACE_WINDOW`
+    gains (``minimize_box``'s ``beat``, against the earlier starts' values)."""
+    best_before = np.empty(F.size)
+    for block in [slice(0, F.size)] if blocks is None else blocks:
+        best_before[block] = np.concatenate([[np.inf], np.minimum.accumulate(F[block])[:-1]])
+    best_before = best_before[active]
     recent = gains[active, :it]
     recent = [row[~np.isnan(row)][-PACE_WINDOW:] for row in recent]
     pace = np.array([r.max() if r.size >= PACE_WINDOW else np.inf for r in recent])

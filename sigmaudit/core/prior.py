@@ -464,9 +464,18 @@ def _fit_atoms_beta(
                             hessian=objective.nll_hessian)
     else:
         best = _minimize_from_starts(objective, one_beta)
+    return _atoms_beta_fit(objective, best, g, scaled, log_likelihood)
+
+
+def _atoms_beta_fit(
+    objective: AtomsBetaObjective, best: BoxFit, g: NDArray[np.float64],
+    scaled: tuple[NDArray[np.float64], NDArray[np.float64]] | None, log_likelihood: bool = True,
+) -> tuple[GridPrior, dict[str, float]]:
+    """The prior and parameters of :func:`_fit_atoms_beta` where the optimiser stopped at ``best``."""
     # the weights from the optimum with atoms settled (AtomsBetaRows.settled); refits start from where the optimiser
     # stopped, from which an atom the resampled counts call for can still grow (from the bound it could not)
-    theta = AtomsBetaRows(n_u, k_u, c_u[None, :], components).settled(best.x[None, :])[0]
+    theta = AtomsBetaRows(objective.n, objective.k, objective.c[None, :], objective.components).settled(
+        best.x[None, :])[0]
     prior, params = atoms_beta_prior(objective, theta, int(best.nit), g, scaled, log_likelihood)
     return replace(prior, theta=tuple(float(x) for x in best.x)), params
 
@@ -509,20 +518,33 @@ def _minimize_from_starts(objective: AtomsBetaObjective, one_beta: tuple[float, 
     """The best of :func:`minimize_box` runs from :func:`_starts` (``one_beta``: see there); among runs within
     :data:`TIE` of the best objective, a fixed rule (:data:`TIE`) picks one: equally good optima are chosen the
     same way whatever the order of the starts or the last bits of the arithmetic."""
+    return _minimize_many([objective], [one_beta])[0]
+
+
+def _minimize_many(objectives: list[AtomsBetaObjective], one_betas: list[tuple[float, ...] | None]) -> list[BoxFit]:
+    """:func:`_minimize_from_starts` of each objective (all on the same pairs, with the same number of Betas): with
+    several starts each, every objective's starts run in one lockstep :func:`minimize_box_rows` (a row's iterations
+    are its own: each problem's fit is the one it gets alone, at a fraction of the cost of one call each)."""
     from .optimize import minimize_box_rows
 
-    lo, hi = objective.bounds()
-    starts = _starts(objective) if one_beta is None else _starts(objective, one_beta)
-    if len(starts) == 1:
-        fits = [minimize_box(objective.nll_grad, starts[0], lo, hi, max_step=MAX_STEP, hessian=objective.nll_hessian)]
-    else:  # the starts in lockstep; one that cannot reach the best of the earlier ones at its pace stops early
-        rows = AtomsBetaRows(objective.n, objective.k, np.tile(objective.c, (len(starts), 1)), objective.components)
-        runs = minimize_box_rows(rows.fun_grad, rows.hessian, np.array(starts), lo, hi, max_step=MAX_STEP,
-                                 beat_earlier=True)
-        fits = [BoxFit(x=runs.x[i], fun=float(runs.fun[i]), nit=int(runs.nit[i])) for i in range(len(starts))]
-    best = min(f.fun for f in fits)
-    tied = [f for f in fits if f.fun <= best + TIE * max(1.0, abs(best))]
-    return min(tied, key=lambda f: tuple(np.round(f.x, 3)))
+    lo, hi = objectives[0].bounds()
+    starts = [_starts(o) if b is None else _starts(o, b) for o, b in zip(objectives, one_betas, strict=True)]
+    if all(len(s) == 1 for s in starts):
+        return [minimize_box(o.nll_grad, s[0], lo, hi, max_step=MAX_STEP, hessian=o.nll_hessian)
+                for o, s in zip(objectives, starts, strict=True)]
+    # the starts in lockstep; one that cannot reach the best of its problem's earlier ones at its pace stops early
+    problem = np.repeat(np.arange(len(objectives)), [len(s) for s in starts])
+    c = np.concatenate([np.tile(o.c, (len(s), 1)) for o, s in zip(objectives, starts, strict=True)])
+    rows = AtomsBetaRows(objectives[0].n, objectives[0].k, c, objectives[0].components)
+    runs = minimize_box_rows(rows.fun_grad, rows.hessian, np.concatenate([np.array(s) for s in starts]), lo, hi,
+                             max_step=MAX_STEP, beat_earlier=problem)
+    out = []
+    for j in range(len(objectives)):
+        fits = [BoxFit(x=runs.x[i], fun=float(runs.fun[i]), nit=int(runs.nit[i])) for i in np.flatnonzero(problem == j)]
+        best = min(f.fun for f in fits)
+        tied = [f for f in fits if f.fun <= best + TIE * max(1.0, abs(best))]
+        out.append(min(tied, key=lambda f: tuple(np.round(f.x, 3))))
+    return out
 
 
 def atoms_beta_prior(
@@ -781,16 +803,60 @@ def fit_corpus_prior(n: ArrayLike, k: ArrayLike, weights: ArrayLike | None = Non
     Prompts with more than :data:`THIN_N` samples enter the fit thinned to that many (:func:`thin_pairs`),
     which bounds its cost.
     """
-    n_u, k_u, c_u = thin_pairs(*_pairs(n, k, weights))
+    return fit_corpus_priors([(n, k, weights)])[0]
+
+
+FIT_FAILURES = (ValueError, FloatingPointError)
+"""An optimiser failing so leaves its candidate out of :func:`fit_corpus_prior`'s choice."""
+
+
+def fit_corpus_priors(problems: list[tuple[ArrayLike, ArrayLike, ArrayLike | None]]) -> list[GridPrior]:
+    """:func:`fit_corpus_prior` of each (n, k, weights), the same priors: the two-Beta fits of the problems with the
+    same distinct pairs (after thinning) run their starts in one lockstep optimisation (:func:`_minimize_many`), so
+    a forecast's replay, a dozen fits to the growing history of a log on 9 pairs, pays about one fit's overhead."""
+    pairs = [thin_pairs(*_pairs(n, k, w)) for n, k, w in problems]
+    ones = [_optimum_or_none(lambda p=p: _minimize_from_starts(AtomsBetaObjective(*p, 1))) for p in pairs]
+    twos = _two_beta_optima(pairs, ones)
+    return [_corpus_prior_of(p, one, two) for p, one, two in zip(pairs, ones, twos, strict=True)]
+
+
+def _optimum_or_none(fit) -> BoxFit | None:  # noqa: ANN001
+    try:
+        return fit()
+    except FIT_FAILURES:  # pragma: no cover - optimiser failure: not a candidate
+        return None
+
+
+def _two_beta_optima(pairs: list[tuple[NDArray, NDArray, NDArray]], ones: list[BoxFit | None]) -> list[BoxFit | None]:
+    """The two-Beta optimum of each problem, its starts grown from its one-Beta optimum (``ones``: fitted once), the
+    problems on the same pairs in one lockstep run (one at a time if that run fails)."""
+    groups: dict[tuple[bytes, bytes], list[int]] = {}
+    for i, (n_u, k_u, _) in enumerate(pairs):
+        groups.setdefault((n_u.tobytes(), k_u.tobytes()), []).append(i)
+    out: list[BoxFit | None] = [None] * len(pairs)
+    for members in groups.values():
+        objectives = [AtomsBetaObjective(*pairs[i], 2) for i in members]
+        one_betas = [None if ones[i] is None else tuple(float(x) for x in ones[i].x) for i in members]
+        fits = _optimum_or_none(lambda o=objectives, b=one_betas: _minimize_many(o, b))
+        for j, i in enumerate(members):
+            out[i] = fits[j] if fits is not None else _optimum_or_none(
+                lambda j=j: _minimize_from_starts(objectives[j], one_betas[j]))
+    return out
+
+
+def _corpus_prior_of(pair: tuple[NDArray, NDArray, NDArray], one: BoxFit | None, two: BoxFit | None) -> GridPrior:
+    """:func:`fit_corpus_prior`'s choice among the one- and two-Beta priors where their optimisers stopped (None:
+    failed) and the smoothed grid prior, on the thinned pairs ``pair``."""
+    n_u, k_u, c_u = pair
     g = default_grid()
     scaled = _scaled_lik(n_u, k_u, g)  # the likelihood matrix, computed once for every candidate
     fits: list[tuple[GridPrior, float]] = []
-    for components in (1, 2):
-        # the two-Beta starts grow from the one-Beta optimum: the one-Beta candidate's, not fitted again
-        one_beta = fits[0][0].theta if components == 2 and fits else None
+    for components, best in ((1, one), (2, two)):
+        if best is None:  # pragma: no cover - optimiser failure: not a candidate
+            continue
         try:
-            candidate, _ = _fit_atoms_beta(n_u, k_u, c_u, g, components, scaled, one_beta=one_beta)
-        except (ValueError, FloatingPointError):  # pragma: no cover - optimiser failure: not a candidate
+            candidate, _ = _atoms_beta_fit(AtomsBetaObjective(n_u, k_u, c_u, components), best, g, scaled)
+        except FIT_FAILURES:  # pragma: no cover - optimiser failure: not a candidate
             continue
         fits.append((candidate, float(len(candidate.theta))))
     lik, shift = scaled
