@@ -57,23 +57,23 @@ class Drift:
     returns numbers); None until then."""
 
 
-def silent_gap(per_group: pl.DataFrame) -> tuple[float, float, float, int]:
+def silent_gap(per_group: pl.DataFrame, cells: pl.DataFrame | None = None) -> tuple[float, float, float, int]:
     """(observed silent share, pooled prediction, z, groups) of logged groups (``prompt, n, k``).
 
     A prompt's groups of one size share one prediction, so the test runs on (prompt, size) cells: the cell's
-    groups, how many were silent and their right answers. Every sum then has one order whatever order the
-    groups came in (engines, threads, files): cells sorted by (prompt, size), d_i = Σ over a prompt's cells of
+    groups, how many were silent and their right answers (``cells``, :func:`..loaders.assemble.prompt_cells`
+    of ``per_group``, when the load counted them). Every sum then has one order whatever order the groups came
+    in (engines, threads, files): cells sorted by (prompt, size), d_i = Σ over a prompt's cells of
     (silent − groups × prediction), and exactly rounded totals, since z and the prediction are printed.
     """
     import polars as pl
 
     from ..core.estimators import silent_unbiased
+    from ..loaders.assemble import prompt_cells
 
-    silent = (pl.col("k") == 0) | (pl.col("k") == pl.col("n"))
-    cells = (per_group.lazy().group_by("prompt", "n")
-             .agg(pl.len().alias("groups"), silent.sum().alias("silent"), pl.col("k").sum().alias("k_sum"))
-             .with_columns((pl.col("n") * pl.col("groups")).sum().over("prompt").alias("N"),
-                           pl.col("k_sum").sum().over("prompt").alias("K"))
+    cells = (prompt_cells(per_group) if cells is None else cells).lazy()
+    cells = (cells.with_columns((pl.col("n") * pl.col("groups")).sum().over("prompt").alias("N"),
+                                pl.col("k_sum").sum().over("prompt").alias("K"))
              .sort("prompt", "n").collect())
     n = cells["n"].to_numpy().astype(np.int64)
     N, K = cells["N"].to_numpy().astype(np.int64), cells["K"].to_numpy().astype(np.int64)
@@ -114,7 +114,10 @@ def gap_of(loaded: LoadedCounts) -> SilentGap | None:
         groups = loaded.per_group
         found = None
         if groups is not None and groups.height:
-            found = SilentGap(*silent_gap(groups))
+            from ..loaders.options import PROMPT_CELLS
+
+            counted = loaded.cache.get(PROMPT_CELLS)
+            found = SilentGap(*silent_gap(groups, counted[1] if counted and counted[0] is groups else None))
         loaded.cache["silent_gap"] = found
     return loaded.cache["silent_gap"]  # type: ignore[no-any-return]
 

@@ -15,7 +15,7 @@ from . import trainers
 from .columns import ColumnMap, key_note
 from .keys import refuse_oversized
 from .numbered import numbered_remedy, steps_from_names
-from .options import FileCounts, LoadedCounts
+from .options import PROMPT_CELLS, FileCounts, LoadedCounts
 from .reduce import LENGTH_COLUMNS, PARTIAL_SCHEMA, SPREAD_COLUMNS
 from .rules import GENERIC, copies_note, skip_notes
 from .runs import separate
@@ -132,13 +132,22 @@ def _spread_merged(frame: pl.DataFrame) -> tuple[pl.Expr, ...]:
     return (*spread, *(pl.col(c).sum() for c in LENGTH_COLUMNS if c in frame.columns))
 
 
-def _sum_by_prompt(frame: pl.DataFrame) -> pl.DataFrame:
-    """n and k summed per prompt, over zero-copy slices of ``frame`` and then over their sums."""
-    sums = (pl.col("n").sum(), pl.col("k").sum())
-    parts = [part.group_by("prompt").agg(*sums) for part in frame.iter_slices(SLICE_ROWS)]
+def prompt_cells(frame: pl.DataFrame) -> pl.DataFrame:
+    """The groups of ``frame`` (``prompt, n, k``) counted per (prompt, size) cell: ``prompt``, ``n``, ``groups``,
+    ``silent`` (groups with k = 0 or k = n), ``k_sum``; in no order. Over zero-copy slices of ``frame`` and then
+    over their counts (smaller hash tables)."""
+    silent = (pl.col("k") == 0) | (pl.col("k") == pl.col("n"))
+    aggs = (pl.len().alias("groups"), silent.sum().alias("silent"), pl.col("k").sum().alias("k_sum"))
+    parts = [part.group_by("prompt", "n").agg(*aggs) for part in frame.iter_slices(SLICE_ROWS)]
     if len(parts) <= 1:
-        return parts[0] if parts else frame.group_by("prompt").agg(*sums)
-    return pl.concat(parts).group_by("prompt").agg(*sums)
+        return parts[0] if parts else frame.group_by("prompt", "n").agg(*aggs)
+    return pl.concat(parts).group_by("prompt", "n").agg(pl.col("groups", "silent", "k_sum").sum())
+
+
+def _sum_by_prompt(cells: pl.DataFrame) -> pl.DataFrame:
+    """n and k summed per prompt from its (prompt, size) cells (:func:`prompt_cells`)."""
+    return cells.group_by("prompt").agg((pl.col("n") * pl.col("groups")).sum().cast(pl.Int64).alias("n"),
+                                        pl.col("k_sum").sum().cast(pl.Int64).alias("k"))
 
 
 def assemble(files: list[Path], plans: list[ColumnMap], partials: list[pl.DataFrame],
@@ -162,9 +171,10 @@ def assemble(files: list[Path], plans: list[ColumnMap], partials: list[pl.DataFr
         mixed = _ids_over_prompts(allp, plans)
         if (per_group["n"] == 0).any():  # filter only when needed: it copies every column
             per_group = per_group.filter(pl.col("n") > 0)
-    # One group-by gives both the per-prompt counts and the prompts whose rewards are all
-    # missing: dropping per_group's n = 0 rows changes no prompt's sums.
-    summed = _sum_by_prompt(allp)
+    # One group-by gives the per-prompt counts, the prompts whose rewards are all missing (dropping per_group's
+    # n = 0 rows changes no prompt's sums) and the (prompt, size) cells of the logged groups (the drift test's).
+    cells = prompt_cells(allp)
+    summed = _sum_by_prompt(cells)
     per_prompt = summed.filter(pl.col("n") > 0).sort("prompt")
     if per_prompt.height == 0:
         raise SchemaError("every reward is missing (null or NaN)", location=str(files[0]),
@@ -192,8 +202,11 @@ def assemble(files: list[Path], plans: list[ColumnMap], partials: list[pl.DataFr
     reward_source = (plan.k or plan.rate or "") if layout == "counts" else (plan.reward or "")
     if reward_source == "__rewards":  # the older prime-rl layout
         reward_source = "traces[].reward"
-    return LoadedCounts(
+    loaded = LoadedCounts(
         per_prompt=per_prompt, per_group=per_group, layout=layout,
         files=tuple(str(f) for f in files), n_rows=n_rows, missing_rewards=missing,
         n_single_sample_prompts=singles, notes=tuple(notes), reward_source=reward_source,
         has_steps=any(p.step for p in plans))
+    if per_group is not None:
+        loaded.cache[PROMPT_CELLS] = (per_group, cells.filter(pl.col("n") > 0))
+    return loaded
