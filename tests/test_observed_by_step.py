@@ -52,3 +52,27 @@ def test_per_step_shares_are_the_group_bys_to_the_last_bit(seed, groups, spread,
     assert [s.step for s in got] == sorted({int(s) for s in frame["step"].drop_nulls()})
     assert got == want  # dataclass equality: every field, floats exactly (NaN never occurs: n >= 1)
     assert sum(s.groups for s in got) == frame["step"].drop_nulls().len()
+
+
+def _shares_by_numpy(frame: pl.DataFrame) -> dict[str, float]:
+    """How scan's observed shares were computed before issue 45 (numpy masks over every group)."""
+    n, k = frame["n"].to_numpy().astype(np.int64), frame["k"].to_numpy().astype(np.int64)
+    silent, groups = (k == 0) | (k == n), int(n.size)
+    return {"fraction": float(silent.sum() / groups), "all_wrong": float((k == 0).sum() / groups),
+            "all_correct": float((k == n).sum() / groups), "rollout_share": float(n[silent].sum() / n.sum()),
+            "all_wrong_rollout_share": float(n[k == 0].sum() / n.sum()),
+            "all_correct_rollout_share": float(n[(k == n) & (k > 0)].sum() / n.sum())}
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), groups=st.integers(1, 3000), zeros=st.booleans())
+def test_the_logs_shares_are_the_numpy_masks_to_the_last_bit(seed, groups, zeros):
+    """group_shares (one Polars pass) against the masks it replaced, groups of n = 0 (all missing) included."""
+    from sigmaudit.audits.scan import group_shares
+
+    rng = np.random.default_rng(seed)
+    n = rng.integers(0 if zeros else 1, 33, groups)
+    n[0] = max(n[0], 1)  # some rollout
+    k = np.where(rng.random(groups) < 0.4, rng.choice([0, 1], groups) * n, rng.integers(0, 33, groups) % (n + 1))
+    frame = pl.DataFrame({"n": n, "k": k})
+    assert group_shares(frame) == _shares_by_numpy(frame)

@@ -497,22 +497,15 @@ def _observed(loaded: LoadedCounts, corpus: Corpus, rows: dict[int, SilentRow]) 
     frame = loaded.per_group
     if frame is None or frame.height == 0:
         return None
-    n = frame["n"].to_numpy().astype(np.int64)
-    k = frame["k"].to_numpy().astype(np.int64)
+    n = frame["n"].to_numpy()
     G = _mode(n)
-    silent = (k == 0) | (k == n)
     groups = int(n.size)
     # a single-G figure: check's per-G estimator rule, not the silent table's one estimator per sweep
     expected, expected_estimator = _expected(corpus, G)
     return ObservedSilent(
         G=G,
         groups=groups,
-        fraction=float(silent.sum() / groups),
-        all_wrong=float((k == 0).sum() / groups),
-        all_correct=float((k == n).sum() / groups),
-        rollout_share=float(n[silent].sum() / n.sum()),
-        all_wrong_rollout_share=float(n[k == 0].sum() / n.sum()),
-        all_correct_rollout_share=float(n[(k == n) & (k > 0)].sum() / n.sum()),
+        **group_shares(frame),
         by_step=observed_by_step(frame) if loaded.has_steps else (),
         **_zero_spread(frame, n),
         **_token_shares(frame, loaded.length_source),
@@ -520,6 +513,22 @@ def _observed(loaded: LoadedCounts, corpus: Corpus, rows: dict[int, SilentRow]) 
         expected_estimator=expected_estimator,
         expected_groups=expected * groups,
     )
+
+
+def group_shares(frame: pl.DataFrame) -> dict[str, float]:
+    """The shares of logged groups (``n, k``) silent, all wrong (k = 0) and all correct (k = n), of groups and of
+    rollouts: ratios of integer counts Polars makes in one pass (numpy's masks over 5M groups cost 0.3 s)."""
+    import polars as pl
+
+    k, size = pl.col("k"), pl.col("n")
+    wrong, full = k == 0, (k == size) & (k > 0)
+    counts = dict(zip(("w", "c", "f", "n", "nw", "nc"), map(int, frame.select(
+        wrong.sum().alias("w"), (k == size).sum().alias("c"), full.sum().alias("f"), size.sum().alias("n"),
+        size.filter(wrong).sum().alias("nw"), size.filter(full).sum().alias("nc")).row(0)), strict=True))
+    groups, rollouts = frame.height, counts["n"]
+    return {"fraction": (counts["w"] + counts["f"]) / groups, "all_wrong": counts["w"] / groups,
+            "all_correct": counts["c"] / groups, "rollout_share": (counts["nw"] + counts["nc"]) / rollouts,
+            "all_wrong_rollout_share": counts["nw"] / rollouts, "all_correct_rollout_share": counts["nc"] / rollouts}
 
 
 def _expected(corpus: Corpus, G: int) -> tuple[float, str]:
