@@ -277,3 +277,35 @@ def test_minimize_box_beat_stops_a_slow_run_only():
     expected = next(i for i in range(PACE_WINDOW, 61) if f[i] - 0.5 > gains[i - PACE_WINDOW:i].max() * (60 - i))
     assert stopped.nit == expected < 60 and stopped.fun == pytest.approx(f[expected], rel=1e-12)
     assert kept.nit == 60 and kept.fun == free.fun
+
+
+def test_the_hessian_reuses_the_gradients_responsibilities(monkeypatch) -> None:
+    """The one-Beta fit asks for the exact Hessian where it has just taken the gradient: the responsibilities of
+    that θ are computed once, not twice (issue 45: a third of a fit's cost), and the fit is the same to the last bit
+    as one that computes them afresh at every call."""
+    rng = np.random.default_rng(8)
+    p = np.where(rng.random(4000) < 0.2, 0.0, rng.beta(0.8, 1.5, 4000))
+    n_u, k_u, c_u = _pairs(np.full(p.size, 8), rng.binomial(8, p), None)
+    real_terms = AtomsBetaObjective._terms
+    seen: list[bytes] = []
+
+    def counting(self, theta, derivative=False):
+        if derivative:
+            seen.append(np.asarray(theta).tobytes())
+        return real_terms(self, theta, derivative)
+
+    with monkeypatch.context() as m:
+        m.setattr(AtomsBetaObjective, "_terms", counting)
+        kept = _minimize_from_starts(AtomsBetaObjective(n_u, k_u, c_u, 1))
+    assert kept.nit > 3 and len(seen) == len(set(seen))  # each θ's responsibilities once
+
+    def afresh(method):
+        def call(self, theta):
+            self.__dict__.pop("_last_responsibilities", None)
+            return method(self, theta)
+        return call
+
+    monkeypatch.setattr(AtomsBetaObjective, "nll_grad", afresh(AtomsBetaObjective.nll_grad))
+    monkeypatch.setattr(AtomsBetaObjective, "nll_hessian", afresh(AtomsBetaObjective.nll_hessian))
+    fresh = _minimize_from_starts(AtomsBetaObjective(n_u, k_u, c_u, 1))
+    assert np.array_equal(fresh.x, kept.x) and fresh.fun == kept.fun and fresh.nit == kept.nit

@@ -361,12 +361,17 @@ class AtomsBetaObjective(AtomsBetaProblem):
         return -float(self.c @ mix)
 
     def _responsibilities(self, theta: NDArray[np.float64]):
-        """Per-pair log mixture density, each component's share of it, and d/d(log shape) terms."""
+        """Per-pair log mixture density, each component's share of it, and d/d(log shape) terms; those of the
+        last θ asked for are kept (the minimiser asks for the Hessian where it has just taken the gradient)."""
+        last = self.__dict__.get("_last_responsibilities")
+        if last is not None and last[0] == theta.tobytes():
+            return last[1]
         terms, d_shape = self._terms(theta, derivative=True)
         T = np.stack(terms, axis=1)
         mix = np.logaddexp.reduce(T, axis=1)
         with np.errstate(invalid="ignore"):
             r = np.where(np.isfinite(T), np.exp(T - mix[:, None]), 0.0)
+        self.__dict__["_last_responsibilities"] = (theta.tobytes(), (mix, r, d_shape))
         return mix, r, d_shape
 
     def nll_grad(self, theta: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
