@@ -52,6 +52,8 @@ def test_per_prompt_sums_and_the_drift_cells_are_the_brute_force_counts(tmp_path
                 group_n[step, prompt] += 1
                 group_k[step, prompt] += int(reward == 1.0)
     want = sorted((p, n[p], k[p]) for p in n)
+    missing = sum(r is None or math.isnan(r) for f in frames for r in f["reward"].to_list())
+    assert (loaded.missing_rewards, loaded.n_rows) == (missing, sum(f.height for f in frames))  # missing = rows − n
     assert list(loaded.per_prompt.select("prompt", "n", "k").iter_rows()) == want
     cells = collections.Counter()
     for key, size in group_n.items():

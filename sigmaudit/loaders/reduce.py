@@ -240,14 +240,14 @@ def reduce_samples(src: Source, plan: ColumnMap, threshold: float | None,
                 lf = rows = table.lazy()
     x = pl.col(plan.reward).cast(pl.Float64)
     valid, correct, bad = reward_flags(x, threshold)
-    aggs = (valid.sum().alias("n"), correct.sum().alias("k"), (~valid).sum().alias("missing"),
-            pl.len().alias("rows"), bad.sum().alias("bad"), *_spread(x.filter(valid), threshold),
-            *_lengths(plan, valid))
+    # missing = rows − n, taken after the group-by (an aggregation fewer over every row)
+    aggs = (valid.sum().alias("n"), correct.sum().alias("k"), pl.len().alias("rows"), bad.sum().alias("bad"),
+            *_spread(x.filter(valid), threshold), *_lengths(plan, valid))
     gid = pl.col(plan.group) if plan.group and plan.has_groups else pl.lit(None)
     key_types: dict[str, pl.DataType] = {}
 
     def reduced(part: pl.LazyFrame) -> Partial:
-        df = _collect(src, part.group_by(keys).agg(*aggs))
+        df = _collect(src, part.group_by(keys).agg(*aggs)).with_columns(missing=pl.col("rows") - pl.col("n"))
         key_types.update((k, df.schema[k]) for k in keys)
         if df["bad"].sum():
             sample = _collect(src, lf.select(x).filter(bad).unique(maintain_order=True).head(5)).to_series().to_list()
