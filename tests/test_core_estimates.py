@@ -241,3 +241,34 @@ def test_posterior_never_always_shares_print_only_with_their_interval(capsys):
     assert "truly unsolvable (p = 0) 0.0%–58.1%" in out and "posterior P(p = 0) 55.3% (" in out
     # the summary's extreme share is at the logged G (its interval is the G → ∞ share's, in the JSON and --full)
     assert f"GRPO {m['grpo_finite']['extreme']:.1%}" in out and m['grpo_extreme_ci'][0] <= m['grpo']['extreme']
+
+
+
+_QUANTILE_VALUES = st.lists(st.one_of(st.floats(-1e6, 1e6, allow_subnormal=True), st.sampled_from([0.0, -0.0, 1.0])),
+                            min_size=1, max_size=40)
+_Q = st.one_of(st.floats(0.0, 1.0), st.sampled_from([0.0, 0.05, 0.5, 0.95, 1.0]))
+
+
+@settings(max_examples=500, deadline=None)
+@given(values=_QUANTILE_VALUES, q=_Q, qs=st.lists(_Q, min_size=1, max_size=3))
+def test_linear_quantiles_have_numpys_bits(values, q, qs):
+    """The bootstrap intervals' quantiles (without np.quantile, whose np.unique imports numpy.ma) are np.quantile's
+    default method bit for bit, for one q and for several at once: signed zeros (which of 0.0 and −0.0 a
+    partition puts where), ties, one value, q at 0, 1/2 and 1, the interpolation from each end."""
+    from sigmaudit.core.posterior import linear_quantiles
+
+    x = np.array(values)
+    assert repr(linear_quantiles(x, [q])[0]) == repr(float(np.quantile(x, q)))
+    assert [repr(v) for v in linear_quantiles(x, qs)] == [repr(float(v)) for v in np.quantile(x, qs)]
+    assert x.tolist() == values  # the input is not reordered
+
+
+def test_linear_quantiles_brute_force():
+    """Against the definition (Hyndman and Fan's type 7) on a sorted sample: at (n − 1)q, the value there or the
+    straight line between its neighbours."""
+    from sigmaudit.core.posterior import linear_quantiles
+
+    x = np.array([3.0, 1.0, 2.0, 10.0])  # sorted: 1, 2, 3, 10
+    assert linear_quantiles(x, [0.0, 1.0, 0.5]) == [1.0, 10.0, 2.5]  # index 1.5: halfway between 2 and 3
+    assert linear_quantiles(x, [0.9])[0] == pytest.approx(3.0 + 0.7 * 7.0, abs=1e-12)  # index 2.7
+    assert linear_quantiles(np.array([7.5]), [0.3]) == [7.5]

@@ -80,9 +80,9 @@ def silent_gap(per_group: pl.DataFrame, cells: pl.DataFrame | None = None) -> tu
     groups = cells["groups"].to_numpy().astype(np.int64)
     observed = cells["silent"].to_numpy().astype(np.int64)
     predicted = np.empty(n.size, dtype=np.float64)
-    for size in np.unique(n):
+    for size in sorted(set(n.tolist())):  # not np.unique: numpy >= 2.3 imports numpy.ma for it (a gate's start-up)
         at = n == size
-        predicted[at] = silent_unbiased(N[at], K[at], int(size)).silent
+        predicted[at] = silent_unbiased(N[at], K[at], size).silent
     expected = groups * predicted
     # cells are sorted by prompt: a prompt's index is the count of prompt changes before its cells
     prompt = cells["prompt"]

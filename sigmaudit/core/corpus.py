@@ -26,7 +26,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .estimates import DEFAULT_ESTIMATOR, SEED, EstimatorChoice, Replicates, Spec
 from .estimators import Estimator, silent_bayes, silent_estimate
-from .posterior import sigma_on_grid, weighted_quantile
+from .posterior import linear_quantiles, sigma_on_grid, weighted_quantile
 from .prior import GridPrior, distinct_pairs, fit_corpus_prior
 
 if TYPE_CHECKING:
@@ -290,7 +290,7 @@ class CorpusEstimates:
         col = col[np.isfinite(col)]
         if col.size == 0 or np.isnan(self.point[i]):
             return None
-        return float(np.quantile(col, q))
+        return linear_quantiles(col, [q])[0]
 
     def interval(self, name: str, G: int, level: float) -> tuple[float, float] | None:
         """Two-sided percentile interval at ``level`` (None without replicates or where undefined)."""

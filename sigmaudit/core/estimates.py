@@ -51,7 +51,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .estimators import silent_plugin, silent_unbiased
-from .posterior import sigma_on_grid
+from .posterior import linear_quantiles, sigma_on_grid
 from .prior import THIN_N, GridPrior, _log_lik, refit_prior, refit_smooth_linear
 from .refit import refit_atoms_beta_rows
 from .weighting import EXTREME
@@ -305,7 +305,7 @@ class Bootstrap:
             col = self.replicates[:, i]
             col = col[np.isfinite(col)]
             if col.size and np.isfinite(self.point[i]):
-                out[i] = np.quantile(col, qs)
+                out[i] = linear_quantiles(col, qs)
         return out
 
 
