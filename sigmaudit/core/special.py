@@ -17,6 +17,7 @@ use: shapes in [e^-7, e^7] plus counts up to 10^6):
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -182,8 +183,13 @@ def betaln(a: ArrayLike, b: ArrayLike) -> NDArray[np.float64]:
 
 
 _GL_NODES = 12
-_GL_X, _GL_W = np.polynomial.legendre.leggauss(_GL_NODES)
-"""Gauss-Legendre nodes and weights on [−1, 1]."""
+
+
+@functools.cache
+def _gauss_legendre() -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Gauss-Legendre nodes and weights on [−1, 1] (computed on first use: ``numpy.polynomial``'s import is
+    ~3 ms of every command's start-up, and most commands fit no Beta)."""
+    return np.polynomial.legendre.leggauss(_GL_NODES)  # type: ignore[no-any-return]
 
 
 def beta_cell_masses(a: float, b: float, edges: ArrayLike) -> NDArray[np.float64]:
@@ -208,13 +214,14 @@ def beta_cell_masses(a: float, b: float, edges: ArrayLike) -> NDArray[np.float64
 
     def gauss(t_lo: NDArray[np.float64], t_hi: NDArray[np.float64],
               log_f: Callable[[NDArray[np.float64]], NDArray[np.float64]]) -> NDArray[np.float64]:
+        nodes, weights = _gauss_legendre()
         half = 0.5 * (t_hi - t_lo)
-        t = 0.5 * (t_hi + t_lo)[:, None] + half[:, None] * _GL_X[None, :]
+        t = 0.5 * (t_hi + t_lo)[:, None] + half[:, None] * nodes[None, :]
         vals = log_f(t)
         top = vals.max(axis=1)
         safe = np.where(np.isfinite(top), top, 0.0)
         with np.errstate(divide="ignore"):
-            return safe + np.log(np.exp(vals - safe[:, None]) @ _GL_W * half)
+            return safe + np.log(np.exp(vals - safe[:, None]) @ weights * half)
 
     if np.any(lower):
         log_mass[lower] = gauss(np.log(lo[lower]), np.log(hi[lower]),
@@ -264,13 +271,14 @@ def beta_cell_masses_rows(a: ArrayLike, b: ArrayLike, edges: ArrayLike) -> NDArr
               q: NDArray[np.float64], log_x: Callable[[NDArray[np.float64]], NDArray[np.float64]],
               log_y: Callable[[NDArray[np.float64]], NDArray[np.float64]]) -> NDArray[np.float64]:
         """Per row: log Σ_nodes w · exp(p · log_x(t) + q · log_y(t)) · half-width."""
+        nodes, weights = _gauss_legendre()
         half = 0.5 * (t_hi - t_lo)
-        t = 0.5 * (t_hi + t_lo)[:, None] + half[:, None] * _GL_X[None, :]
+        t = 0.5 * (t_hi + t_lo)[:, None] + half[:, None] * nodes[None, :]
         vals = p[:, None, None] * log_x(t)[None] + q[:, None, None] * log_y(t)[None]
         top = vals.max(axis=2)
         safe = np.where(np.isfinite(top), top, 0.0)
         with np.errstate(divide="ignore"):
-            return safe + np.log(np.exp(vals - safe[:, :, None]) @ _GL_W * half[None, :])
+            return safe + np.log(np.exp(vals - safe[:, :, None]) @ weights * half[None, :])
 
     def ident(t: NDArray[np.float64]) -> NDArray[np.float64]:
         return t
