@@ -21,6 +21,10 @@ MAX_REPLICATES = 100_000
 √(0.05·0.95/100,000) = 0.07 percentage points, far below the bootstrap's own error from a finite corpus;
 more only costs time and memory (``--bootstrap 100000000`` ran out of memory; issue 44)."""
 
+DEFAULT_RUN_STEPS = 100
+"""S of "P(a run of S steps raises)" (DAPO's figures) when ``--run-steps`` is not given: here, not in
+:mod:`.dapo`, so the CLI's check of the DAPO flags imports no DAPO code when none is given."""
+
 MAX_GROUP_SIZE = 2**62
 """Largest group size any command takes (the core's rule: larger values wrap around in 64-bit integers)."""
 

@@ -20,14 +20,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
+from .arguments import DEFAULT_RUN_STEPS
 
 if TYPE_CHECKING:
     from ..core.corpus import Corpus
     from ..core.dapo import DapoCost
     from ..loaders import LoadedCounts
 
-DEFAULT_RUN_STEPS = 100
-"""S of "P(a run of S steps raises)" when ``--run-steps`` is not given."""
 DEFAULT_N = 8
 """Rollouts per prompt when the log has no groups to read n from."""
 DEFAULT_WARN_P_RAISES = 0.05

@@ -36,7 +36,7 @@ def open_unit_interval(value: float | None) -> float | None:
     return value
 
 
-from ..audits.arguments import MAX_GROUP_SIZE, MAX_REPLICATES, MIN_REPLICATES  # noqa: E402  (one rule for the CLI and the API)
+from ..audits.arguments import DEFAULT_RUN_STEPS, MAX_GROUP_SIZE, MAX_REPLICATES, MIN_REPLICATES  # noqa: E402  (one rule for the CLI and the API)
 
 # MAX_GROUP_SIZE: the largest ``-G`` any command takes (the core's rule: larger values wrap around in 64-bit
 # integers). Before it was declared once, ``plan -G 1e20`` overflowed, ``check -G 1e20`` passed and only
@@ -374,7 +374,6 @@ def dapo_settings(train_batch: int | None, gen_batch: int | None, max_gen_batche
                   dataset_size: int | None = None) -> Any:
     """:class:`~sigmaudit.audits.dapo.DapoSettings` from the DAPO flags (None without ``--train-batch``;
     ConfigError when another DAPO flag is given without it)."""
-    from ..audits.dapo import DEFAULT_RUN_STEPS, DapoSettings
     from ..errors import ConfigError
 
     if train_batch is None:
@@ -383,6 +382,8 @@ def dapo_settings(train_batch: int | None, gen_batch: int | None, max_gen_batche
             raise ConfigError("the DAPO flags need --train-batch", location="--gen-batch/--max-gen-batches/"
                               "--run-steps/--dataset-size", remedy="add --train-batch B (verl's data.train_batch_size)")
         return None
+    from ..audits.dapo import DapoSettings
+
     return DapoSettings(train_batch, train_batch if gen_batch is None else gen_batch, max_gen_batches, run_steps,
                         dataset_size)
 WarnPRaisesOpt = Annotated[
