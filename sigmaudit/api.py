@@ -153,7 +153,7 @@ def backtest_logs(paths: PathsLike, *, G: int | None = None, max_lost: float | N
     """``sigmaudit backtest PATHS``: replay the log in step order and score the forecasts."""
     from .audits import arguments as a
     from .audits.backtest import MAX_LOST, backtest
-    from .audits.scan import filtered_of
+    from .audits.observed import filtered_of
 
     G = None if G is None else a.group_size(G)
     max_lost = None if max_lost is None else a.rate(max_lost, "max_lost")
@@ -169,7 +169,7 @@ def forecast_logs(paths: PathsLike, *, G: int | None = None, max_p_silent: float
     from .audits import arguments as a
     from .audits import logged_group_size
     from .audits.forecast import forecast
-    from .audits.scan import filtered_of
+    from .audits.observed import filtered_of
 
     G = None if G is None else a.group_size(G)
     max_p_silent = None if max_p_silent is None else a.rate(max_p_silent, "max_p_silent")

@@ -12,7 +12,7 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sigmaudit.audits.scan import StepSilent, observed_by_step
+from sigmaudit.audits.observed import StepSilent, observed_by_step
 
 
 def _by_polars(per_group: pl.DataFrame) -> tuple[StepSilent, ...]:
@@ -68,7 +68,7 @@ def _shares_by_numpy(frame: pl.DataFrame) -> dict[str, float]:
 @given(seed=st.integers(0, 2**32 - 1), groups=st.integers(1, 3000), zeros=st.booleans())
 def test_the_logs_shares_are_the_numpy_masks_to_the_last_bit(seed, groups, zeros):
     """group_shares (one Polars pass) against the masks it replaced, groups of n = 0 (all missing) included."""
-    from sigmaudit.audits.scan import group_shares
+    from sigmaudit.audits.observed import group_shares
 
     rng = np.random.default_rng(seed)
     n = rng.integers(0 if zeros else 1, 33, groups)

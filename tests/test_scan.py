@@ -18,7 +18,8 @@ import pytest
 from scipy.stats import binom
 
 from sigmaudit.audits import corpus_of
-from sigmaudit.audits.scan import FILTERED_MIN_EXPECTED, audit
+from sigmaudit.audits.observed import FILTERED_MIN_EXPECTED
+from sigmaudit.audits.scan import audit
 from sigmaudit.core.posterior import weighted_quantile
 from sigmaudit.errors import ConfigError
 from sigmaudit.loaders import LoadedCounts

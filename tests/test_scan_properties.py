@@ -144,11 +144,11 @@ def test_cruxeval_end_to_end(capsys):
 @given(st.lists(st.integers(min_value=-3, max_value=(1 << 20) + 3), min_size=1, max_size=60),
        st.sampled_from([np.int64, np.uint32, np.int32]))
 def test_mode_is_the_most_common_value_smallest_among_ties(values, dtype):
-    """scan's _mode (a bincount for small non-negative integers) against a Counter."""
-    from sigmaudit.audits.scan import _mode
+    """most_common (a bincount for small non-negative integers) against a Counter."""
+    from sigmaudit.audits.observed import most_common
 
     if dtype is np.uint32:
         values = [abs(v) for v in values]
     counts = Counter(values)
     top = max(counts.values())
-    assert _mode(np.array(values, dtype=dtype)) == min(v for v, c in counts.items() if c == top)
+    assert most_common(np.array(values, dtype=dtype)) == min(v for v, c in counts.items() if c == top)

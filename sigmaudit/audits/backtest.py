@@ -171,7 +171,7 @@ def backtest(per_group: pl.DataFrame, *, G: int | None = None, max_lost: float =
              filtered: Filtered | None = None) -> BacktestResult:
     """Replay the log in step order and score the forecasts (see the module docstring).
 
-    ``filtered`` (:func:`sigmaudit.audits.scan.filtered_of`) is carried to the result. Raises
+    ``filtered`` (:func:`sigmaudit.audits.observed.filtered_of`) is carried to the result. Raises
     SchemaError without steps (or with one step) and ConfigError when ``G`` exceeds a logged
     group's size.
     """

@@ -492,7 +492,7 @@ def _observed_checks(result: CheckResult, loaded: LoadedCounts, consecutive: int
     per-step share held K steps running instead of the window's share (the same silent rule step by step).
     With shaped rewards (the load kept each group's reward range) silent_rate is the zero-spread share unless
     ``silent_by`` is ``correctness``."""
-    from .scan import zero_spread_mask
+    from .observed import zero_spread_mask
 
     groups = loaded.per_group
     assert groups is not None
@@ -604,7 +604,7 @@ def check_logs(loaded: LoadedCounts, G: int, thresholds: Sequence[Threshold], *,
     from . import corpus_of
     from .drift import context
     from .filtered import pre_filter, resolve
-    from .scan import statistical_filter
+    from .observed import statistical_filter
 
     opts: dict[str, Any] = {"estimator": estimator, "replicates": replicates, "level": level,
                             "confidence": confidence, "G_source": G_source}

@@ -38,7 +38,7 @@ FLAG_MESSAGE = "--post-filter: the dump was written after zero-variance filterin
 def resolve(loaded: LoadedCounts, post_filter: bool = False,
             statistical: Filtered | Callable[[], Filtered | None] | None = None) -> Filtered | None:
     """Why ``loaded`` is a post-filter dump: structure first, then flag, then ``statistical`` (the
-    scan's test, :func:`sigmaudit.audits.scan.statistical_filter`, or a callable computing it)."""
+    scan's test, :func:`sigmaudit.audits.observed.statistical_filter`, or a callable computing it)."""
     if loaded.filtered is not None:
         return loaded.filtered
     if post_filter:

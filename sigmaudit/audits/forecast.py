@@ -534,7 +534,7 @@ def forecast(
     group. ``max_p_silent`` skips prompts whose P(silent) exceeds it (default :data:`DEFAULT_MAX_P_SILENT`);
     ``target_saving`` skips the most likely silent prompts until that share of the rollouts is saved instead.
     ``replayed`` reuses a :func:`replay` of the same ``per_group`` (made without G). ``filtered``
-    (:func:`sigmaudit.audits.scan.filtered_of`) is carried to the result: the forecast is read
+    (:func:`sigmaudit.audits.observed.filtered_of`) is carried to the result: the forecast is read
     from a post-filter dump.
     """
     from ..core.forecast import brier

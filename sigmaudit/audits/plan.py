@@ -809,7 +809,7 @@ def plan_logs(
     from .allocate import allocate
     from .filtered import resolve
     from .objective import DEFAULT_REFERENCE_G
-    from .scan import statistical_filter
+    from .observed import statistical_filter
 
     opts = options or PlanOptions(objective=objective)
     basis, drift, difficulty = current_difficulty(loaded)

@@ -180,7 +180,7 @@ def build_report(
         The estimator rule shared by the scan, the plan and the trend (:mod:`sigmaudit.core.estimates`).
     post_filter
         The user says the log was written after zero-variance filtering (``--post-filter``); the
-        resolved state (:func:`sigmaudit.audits.scan.filtered_of`) is stated by every part.
+        resolved state (:func:`sigmaudit.audits.observed.filtered_of`) is stated by every part.
 
     With ``loaded.by`` (``--by``) the report gains ``by``: the scan of each value.
     """

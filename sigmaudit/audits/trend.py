@@ -368,12 +368,12 @@ def trend_logs(
     batches: tuple[int, int] | None = None,
 ) -> TrendResult:
     """:func:`trend` (or :func:`trend_from_series`) of loaded logs, with the post-filter state
-    (:func:`sigmaudit.audits.scan.filtered_of`) and, with ``--by``, one trend per value. ``batches`` (DAPO's train
+    (:func:`sigmaudit.audits.observed.filtered_of`) and, with ``--by``, one trend per value. ``batches`` (DAPO's train
     and generation batch sizes) turn a series' generation batches per step into bounds on its silent share.
 
     Raises SchemaError when the logs have no training-step information.
     """
-    from .scan import filtered_of
+    from .observed import filtered_of
 
     if loaded.series is not None:
         res = trend_from_series(loaded.series, every=every, G=G, batches=batches)

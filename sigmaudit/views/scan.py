@@ -16,7 +16,8 @@ from .model import Section, Table, View
 
 if TYPE_CHECKING:
     from ..audits.by import ByResult
-    from ..audits.scan import MassBands, ObservedSilent, ScanReport
+    from ..audits.observed import ObservedSilent
+    from ..audits.scan import MassBands, ScanReport
 
 SILENT_TABLE = "predicted silent-group rate of a future group of G"
 SILENT_MEANS = ("Silent = no advantage gradient, not no gradient: with a KL loss (verl use_kl_loss, TRL beta > 0) or "

@@ -62,7 +62,7 @@ def backtest(
     """
     from ...audits.backtest import backtest as run_backtest
     from ...audits.forecast import NO_STEPS, STEPS_REMEDY
-    from ...audits.scan import filtered_of
+    from ...audits.observed import filtered_of
     from ...errors import SchemaError
 
     if loaded.per_group is None or not loaded.has_steps:

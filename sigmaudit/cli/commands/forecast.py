@@ -87,7 +87,7 @@ def forecast(
     """
     from ...audits.forecast import NO_STEPS, STEPS_REMEDY
     from ...audits.forecast import forecast as run_forecast
-    from ...audits.scan import filtered_of
+    from ...audits.observed import filtered_of
     from ...errors import SchemaError
     from ...writers import write_table
 
