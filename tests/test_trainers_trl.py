@@ -16,8 +16,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import trainer_extra
 
-pytest.importorskip("trl", reason="the [trainers] extra is not installed (pip install -e '.[trainers]')")
+trainer_extra.require("trl")
 
 import polars as pl  # noqa: E402
 import torch  # noqa: E402

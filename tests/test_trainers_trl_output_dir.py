@@ -13,8 +13,9 @@ import threading
 import warnings
 
 import pytest
+import trainer_extra
 
-pytest.importorskip("trl", reason="the [trainers] extra is not installed (pip install -e '.[trainers]')")
+trainer_extra.require("trl")
 pytest.importorskip("peft")
 
 from cli_runner import run  # noqa: E402

@@ -17,8 +17,9 @@ import warnings
 
 import numpy as np
 import pytest
+import trainer_extra
 
-pytest.importorskip("verl", reason="the [trainers] extra is not installed (pip install -e '.[trainers]')")
+trainer_extra.require("verl")
 
 import polars as pl  # noqa: E402
 import torch  # noqa: E402
