@@ -196,3 +196,14 @@ else:
     assert (usual_at_exit, frozen_at_exit) == ("True", "True"), ran
     assert out["main"].stderr.strip().splitlines()[-1] == "(True, 0) True 0"
     assert out["run"].stdout == out["main"].stdout and "0.6634" in out["run"].stdout
+
+
+@pytest.mark.parametrize(("name", "then"), [("main", "callable(main)"), ("app", "app.__name__")])
+def test_the_lazy_names_of_the_cli_package_import(name, then):
+    """``from sigmaudit.cli import main`` (or ``app``, the module) first thing in an interpreter: the package's lazy
+    names load ``sigmaudit.cli.app`` (they recursed until the interpreter's limit)."""
+    code = f"from sigmaudit.cli import {name}\nprint({then})"
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, cwd=ROOT,
+                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=120)
+    expected = {"main": "True\n", "app": "sigmaudit.cli.app\n"}[name]
+    assert (out.returncode, out.stdout) == (0, expected), out.stderr[-500:]

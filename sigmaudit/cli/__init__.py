@@ -102,7 +102,9 @@ def _run() -> int:
 
 def __getattr__(name: str) -> Any:
     if name in ("app", "main"):
-        from . import app as module
+        from importlib import import_module
 
-        return getattr(module, name)
+        # not ``from . import app``: its name lookup on this package calls this function again (a RecursionError
+        # for ``from sigmaudit.cli import main`` in a fresh interpreter)
+        return getattr(import_module(f"{__name__}.app"), name)
     raise AttributeError(name)
