@@ -148,10 +148,11 @@ def test_a_command_imports_only_what_it_uses(argv, unused, says):
 
 
 GATE_UNUSED = ("numpy.ma", "numpy.polynomial", "sigmaudit.audits.scan", "sigmaudit.audits.dapo",
-               "sigmaudit.audits.plan", "sigmaudit.views.scan")
+               "sigmaudit.audits.plan", "sigmaudit.views.scan", "rich._emoji_codes")
 """Modules a gate's ``check`` on a parquet log once imported without using them (issue 45 item 3): numpy.ma
 (np.quantile and np.unique import it), numpy.polynomial (the Gauss-Legendre nodes of a Beta fit), the scan's
-results (the post-filter test lives in audits/observed.py) and DAPO's loop (no DAPO flag given)."""
+results (the post-filter test lives in audits/observed.py), DAPO's loop (no DAPO flag given) and Rich's emoji
+table (the terminal prints text as written, markup and emoji codes off)."""
 
 
 @pytest.mark.parametrize("fmt", ["table", "json"])

@@ -130,3 +130,19 @@ def test_a_panel_drawn_expanded_is_the_panel_rich_measures(monkeypatch):
     measured = [terminal.render_terminal(v, color=c, width=w) for v, w, c in cases]
     assert expanded == measured
     assert 0 < sum(said) < len(said)  # panels drawn both ways
+
+
+@pytest.mark.parametrize("color", [False, True])
+def test_the_terminal_prints_a_logs_text_as_written(color):
+    """Labels from a log reach the terminal as written, with and without colour: not read as Rich markup (a
+    prompt ``[bold]p1`` lost its tag and turned bold) nor as emoji codes (``:fire:`` became an emoji), in cells,
+    headers and panel titles."""
+    from sigmaudit.render.terminal import render_terminal
+    from sigmaudit.views.model import Section, Table, View
+
+    table = Table("most likely silent", ("prompt", "[red]visits"), (("[bold]p1", 3), ("p2 :fire:", 4)))
+    view = View("sigmaudit forecast", (Section("next visit [dim]:x:", ("window: [i]",), (table,)),))
+    out = render_terminal(view, color=color, width=100)
+    for text in ("[bold]p1", "p2 :fire:", "[red]visits", "next visit [dim]:x:", "window: [i]"):
+        assert text in out, (text, out)
+    assert "🔥" not in out and "❌" not in out

@@ -143,14 +143,17 @@ def render_terminal(view: View, *, color: bool = False, width: int | None = None
         width = int(env) if env.isdigit() and int(env) > 0 else PIPE_WIDTH
     room = max(width - _PANEL, 20)
     buf = io.StringIO()
-    console = Console(file=buf, force_terminal=color, no_color=not color, width=width, highlight=False)
+    # markup and emoji codes off: a cell is the log's text (a prompt "[bold]p1" kept whole, ":fire:" not an emoji)
+    console = Console(file=buf, force_terminal=color, no_color=not color, width=width, highlight=False, markup=False,
+                      emoji=False)
     console.print(Text(printable(view.title), style="bold"))
     sections = view.sections if full or view.brief is None else view.brief
     for s in sections:
         parts: list[RenderableType] = [Text(printable(line)) for line in s.lines]
         for t in s.tables:
             parts += _rich_tables(t, room, color)
-        console.print(Panel(Group(*parts), title=printable(s.title), title_align="left", expand=_fills(parts, width)))
+        console.print(Panel(Group(*parts), title=Text(printable(s.title)), title_align="left",
+                            expand=_fills(parts, width)))
     if sections is not view.sections:
         hidden = [s.title for s in view.sections if s.title not in {b.title for b in sections}]
         if hidden:
