@@ -507,3 +507,32 @@ def test_duckdb_counts_zero_spread_groups_as_polars_does(tmp_path, capsys):
     assert out["duckdb"]["observed_silent"]["zero_spread"] == pytest.approx(1 / 6)
     assert out["duckdb"]["observed_silent"] == out["polars"]["observed_silent"]
     assert out["duckdb"]["wasted"] == out["polars"]["wasted"]
+
+
+def _null_prompt_log(path: Path, prompt_type: pl.DataType) -> None:
+    """Two steps × prompts 1, 2 and a null key × 4 answers; the prompt key of one or two columns."""
+    rows = [{"step": s, "task": None if p is None else "math", "prompt_id": p, "reward": float((i + s) % 2)}
+            for s in (1, 2) for p in (1, 2, None) for i in range(4)]
+    pl.DataFrame(rows, schema={"step": pl.Int64, "task": pl.Utf8, "prompt_id": pl.Int64, "reward": pl.Float64}
+                 ).with_columns(pl.col("prompt_id").cast(prompt_type)).write_parquet(path)
+
+
+@pytest.mark.parametrize("engine", ["polars", "duckdb", "spark"])
+@pytest.mark.parametrize("prompt_type", [pl.Int64, pl.Float64, pl.Utf8])
+@pytest.mark.parametrize("prompt_col", ["prompt_id", "task,prompt_id"])
+def test_a_null_prompt_key_is_dropped_whatever_its_column_type(tmp_path, capsys, engine, prompt_type, prompt_col,
+                                                                request):
+    """A null prompt key is no prompt: its rows are dropped and counted, on every engine and for every column
+    type. An integer column's nulls (and a key of two columns, both null) became the text "" and pooled 16 rows
+    into one prompt "" that no row names (polars, and concat_ws in SQL)."""
+    if engine != "polars":
+        pytest.importorskip("duckdb" if engine == "duckdb" else "pyspark")
+    if engine == "spark":
+        request.getfixturevalue("spark_engine")
+    log = tmp_path / "log.parquet"
+    _null_prompt_log(log, prompt_type)
+    code, out, err = run(capsys, "scan", str(log), "--prompt-col", prompt_col, "-f", "json", "--engine", engine)
+    assert code == 0, err
+    got = json.loads(out)
+    assert (got["prompts"], got["rollouts"]) == (2, 16)
+    assert "8 rows with a null prompt key" in err

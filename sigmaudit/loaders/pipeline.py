@@ -97,7 +97,7 @@ def load_on(engine: Engine, inputs: Inputs, opts: LoadOptions) -> LoadedCounts:
         refuse_duplicate_keys(f, f, plan, opts)
     result = reduce_with(engine, plan, opts, kept, schema)
     one = FileCounts(kept[0], plan, result.frame, result.rows, result.missing, result.duplicates,
-                     missing_at=result.missing_at,
+                     null_keys=result.null_keys, missing_at=result.missing_at,
                      length_source=None if plan.length is None else length_flag(plan.length))
     return conclude(kept, [one], copies, inputs.skipped, max_group=opts.max_group_size)
 

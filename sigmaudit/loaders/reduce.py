@@ -101,13 +101,21 @@ def fractional_step_error(values: pl.Series, column: str, where: str,
                        location=f"{where}: column {column}", remedy=remedy)
 
 
+def prompt_key(columns: tuple[str, ...] | list[str], schema: pl.Schema | dict[str, pl.DataType]) -> pl.Expr:
+    """The prompt key as text: one column as itself (cast to text), several joined by " | " past their nulls.
+    A key whose every part is null is null (dropped and counted as a null prompt key, as a null text prompt
+    is), never the text "": an integer prompt column with nulls would otherwise pool those rows into one
+    prompt "" that no row names."""
+    if len(columns) == 1:
+        c = columns[0]
+        return pl.col(c) if schema[c] == pl.Utf8 else pl.col(c).cast(pl.Utf8)  # a text column is the key itself
+    joined = pl.concat_str([pl.col(c).cast(pl.Utf8) for c in columns], separator=" | ", ignore_nulls=True)
+    return pl.when(pl.all_horizontal(pl.col(c).is_null() for c in columns)).then(None).otherwise(joined)
+
+
 def _finish(src: Source, plan: ColumnMap, df: pl.DataFrame, gid: pl.Expr) -> pl.DataFrame:
     """Raw-keyed aggregate -> ``PARTIAL_SCHEMA`` (string prompt key, Int64 step)."""
-    if len(plan.prompt) == 1 and df.schema[plan.prompt[0]] == pl.Utf8:
-        prompt = pl.col(plan.prompt[0])  # already the key: no copy of millions of strings
-    else:
-        prompt = pl.concat_str([pl.col(c).cast(pl.Utf8) for c in plan.prompt], separator=" | ",
-                               ignore_nulls=True)
+    prompt = prompt_key(plan.prompt, df.schema)
     step = pl.col(plan.step) if plan.step else pl.lit(None)
     if plan.step and plan.step in df.columns and (err := fractional_step_error(df[plan.step], plan.step,
                                                                                  str(src.path))):

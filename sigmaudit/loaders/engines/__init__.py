@@ -48,6 +48,9 @@ class EngineResult:
     missing: int
     duplicates: int = 0
     missing_at: pl.DataFrame | None = None
+    null_keys: int = 0
+    """Rows (samples) dropped because their prompt key is null, as the polars engine counts them
+    (``reduce.Partial.of``); not in ``rows``."""
 
 
 class Engine(Protocol):
@@ -155,11 +158,12 @@ def reduce_with(engine: Engine, plan: ColumnMap, opts: LoadOptions, files: list[
         from ..reduce import bad_length_error
 
         raise bad_length_error(plan.length, where)
+    null_keys = int(raw.filter(pl.col("prompt").is_null())["rows"].sum() or 0)
     frame = _labelled(raw.filter(pl.col("prompt").is_not_null()).sort("step", "prompt", "gid", "n", "k",
                                                                         nulls_last=True), plan, where)
     rows, missing = int(frame["rows"].sum()), int(frame["missing"].sum())
     duplicates = engine.duplicates(plan, files) if plan.dedupe else 0
-    return EngineResult(frame.drop("missing", "rows"), rows, missing, duplicates, missing_at(frame))
+    return EngineResult(frame.drop("missing", "rows"), rows, missing, duplicates, missing_at(frame), null_keys)
 
 
 def _labelled(raw: pl.DataFrame, plan: ColumnMap, where: str) -> pl.DataFrame:

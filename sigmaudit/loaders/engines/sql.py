@@ -104,8 +104,17 @@ def _prompt(plan: ColumnMap, d: Dialect, types: dict[str, str]) -> str:
     """The prompt key: the column itself when it is one text column, else the joined text."""
     if len(plan.prompt) == 1 and types.get(plan.prompt[0]) == "text":
         return d.ident(plan.prompt[0])
-    parts = ", ".join(f"CAST({d.ident(c)} AS {d.text})" for c in plan.prompt)
-    return f"concat_ws(' | ', {parts})"
+    return joined_key([d.ident(c) for c in plan.prompt], d)
+
+
+def joined_key(exprs: list[str], d: Dialect) -> str:
+    """reduce.prompt_key in SQL: one expression cast to text; several joined past their nulls; NULL when every
+    part is NULL (concat_ws gives '' there, which would pool the rows into one prompt '')."""
+    if len(exprs) == 1:
+        return f"CAST({exprs[0]} AS {d.text})"
+    parts = ", ".join(f"CAST({e} AS {d.text})" for e in exprs)
+    nulls = " AND ".join(f"{e} IS NULL" for e in exprs)
+    return f"CASE WHEN {nulls} THEN NULL ELSE concat_ws(' | ', {parts}) END"
 
 
 def _derived(plan: ColumnMap, opts: LoadOptions, d: Dialect, engine: str) -> dict[str, str]:
@@ -147,8 +156,7 @@ def reduce_sql(plan: ColumnMap, opts: LoadOptions, d: Dialect, table: str,
     step = col(plan.step) if plan.step else "CAST(NULL AS BIGINT)"
     prompt_cols = {c: col(c) for c in plan.prompt}
     if any(c in derived for c in plan.prompt):
-        parts = ", ".join(f"CAST({e} AS {d.text})" for e in prompt_cols.values())
-        prompt = f"concat_ws(' | ', {parts})"
+        prompt = joined_key(list(prompt_cols.values()), d)
     else:
         prompt = _prompt(plan, d, types)
     if plan.layout == "counts":
