@@ -112,7 +112,7 @@ def test_docs_name_the_trainer_commits_and_the_versions_tested():
         source = (ROOT / "sigmaudit" / "integrations" / f"{module}.py").read_text(encoding="utf-8")
         commits = set(re.findall(r"\b[0-9a-f]{40}\b", source))
         assert commits and all(c in page for c in commits)
-        (version,) = {r.split("==")[1] for r in pins["trainers"] if r.startswith(f"{package}==")}
+        (version,) = {r.split(";")[0].split("==")[1].strip() for r in pins["trainers"] if r.startswith(f"{package}==")}
         assert f"{package} {version}" in source and f"{package} **{version}**" in page
     (torch,) = {r.split("==")[1] for r in pins["trainers"] if r.startswith("torch==")}
     assert f"torch **{torch}+cpu**" in page

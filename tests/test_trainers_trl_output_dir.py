@@ -16,7 +16,7 @@ import pytest
 import trainer_extra
 
 trainer_extra.require("trl")
-pytest.importorskip("peft")
+trainer_extra.require("peft")
 
 from cli_runner import run  # noqa: E402
 from datasets import Dataset  # noqa: E402
