@@ -32,7 +32,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 if TYPE_CHECKING:
-    import polars as pl
 
     from ..core.corpus import Corpus
     from ..core.update import Advantage, StdConvention
@@ -184,35 +183,6 @@ def _at(g: int, known: list[int], full: Any, after: Any, objective: str) -> Cura
 
 def _num(x: float) -> float | None:
     return None if not np.isfinite(x) else float(x)
-
-
-def drop_table(corpus: Corpus, per_prompt: pl.DataFrame, drop_above: float = DEFAULT_DROP_ABOVE,
-               keep_band: tuple[float, float] | None = None) -> pl.DataFrame:
-    """``--drop-out``: one row per prompt (in ``per_prompt``'s order): ``prompt`` (the key as read; a key of
-    several columns is their values joined by `` | ``), ``samples``, ``k``, ``p_hat``, ``p_never`` (P(p = 0)),
-    ``p_always`` (P(p = 1)), ``never_or_always_in_log``, ``rule`` (the rule that drops it: ``posterior``, else
-    ``band`` with ``--keep-band``; null when kept) and ``drop``."""
-    import polars as pl
-
-    pair = corpus.index
-    at0, at1 = corpus.unreachable_parts()
-    masks = drop_masks(corpus, drop_above, keep_band)
-    rule = np.full(corpus.n.size, None, dtype=object)
-    if "band" in masks:
-        rule[masks["band"]] = "band"
-    rule[masks["posterior"]] = "posterior"
-    columns: dict[str, Any] = {
-        "prompt": per_prompt["prompt"],
-        "samples": corpus.n[pair],
-        "k": corpus.k[pair],
-        "p_hat": corpus.p_hat[pair],
-        "p_never": at0[pair],
-        "p_always": at1[pair],
-        "never_or_always_in_log": masks["log"][pair],
-        "rule": pl.Series(rule[pair].tolist(), dtype=pl.Utf8),
-        "drop": pl.Series([r is not None for r in rule[pair].tolist()], dtype=pl.Boolean),
-    }
-    return pl.DataFrame(columns)
 
 
 # ---------------------------------------------------------------- curation by value (``sigmaudit curate``)

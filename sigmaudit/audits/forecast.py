@@ -244,7 +244,8 @@ def _prior_of_step(fits: NDArray[np.int64], S: int) -> NDArray[np.int64]:
     return prior_of_step
 
 
-def _priors_before(g: pl.DataFrame, steps: NDArray[np.int64], fits: NDArray[np.int64], whole: bool = False) -> list[Any]:
+def _priors_before(g: pl.DataFrame, steps: NDArray[np.int64], fits: NDArray[np.int64],
+                   whole: bool = False) -> list[Any]:
     """One corpus prior per fit step i, fitted to the groups logged before step i (as distinct (n, k) pairs), all in
     one :func:`priors_of_pairs`; ``whole``: the prior of every group too (:func:`forecast`'s), kept for it."""
     cells = g.group_by("step", "n", "k").agg(pl.len().alias("c")).sort("step", "n", "k")

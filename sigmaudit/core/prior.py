@@ -845,7 +845,7 @@ def _two_beta_optima(pairs: list[tuple[NDArray, NDArray, NDArray]], ones: list[B
         fits = _optimum_or_none(lambda o=objectives, b=one_betas: _minimize_many(o, b))
         for j, i in enumerate(members):
             out[i] = fits[j] if fits is not None else _optimum_or_none(
-                lambda j=j: _minimize_from_starts(objectives[j], one_betas[j]))
+                lambda j=j, o=objectives, b=one_betas: _minimize_from_starts(o[j], b[j]))
     return out
 
 

@@ -151,14 +151,15 @@ def plan(
         "Target: mean fidelity φ at least Y.", rich_help_panel=_TARGETS)] = None,
     drop_above: Annotated[float, typer.Option(
         "--drop-above", rich_help_panel=_DATA, min=0.0, max=1.0,
-        help="Curation: drop a prompt whose posterior P(p ∈ {0, 1}) exceeds this.")] = 0.5,
+        help="Curation (--full table): also show dropping a prompt whose posterior P(p ∈ {0, 1}) exceeds this.")] = 0.5,
     keep_band: Annotated[str | None, typer.Option(
         "--keep-band", rich_help_panel=_DATA, metavar="LO:HI", show_default=False,
-        help="Curation: also show keeping only LO < p̂ < HI (and drop outside it in --drop-out).")] = None,
+        help="Curation (--full table): also show keeping only LO < p̂ < HI.")] = None,
     drop_out: Annotated[Path | None, drop_out_option(
         rich_help_panel=_DATA,
-        help="Write one row per prompt with its counts, posterior P(p = 0), P(p = 1), the rule dropping it and "
-             "drop true/false (.csv, .parquet or .jsonl): the list to join against the training set.")] = None,
+        help="Write the data lever's list (the value rule at the G to be run, as `sigmaudit curate --drop-out` "
+             "writes it at that G): one row per logged prompt with its counts, value, class (drop, reprobe, keep) "
+             "(.csv, .parquet or .jsonl). `sigmaudit curate --dataset` also writes the curated set.")] = None,
     budget: Annotated[int | None, typer.Option(
         "--budget", rich_help_panel=_ALLOC, show_default=False,
         help="Allocate per-prompt G_i with Σ G_i ≤ N rollouts per pass, maximising the objective's per-prompt "
@@ -219,6 +220,24 @@ def plan(
     _finish(result, loaded, options, alloc_out, drop_out, fmt, output)
 
 
+def _value_drop_list(result: PlanResult, loaded: LoadedCounts, options: object) -> object:
+    """``--drop-out``: the list of the data lever the recommendation names (the value rule at the G to be run,
+    its default threshold and confidence), which is ``sigmaudit curate --drop-out`` at that G: one drop list
+    for both commands."""
+    from ...audits.curate import curate_logs
+    from ...core.value import DEFAULT_CONFIDENCE, DEFAULT_MIN_VALUE
+    from ...errors import ConfigError
+
+    cur = result.curation
+    G = cur.value_G if cur is not None and any(r.rule == "value" for r in cur.rows) else None
+    if G is None:
+        raise ConfigError("--drop-out: the counts do not determine a prompt's value at any G of this plan, so there "
+                          "is no drop list to write", location="--drop-out",
+                          remedy="sigmaudit curate -G G --drop-out FILE at a G the log's samples per prompt reach")
+    return curate_logs(loaded, G, min_value=DEFAULT_MIN_VALUE, confidence=DEFAULT_CONFIDENCE,
+                       advantage=options.advantage, std=options.std).per_prompt  # type: ignore[attr-defined]
+
+
 def _finish(result: PlanResult, loaded: LoadedCounts, options: object, alloc_out: Path | None,
             drop_out: Path | None, fmt: Format | None, output: Path | None) -> None:
     """Write the allocation, the drop list and the report, note failing ``--by`` values, exit 1 when a target
@@ -229,13 +248,7 @@ def _finish(result: PlanResult, loaded: LoadedCounts, options: object, alloc_out
     if result.allocation is not None and alloc_out is not None:
         write_table(result.allocation.per_prompt, alloc_out, "--alloc-out")
     if drop_out is not None:
-        from ...audits import corpus_of
-        from ...audits.curation import drop_table
-        from ...audits.plan import current_difficulty
-
-        basis = current_difficulty(loaded)[0]
-        write_table(drop_table(corpus_of(basis), basis.per_prompt, options.drop_above,  # type: ignore[attr-defined]
-                               options.keep_band), drop_out, "--drop-out")  # type: ignore[attr-defined]
+        write_table(_value_drop_list(result, loaded, options), drop_out, "--drop-out")
     emit_result(result, fmt, output)
     if result.failed_groups:
         from ..output import note
