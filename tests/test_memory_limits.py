@@ -155,3 +155,48 @@ def test_sigint_to_the_supervisor_reaches_the_run(delay):
     out, err = child.communicate(timeout=120)
     assert (child.returncode, out) == (2, "")
     assert err.splitlines() == ["sigmaudit: error: interrupted (SIGINT)"], err
+
+
+def test_a_child_that_said_it_was_interrupted_is_not_said_twice(monkeypatch, capfd):
+    """Seen on a loaded 3.13 machine (test_sigint_to_the_supervisor_reaches_the_run[0.1]): SIGINT reached the
+    child in its start-up, before it could tell its outcome; it wrote "interrupted (SIGINT)" itself and the
+    supervisor, told nothing, wrote the line again. A child here stands for that start-up: it prints the line on
+    SIGINT and exits 2 without telling."""
+    import signal
+    import threading
+    import time
+
+    from sigmaudit.cli import supervise
+
+    script = ("import signal, sys, time\n"
+              "def stop(*_):\n"
+              "    sys.stderr.write('sigmaudit: error: interrupted (SIGINT)\\n'); sys.stderr.flush(); sys.exit(2)\n"
+              "signal.signal(signal.SIGINT, stop)\n"
+              "print('ready', flush=True)\n"
+              "time.sleep(30)\n")
+    real = subprocess.Popen
+    children = []
+
+    def popen(args, **kwargs):
+        kwargs["stdout"] = subprocess.PIPE
+        children.append(real([sys.executable, "-c", script], **kwargs))
+        return children[-1]
+
+    monkeypatch.setattr(supervise.subprocess, "Popen", popen)
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def interrupt():
+        while not children:
+            time.sleep(0.01)
+        children[0].stdout.readline()  # its handler is in place
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    try:
+        code = supervise.supervise()
+    finally:
+        for s, h in handlers.items():
+            signal.signal(s, h)
+    assert code == 2
+    assert capfd.readouterr().err.splitlines() == ["sigmaudit: error: interrupted (SIGINT)"]

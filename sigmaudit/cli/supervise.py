@@ -81,7 +81,8 @@ def supervise() -> int:
         _forward(child, signum)
     os.close(writer)
     held: list[bytes] = []
-    relay = threading.Thread(target=_relay, args=(child.stderr, held), daemon=True)
+    said: list[bytes] = []  # sigmaudit's own lines, relayed at once
+    relay = threading.Thread(target=_relay, args=(child.stderr, held, said), daemon=True)
     relay.start()
     returncode = _wait(child)
     relay.join()
@@ -91,9 +92,11 @@ def supervise() -> int:
         if returncode < 0 and -returncode == getattr(signal, "SIGPIPE", -1):
             return 141
         return told[-1] if returncode < 0 else returncode
-    if got:  # the child was stopped before it could report (during its start-up): the signal's line
+    if got:  # the child was stopped before it could report (during its start-up): the signal's line, once
         from .signals import MESSAGES
 
+        if any(line.startswith(b"sigmaudit: error: ") for line in said):  # it said so before it could tell
+            return 2
         _write(f"sigmaudit: error: {MESSAGES.get(got[0], 'stopped')}\n".encode())
         return 2
     ended = f"signal {signal.Signals(-returncode).name}" if returncode < 0 else f"exit {returncode}"
@@ -102,11 +105,12 @@ def supervise() -> int:
     return 2
 
 
-def _relay(stream: Any, held: list[bytes]) -> None:
-    """The child's stderr: sigmaudit's lines written at once, the others kept in ``held``."""
+def _relay(stream: Any, held: list[bytes], said: list[bytes]) -> None:
+    """The child's stderr: sigmaudit's lines written at once (and kept in ``said``), the others kept in ``held``."""
     for line in iter(stream.readline, b""):
         if line.startswith((b"sigmaudit", b"::")):
             _write(line)
+            said.append(line)
         else:
             held.append(line)
 
