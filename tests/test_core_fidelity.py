@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
 
-from sigmaudit.core.fidelity import attenuation, expected_sigma, expected_sigma_squared, fidelity
+from sigmaudit.core.fidelity import attenuation, expected_sigma, expected_sigma_pairs, expected_sigma_squared, fidelity
 
 
 def brute_expected_sigma(p: float, G: int) -> float:
@@ -199,3 +199,44 @@ def test_windowed_sum_of_plans_grid_is_bit_for_bit_the_whole_chunk_sum() -> None
     P, GG = np.meshgrid(grid, Gs, indexing="ij")
     np.testing.assert_array_equal(_expected_sigma_windowed(P.ravel(), GG.ravel()).view(np.int64),
                                   _windowed_whole_chunks(P.ravel(), GG.ravel()).view(np.int64))
+
+
+@pytest.mark.parametrize("grid_kind", ["default", "asymmetric"])
+def test_sigma_on_grid_evaluates_each_mirror_pair_once_and_agrees_with_the_direct_sum(grid_kind: str) -> None:
+    """sigma_on_grid takes E[σ](p, G) at 1 − p for p > 1/2 (exact there; σ(k) = σ(G − k)): on the default grid, whose
+    points mirror each other to the bit, half the pairs are summed; on any grid the values are the direct sums' and
+    scipy's binomial pmf summed by brute force, to rounding."""
+    from scipy.stats import binom
+
+    from sigmaudit.core import posterior
+    from sigmaudit.core.prior import default_grid
+
+    grid = default_grid() if grid_kind == "default" else np.r_[0.0, np.sort(np.random.default_rng(3).random(57)), 1.0]
+    Gs = [2, 8, 64, 65, 300, 4097]
+    seen: list[int] = []
+
+    def counting(p: np.ndarray, G: np.ndarray) -> np.ndarray:
+        seen.append(p.size)
+        return expected_sigma_pairs(p, G)
+
+    posterior._SIGMA_CACHE.clear()
+    original = posterior.expected_sigma_pairs
+    posterior.expected_sigma_pairs = counting  # type: ignore[assignment]
+    try:
+        table = posterior.sigma_on_grid(grid, Gs)
+    finally:
+        posterior.expected_sigma_pairs = original  # type: ignore[assignment]
+        posterior._SIGMA_CACHE.clear()
+    inner = grid[1:-1]
+    distinct = np.unique(np.where(inner > 0.5, 1.0 - inner, inner)).size
+    assert seen == [distinct * len(Gs)]
+    if grid_kind == "default":
+        assert distinct == (inner.size + 1) // 2
+    P, GG = np.meshgrid(inner, np.asarray(Gs), indexing="ij")
+    direct = expected_sigma_pairs(P.ravel(), GG.ravel()).reshape(P.shape)
+    np.testing.assert_allclose(table[1:-1], direct, rtol=1e-10)
+    assert np.all(table[[0, -1]] == 0.0)
+    for j, G in enumerate(Gs):
+        k = np.arange(G + 1)
+        brute = binom.pmf(k[None, :], G, inner[:, None]) @ (np.sqrt(k * (G - k)) / G)
+        np.testing.assert_allclose(table[1:-1, j], brute, rtol=1e-9, atol=1e-300)

@@ -47,6 +47,15 @@ def test_default_grid() -> None:
     np.testing.assert_allclose(np.diff(np.arcsin(np.sqrt(g))), np.pi / 2 / (GRID_SIZE - 1), rtol=1e-9)
 
 
+@pytest.mark.parametrize("size", [2, 3, 4, 41, 400, 401, 2001])
+def test_default_grid_is_mirror_symmetric_to_the_bit(size: int) -> None:
+    """grid[size − 1 − i] == 1 − grid[i] exactly, so sigma_on_grid evaluates E[σ] once per mirror pair."""
+    g = default_grid(size)
+    assert np.array_equal(g[::-1], 1.0 - g)
+    assert np.all(np.diff(g) > 0) and g[0] == 0.0 and g[-1] == 1.0
+    np.testing.assert_allclose(np.diff(np.arcsin(np.sqrt(g))), np.pi / 2 / (size - 1), rtol=1e-9)
+
+
 def test_distinct_pairs_round_trip() -> None:
     n = np.array([8, 8, 4, 8, 4, 8])
     k = np.array([0, 3, 4, 0, 4, 8])

@@ -33,9 +33,18 @@ GRID_SIZE = 401
 
 
 def default_grid(size: int = GRID_SIZE) -> NDArray[np.float64]:
-    """Grid of p on [0, 1], uniform in arcsin(sqrt p): denser near 0 and 1, ends included."""
+    """Grid of p on [0, 1], uniform in arcsin(sqrt p): denser near 0 and 1, ends included.
+
+    Mirror-symmetric to the bit: ``grid[size - 1 - i] == 1 - grid[i]``. The points above 1/2 come from sin²
+    and those below are 1 minus them, a subtraction floating point does exactly for p ∈ [1/2, 1] (Sterbenz),
+    so 1 − p of a lower point is its mirror exactly and a function symmetric in p (E[σ](p, G),
+    :func:`sigmaudit.core.posterior.sigma_on_grid`) is evaluated once per pair."""
     t = np.linspace(0.0, 1.0, size)
     grid = np.sin(0.5 * np.pi * t) ** 2
+    half = size // 2
+    grid[:half] = 1.0 - grid[size - half:][::-1]
+    if size % 2:
+        grid[half] = 0.5  # sin²(π/4), which sin rounds to 1/2 − 2⁻⁵⁴
     grid[0], grid[-1] = 0.0, 1.0
     return grid
 
