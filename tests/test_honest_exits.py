@@ -112,3 +112,71 @@ def test_sigint_at_many_points_of_a_run_is_one_line_or_the_finished_outcome():
         else:
             assert (child.returncode, out) == (2, ""), (delay, err)
             assert err.splitlines() == [INTERRUPTED], (delay, err)
+
+
+SIGINT_IN_POLARS_START_UP = """
+import os, signal, sys
+state = {"in": False}
+def prof(frame, event, arg):
+    if event == "c_call" and getattr(arg, "__name__", "") == "__register_startup_deps":
+        state["in"] = True
+    elif event == "c_return" and getattr(arg, "__name__", "") == "__register_startup_deps":
+        state["in"] = False
+    elif event == "call" and state["in"]:  # the first Python frame polars' Rust start-up runs (its import of atexit)
+        sys.setprofile(None)
+        os.write(1, b"fired\\n")
+        signal.raise_signal(signal.SIGINT)
+sys.setprofile(prof)
+sys.argv = ["sigmaudit", "scan", "sample_logs/rollouts.parquet", "-f", "json", "-q"]
+from sigmaudit.cli import run
+run()
+"""
+
+
+@pytest.mark.slow
+def test_a_sigint_inside_polars_rust_start_up_is_one_line():
+    """A SIGINT whose handler runs inside the imports polars' Rust start-up makes (``__register_startup_deps``,
+    which unwraps their result) was a Rust panic: its backtrace on stderr, then 'internal error' (3.13, SIGINT 0.3 s
+    into a scan). polars is imported with signals deferred (signals.deferred): the Stop comes when the import
+    ends. Deterministic: a profile hook raises SIGINT in the first Python frame that start-up runs (it runs none
+    on some Pythons, 3.11 here: nothing to test there)."""
+    done = subprocess.run([sys.executable, "-c", SIGINT_IN_POLARS_START_UP], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "RUST_BACKTRACE": "1"}, timeout=120)
+    if not done.stdout.startswith("fired") and done.returncode == 0:
+        pytest.skip("polars' Rust start-up runs no Python frame here (atexit already imported): no window for a signal")
+    assert (done.returncode, done.stdout, done.stderr) == (2, "fired\n", INTERRUPTED + "\n")
+
+
+def test_deferred_raises_the_signal_where_the_block_ends(monkeypatch):
+    """Inside signals.deferred() a SIGINT is held, then raised as Stop when the outermost block ends; outside it is
+    raised at once; nested blocks raise once, at the outer end."""
+    from sigmaudit.cli import signals
+
+    previous = signals.handle()
+    try:
+        reached = []
+        with pytest.raises(signals.Stop) as stop:
+            with signals.deferred():
+                with signals.deferred():
+                    signal.raise_signal(signal.SIGINT)
+                    reached.append("inner")
+                reached.append("outer")
+        assert reached == ["inner", "outer"] and stop.value.signum == signal.SIGINT
+        with pytest.raises(signals.Stop):
+            signal.raise_signal(signal.SIGINT)
+        with signals.deferred():
+            pass  # nothing pending: no Stop
+    finally:
+        signals.restore(previous)
+
+
+def test_polars_imported_through_the_deferring_finder_keeps_its_loader_and_resources():
+    """The finder hands polars to its own loader, executed inside deferred(); the loader's other methods (resources)
+    are the wrapped loader's."""
+    code = ("import sys; from sigmaudit.cli import signals; signals.install(); import polars, importlib.resources;"
+            "print(type(polars.__spec__.loader).__name__, polars.__spec__.loader.is_package('polars'),"
+            " importlib.resources.files('polars').joinpath('__init__.py').is_file(),"
+            " polars.DataFrame({'a': [1]}).height)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert done.stdout.split() == ["_DeferringLoader", "True", "True", "1"], done.stderr

@@ -20,10 +20,12 @@ item 26: a SIGINT 0.26-0.30 s after start raised ``Stop`` out of :func:`install`
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 GRACE = 3.0
@@ -46,8 +48,75 @@ class Stop(BaseException):  # noqa: N818 - not an error: a request to stop
         return MESSAGES.get(self.signum, f"stopped by signal {self.signum}")
 
 
+_deferring = 0  # depth of deferred() blocks in the main thread
+_pending: int | None = None  # a signal that arrived inside one
+
+
 def _raise(signum: int, frame: object) -> None:
+    global _pending
+    if _deferring:
+        _pending = signum  # raised where the deferred block ends
+        return
     raise Stop(signum)
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """A SIGINT/SIGTERM that arrives inside is raised as :class:`Stop` when the block ends, not where it arrived:
+    for Python code that a native library runs and cannot unwind through. Polars' import runs its Rust start-up
+    (``__register_startup_deps``), which imports modules through Python and unwraps the result: a Stop raised in
+    one of those imports became a Rust panic, its backtrace on stderr and "internal error" (seen on 3.13, SIGINT
+    0.3 s into a scan)."""
+    global _deferring, _pending
+    _deferring += 1
+    try:
+        yield
+    finally:
+        _deferring -= 1
+        if not _deferring and _pending is not None:
+            signum, _pending = _pending, None
+            raise Stop(signum)
+
+
+NATIVE_START_UPS = ("polars",)
+"""Packages whose import runs Python code from native code that cannot unwind a :class:`Stop`; imported inside
+:func:`deferred` (:class:`_DeferredImports`)."""
+
+
+class _DeferredImports:
+    """A meta-path finder: the packages of :data:`NATIVE_START_UPS` are found by the finders after it and executed
+    inside :func:`deferred`."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname not in NATIVE_START_UPS:
+            return None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(fullname, path, target)
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _DeferringLoader(spec.loader)
+                return spec
+        return None
+
+
+class _DeferringLoader:
+    """A loader that executes the module inside :func:`deferred`; everything else is the wrapped loader's."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def create_module(self, spec: Any) -> Any:
+        return self._inner.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        with deferred():
+            self._inner.exec_module(module)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
 
 
 def handle() -> dict[int, object]:
@@ -67,6 +136,8 @@ def install() -> None:
     if threading.current_thread() is not threading.main_thread():
         return
     handle()  # first: from here on a signal is a Stop, which run() reports in one line
+    if not any(isinstance(f, _DeferredImports) for f in sys.meta_path):
+        sys.meta_path.insert(0, _DeferredImports())
     import socket
 
     try:
