@@ -180,3 +180,32 @@ def test_polars_imported_through_the_deferring_finder_keeps_its_loader_and_resou
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
     assert done.stdout.split() == ["_DeferringLoader", "True", "True", "1"], done.stderr
+
+
+SIGINT_DROPPED_IN_A_DEL = """
+import signal, sys
+import sigmaudit.loaders as loaders
+real = loaders.load_counts
+class Finalised:
+    def __del__(self):
+        signal.raise_signal(signal.SIGINT)  # the handler runs here: its Stop is dropped ('Exception ignored')
+def load_counts(*args, **kwargs):
+    Finalised()
+    return real(*args, **kwargs)
+loaders.load_counts = load_counts
+sys.argv = ["sigmaudit", *sys.argv[1:]]
+from sigmaudit.cli import run
+run()
+"""
+
+
+@pytest.mark.parametrize("args", [["scan", SAMPLE, "-f", "json"], ["check", SAMPLE, "--max-silent", "0.9"]])
+def test_a_sigint_whose_stop_python_drops_still_stops_the_run_before_its_report(args):
+    """Python runs a signal handler wherever the main thread is; a Stop raised in a ``__del__`` or a weakref callback
+    is printed as 'Exception ignored' and dropped, and the run went on to print its report and exit 0 (seen in
+    importlib's module-lock callback, test_sigint_to_the_supervisor_reaches_the_run on 3.13). The dropped Stop is
+    silent and the run stops before its report: one line, exit 2."""
+    done = subprocess.run([sys.executable, "-c", SIGINT_DROPPED_IN_A_DEL, *args], capture_output=True, text=True,
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert (done.returncode, done.stdout, done.stderr.splitlines()[-1:]) == (2, "", [INTERRUPTED])
+    assert "Exception ignored" not in done.stderr and done.stderr.count("interrupted") == 1

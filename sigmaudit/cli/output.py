@@ -62,7 +62,11 @@ def stdout_is_terminal() -> bool:
 
 def emit(text: str, output: Path | None) -> None:
     """Send a rendered report to stdout, or atomically to ``output`` (staged until the command's outputs
-    are committed together: :func:`~sigmaudit.writers.run_outputs`)."""
+    are committed together: :func:`~sigmaudit.writers.run_outputs`). A Ctrl-C whose Stop was dropped on the
+    way (:func:`.signals.check`) stops the run here, before any of the report is written."""
+    from .signals import check
+
+    check()
     write_file(Path("-") if output is None else output, text)  # devices and FIFOs written through
 
 

@@ -50,14 +50,38 @@ class Stop(BaseException):  # noqa: N818 - not an error: a request to stop
 
 _deferring = 0  # depth of deferred() blocks in the main thread
 _pending: int | None = None  # a signal that arrived inside one
+_received: int | None = None  # the last signal this run's handler took (see check())
 
 
 def _raise(signum: int, frame: object) -> None:
-    global _pending
+    global _pending, _received
+    _received = signum
     if _deferring:
         _pending = signum  # raised where the deferred block ends
         return
     raise Stop(signum)
+
+
+def check() -> None:
+    """Raise :class:`Stop` if a signal arrived whose Stop never reached the CLI's edge: Python runs a handler
+    wherever the main thread is, and a Stop raised inside a weakref callback or a ``__del__`` is printed as
+    "Exception ignored" and dropped (seen: importlib's module-lock callback during polars' import; the scan then
+    ran to its end and printed its report, exit 0, after the Ctrl-C). Called before a report is written, so a
+    Ctrl-C is never answered by output; a longer run is ended by the watchdog (:data:`GRACE`)."""
+    if _received is not None and not _deferring:
+        raise Stop(_received)
+
+
+def _unraisable(previous: Any) -> Any:
+    """``sys.unraisablehook``: a :class:`Stop` dropped where Python cannot raise it is silent (check() and the
+    watchdog still stop the run); anything else goes to ``previous``."""
+    def hook(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, Stop):
+            return
+        previous(unraisable)
+
+    hook.wraps = previous  # type: ignore[attr-defined]
+    return hook
 
 
 @contextlib.contextmanager
@@ -121,8 +145,10 @@ class _DeferringLoader:
 
 def handle() -> dict[int, object]:
     """Install the raising handlers (main thread only); returns the previous ones for :func:`restore`."""
+    global _pending, _received
     if threading.current_thread() is not threading.main_thread():
         return {}
+    _pending = _received = None  # a run's own signals (tests run main() many times in one process)
     return {s: signal.signal(s, _raise) for s in MESSAGES}
 
 
@@ -138,6 +164,8 @@ def install() -> None:
     handle()  # first: from here on a signal is a Stop, which run() reports in one line
     if not any(isinstance(f, _DeferredImports) for f in sys.meta_path):
         sys.meta_path.insert(0, _DeferredImports())
+    if not hasattr(sys.unraisablehook, "wraps"):
+        sys.unraisablehook = _unraisable(sys.unraisablehook)
     import socket
 
     try:
