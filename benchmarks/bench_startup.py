@@ -48,11 +48,13 @@ try:  # the collector as the sigmaudit process tunes it (cli/startup.py), where 
 except ImportError:
     pass
 import sigmaudit.cli.app as app, sigmaudit.cli.inputs as inputs, sigmaudit.core.prior as prior
-import sigmaudit.core.corpus as corpus, sigmaudit.audits.scan as scan, sigmaudit.views as views, sigmaudit.render as render
+import sigmaudit.core.corpus as corpus, sigmaudit.audits.scan as scan
+import sigmaudit.views as views, sigmaudit.render as render
 T["imports (sigmaudit, numpy, polars, typer)"] = time.process_time() - t0
 wrap(inputs, "load_inputs", "load"); wrap(prior, "fit_corpus_prior", "  of which the prior fit")
 corpus.fit_corpus_prior = prior.fit_corpus_prior
-wrap(scan, "audit", "audit"); wrap(views, "build_view", "view"); wrap(render, "render", "render (Rich's import included)")
+wrap(scan, "audit", "audit"); wrap(views, "build_view", "view")
+wrap(render, "render", "render (Rich's import included)")
 t1 = time.process_time()
 with contextlib.redirect_stdout(io.StringIO()):
     app.main(sys.argv[1:])
@@ -87,7 +89,7 @@ def main() -> None:
     checkouts = {"this": HERE.parent} | ({"before": Path(a.before).resolve()} if a.before else {})
     cmd = [PY, "-P", "-m", "sigmaudit", *a.args]
     runs: dict[str, list[float]] = {name: [] for name in checkouts}
-    for name, path in checkouts.items():  # bytecode written once, not timed
+    for path in checkouts.values():  # bytecode written once, not timed
         cpu(cmd, env_for(path))
     for r in range(a.repeats):
         for name in list(checkouts)[:: 1 if r % 2 == 0 else -1]:
@@ -96,7 +98,8 @@ def main() -> None:
     for name, v in runs.items():
         print(f"  {name:7s} median {statistics.median(v):.3f}  least {min(v):.3f}  ({' '.join(f'{x:.2f}' for x in v)})")
     tuned = "import gc; gc.set_threshold(20000, 10, 10); "  # as during sigmaudit's start-up
-    base = {"interpreter alone": "pass", "import numpy": tuned + "import numpy", "import polars": tuned + "import polars",
+    base = {"interpreter alone": "pass", "import numpy": tuned + "import numpy",
+            "import polars": tuned + "import polars",
             "import typer": tuned + "import typer", "import rich.console, rich.table, rich.panel":
             tuned + "import rich.console, rich.table, rich.panel"}
     print("\nfloors, each in a fresh interpreter (collector as in sigmaudit's start-up), the interpreter's start "

@@ -3,7 +3,8 @@
 Every fenced block whose first line starts with ``$ sigmaudit`` is an example: each ``$ CMD``
 line in it is run from the repository root (``COLUMNS=100``, no colour; ``$ echo $?`` prints
 the previous command's exit code) and the block is rewritten as the commands followed by what
-they printed (stdout and stderr in the order a terminal shows them). A ``# comment`` after a command is kept but not run.
+they printed (stdout and stderr in the order a terminal shows them). A ``# comment`` after a command is kept but
+not run.
 
     python scripts/readme_examples.py          # rewrite README.md and docs/*.md in place
     python scripts/readme_examples.py --check  # exit 1 and show the first difference if stale

@@ -66,7 +66,8 @@ def _uses_spark(item: pytest.Item) -> bool:
     return "spark_engine" in getattr(item, "fixturenames", ()) or params.get("engine") == "spark"
 
 
-SLOW_FILES = ("tests/test_fuzz.py", "tests/test_packaging.py", "tests/test_trainers_trl.py", "tests/test_trainers_verl.py")
+SLOW_FILES = ("tests/test_fuzz.py", "tests/test_packaging.py", "tests/test_trainers_trl.py",
+              "tests/test_trainers_verl.py")
 """Files whose tests are all slow (fuzzing, building the package, real trainers)."""
 SLOW = (
     "tests/test_allocate.py::test_budget_never_loses_to_the_best_uniform_G",

@@ -76,7 +76,8 @@ def save_checkpoint(output_dir: Path, log_history: list[dict], step: int, max_st
     save_model(folder)
     (folder / "trainer_state.json").write_text(state_json(log_history, step, max_steps, save_steps))
     if save_total_limit is not None:
-        old = sorted((p for p in output_dir.glob("checkpoint-*") if p.is_dir()), key=lambda p: int(p.name.split("-")[1]))
+        old = sorted((p for p in output_dir.glob("checkpoint-*") if p.is_dir()),
+                     key=lambda p: int(p.name.split("-")[1]))
         for p in old[: max(0, len(old) - save_total_limit)]:
             shutil.rmtree(p)
     return folder

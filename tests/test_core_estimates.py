@@ -89,7 +89,8 @@ def test_a_quantity_at_G_has_the_same_bits_in_a_batch_and_alone(seed, prompts, n
         batch = corpus.estimates(names, Gs, estimator)
         for g in Gs:
             for name in names:
-                assert corpus.estimates([name], [g], estimator).value(name, g) == batch.value(name, g), (estimator, name, g)
+                one = corpus.estimates([name], [g], estimator).value(name, g)
+                assert one == batch.value(name, g), (estimator, name, g)
 
 
 def test_issue_reproducer_plan_then_check_on_evalperf(capsys):

@@ -23,8 +23,8 @@ def _write(path, rows, dup_at: int | None = None, key: str = "reward"):
     if dup_at is not None:  # line dup_at (1-based) gives `key` twice: first 1 - value, then the value
         r = rows[dup_at - 1]
         lines[dup_at - 1] = json.dumps(r)[:-1] + f', "{key}": {json.dumps(r[key])}}}'
-        lines[dup_at - 1] = lines[dup_at - 1].replace(f'"{key}": {json.dumps(r[key])},',
-                                                      f'"{key}": {json.dumps(1 - r[key]) if key == "reward" else json.dumps(r[key] + "x")},', 1)
+        first = json.dumps(1 - r[key]) if key == "reward" else json.dumps(r[key] + "x")
+        lines[dup_at - 1] = lines[dup_at - 1].replace(f'"{key}": {json.dumps(r[key])},', f'"{key}": {first},', 1)
     path.write_text("\n".join(lines) + "\n")
     return path
 

@@ -6,15 +6,15 @@ G → ∞ limit labelled in the full view); an informative group-size line inste
 from __future__ import annotations
 
 import json
-import re
 import math
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_runner import run
 
 from sigmaudit.core.fidelity import ATTENUATION_RANGE, attenuation, attenuation_in_range
-from cli_runner import run
 
 ROOT = Path(__file__).resolve().parents[1]
 ROLLOUTS = ROOT / "sample_logs" / "rollouts.parquet"

@@ -21,7 +21,6 @@ import random
 from pathlib import Path
 
 import pytest
-
 from cli_runner import run
 
 STEPS = 12

@@ -193,10 +193,10 @@ def test_a_point_mass_the_data_do_not_hold_is_exactly_zero(monkeypatch):
 
     def shares():
         out = {}
-        for run, (n, k) in _evalperf_runs().items():
+        for name, (n, k) in _evalperf_runs().items():
             corpus = Corpus(n, k)
             zero, _ = corpus.unreachable_parts()
-            out[run] = (corpus.prior.kind, float(corpus.weight @ zero / corpus.n_prompts))
+            out[name] = (corpus.prior.kind, float(corpus.weight @ zero / corpus.n_prompts))
         return out
 
     before = shares()
@@ -206,9 +206,9 @@ def test_a_point_mass_the_data_do_not_hold_is_exactly_zero(monkeypatch):
     assert sum(v == 0.0 for _, v in before.values()) == 11
     _perturb(monkeypatch)
     after = shares()
-    assert {run: kind for run, (kind, _) in after.items()} == {run: kind for run, (kind, _) in before.items()}
-    for run, (_, v) in after.items():
-        assert (v == 0.0) == (before[run][1] == 0.0) and v == pytest.approx(before[run][1], rel=1e-6), run
+    assert {name: kind for name, (kind, _) in after.items()} == {name: kind for name, (kind, _) in before.items()}
+    for name, (_, v) in after.items():
+        assert (v == 0.0) == (before[name][1] == 0.0) and v == pytest.approx(before[name][1], rel=1e-6), name
 
 
 def test_refits_can_grow_a_point_mass_the_corpus_fit_has_not(capsys):

@@ -26,7 +26,8 @@ def test_the_licence_is_an_spdx_expression_with_its_file():
 def test_classifiers_name_every_python_the_suite_runs_on():
     project = PYPROJECT["project"]
     assert project["requires-python"] == ">=3.11"
-    versions = {c.rsplit(":: ", 1)[1] for c in project["classifiers"] if c.startswith("Programming Language :: Python :: 3.")}
+    python = "Programming Language :: Python :: 3."
+    versions = {c.rsplit(":: ", 1)[1] for c in project["classifiers"] if c.startswith(python)}
     workflow = (ROOT / ".github" / "workflows" / "ci.yml").read_text(encoding="utf-8")
     assert versions == {"3.11", "3.12", "3.13"}
     for version in versions:

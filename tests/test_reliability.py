@@ -667,8 +667,8 @@ def test_grpc_fork_lines_are_told_from_sigmaudits():
 
 @pytest.mark.parametrize(("signum", "delay"), [(signal.SIGINT, 0.4), (signal.SIGINT, 4.0), (signal.SIGTERM, 4.0)])
 def test_signal_at_any_moment_is_one_line_exit_2_and_no_temp_left(tmp_path, signum, delay):
-    """Item 13: SIGINT during the imports (0.4 s after the handlers, while the loaders import) or a read that would never end, and
-    SIGTERM, exit 2 with one line and leave no temporary folder."""
+    """Item 13: SIGINT during the imports (0.4 s after the handlers, while the loaders import) or a read that would
+    never end, and SIGTERM, exit 2 with one line and leave no temporary folder."""
     (tmp_path / "tmp").mkdir()
     code, err, _ = _signalled(["scan", _stalling_url()], signum, delay, {"TMPDIR": str(tmp_path / "tmp")})
     err = _without_grpc_fork_lines(err)

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from cli_runner import run
 
 from sigmaudit.audits.watch import Watch
 from sigmaudit.loaders import LoadOptions, load_counts
-from cli_runner import run
 
 ROOT = Path(__file__).resolve().parents[1]
 WRITERS = ROOT / "tests" / "fixtures" / "writers"

@@ -15,9 +15,8 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
-
 import hf_output_dir as hf
+import pytest
 from cli_runner import run
 
 
@@ -62,7 +61,8 @@ def test_conflicting_checkpoints_are_refused_naming_both_files(capsys, tmp_path)
     hf.save_checkpoint(tmp_path, log, 15, 20, 10)
     code, out, err = run(capsys, "scan", str(tmp_path))
     assert code == 2 and out == "" and err.count("\n") == 1
-    assert "step 7 holds silent" in err and "checkpoint-15" in err and ("checkpoint-10" in err or "checkpoint-20" in err)
+    assert "step 7 holds silent" in err and "checkpoint-15" in err
+    assert "checkpoint-10" in err or "checkpoint-20" in err
 
 
 def test_two_runs_of_series_are_refused_not_pooled(capsys, tmp_path):
@@ -101,7 +101,8 @@ def test_nan_in_a_field_never_read_is_not_refused_and_one_read_names_its_record(
     assert code == 2 and out == "" and err.count("\n") == 1
     assert "frac_reward_zero_std is NaN in record 6 of log_history" in err and "line" not in err
     log[8]["step"] = 8.5  # a step that is no whole number: refused naming its record, never truncated to 8
-    f.write_text(hf.state_json(log[:7] + log[8:], 12, 12, 12).replace('"frac_reward_zero_std": NaN', '"frac_reward_zero_std": 0.5'))
+    state = hf.state_json(log[:7] + log[8:], 12, 12, 12)
+    f.write_text(state.replace('"frac_reward_zero_std": NaN', '"frac_reward_zero_std": 0.5'))
     code, _, err = run(capsys, "trend", str(f))
     assert code == 2 and "record 8 of log_history (counted from 1) has step 8.5, not a whole step" in err
 
@@ -179,7 +180,7 @@ def test_a_folder_of_tensorboard_exports_reads_the_share_and_passes_over_the_res
     z = hf.shares(10, seed=10)
     _tensorboard(tmp_path, "train_frac_reward_zero_std", z)
     _tensorboard(tmp_path, "train_loss", {s: 0.01 * s for s in z})
-    _tensorboard(tmp_path, "train_reward", {s: 0.5 for s in z})
+    _tensorboard(tmp_path, "train_reward", dict.fromkeys(z, 0.5))
     code, out, err = run(capsys, "trend", str(tmp_path), "-f", "json")
     assert code == 0, err
     assert _steps(out) == pytest.approx(z, abs=0)
@@ -264,7 +265,7 @@ def test_fuzz_output_dirs_against_the_shares_written(capsys, tmp_path, seed):
     if rng.random() < 0.5:
         hf.save_model(tmp_path)  # trainer.save_model(): the final adapter in output_dir
     if rng.random() < 0.5:
-        _tensorboard(tmp_path, "train_loss", {s: 0.1 for s in z})
+        _tensorboard(tmp_path, "train_loss", dict.fromkeys(z, 0.1))
     if rng.random() < 0.5:
         (tmp_path / "run_config.json").write_text(json.dumps({"learning_rate": 1e-6, "beta": 0.0}))
     kept = [p for p in saved if p.exists()]
@@ -316,7 +317,8 @@ def test_gen_batches_bounds_are_exact_by_enumeration(B, M):
 
 
 def _file_logger(path: Path, rows: list[dict]) -> None:
-    """verl 0.9.1 ``verl/utils/tracking.py`` ``FileLogger.log``: ``orjson.dumps({"step": step, "data": data}) + b"\\n"``."""
+    """verl 0.9.1 ``verl/utils/tracking.py`` ``FileLogger.log``:
+    ``orjson.dumps({"step": step, "data": data}) + b"\\n"``."""
     with open(path, "wb") as fh:
         for r in rows:
             fh.write(json.dumps({"step": r["step"], "data": r["data"]}, separators=(",", ":")).encode() + b"\n")

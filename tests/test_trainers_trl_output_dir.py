@@ -1,7 +1,7 @@
-"""A real ``trl.GRPOTrainer`` run with a PEFT adapter writes its ``output_dir`` (the ``[trainers]`` extra, CPU): ``scan``
-of it gives TRL's own logged ``frac_reward_zero_std`` per step once, and ``watch`` started while it trains (after its
-first checkpoint, with ``save_total_limit=1`` deleting each checkpoint as the next is saved) reports every step
-(issue 43). The truth is ``trainer.state.log_history`` itself, kept in memory by the trainer."""
+"""A real ``trl.GRPOTrainer`` run with a PEFT adapter writes its ``output_dir`` (the ``[trainers]`` extra, CPU):
+``scan`` of it gives TRL's own logged ``frac_reward_zero_std`` per step once, and ``watch`` started while it trains
+(after its first checkpoint, with ``save_total_limit=1`` deleting each checkpoint as the next is saved) reports every
+step (issue 43). The truth is ``trainer.state.log_history`` itself, kept in memory by the trainer."""
 
 from __future__ import annotations
 
