@@ -14,6 +14,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.xdist_group("packaging")
+"""One worker: the tests of the built package share one build of ROOT (two workers' builds raced on ROOT's
+sdist folder: "No such file or directory: 'sigmaudit-0.2.0/sigmaudit/views/check.py'", a 3.12 CI run)."""
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 
 
