@@ -35,13 +35,7 @@ def sigma_on_grid(grid: NDArray[np.float64], Gs: Sequence[int]) -> NDArray[np.fl
         # E[σ](p, G) = E[σ](1 − p, G) (σ(k) = σ(G − k)), and 1 − p is exact for p ≥ 1/2: each p above 1/2 is
         # evaluated at its mirror, once per distinct value (half the work on the mirror-symmetric default grid)
         p_in = grid[inner]
-        q = np.where(p_in > 0.5, 1.0 - p_in, p_in)
-        order = np.argsort(q, kind="stable")
-        first = np.ones(q.size, dtype=bool)
-        first[1:] = q[order][1:] != q[order][:-1]
-        distinct = q[order][first]
-        where = np.empty(q.size, dtype=np.int64)
-        where[order] = np.cumsum(first) - 1
+        distinct, where = np.unique(np.where(p_in > 0.5, 1.0 - p_in, p_in), return_inverse=True)
         P, GG = np.meshgrid(distinct, np.asarray(missing, dtype=np.int64), indexing="ij")
         vals = expected_sigma_pairs(P.ravel(), GG.ravel()).reshape(P.shape)[where]
         for col, g in enumerate(missing):
