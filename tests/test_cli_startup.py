@@ -5,6 +5,7 @@ log imports none of the libraries (and modules) it does not use."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from enum import Enum
@@ -208,3 +209,36 @@ def test_the_lazy_names_of_the_cli_package_import(name, then):
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=120)
     expected = {"main": "True\n", "app": "sigmaudit.cli.app\n"}[name]
     assert (out.returncode, out.stdout) == (0, expected), out.stderr[-500:]
+
+
+EXIT_SPY = """
+import atexit, sys, threading, time
+atexit.register(lambda: print("atexit ran", file=sys.stderr))
+if sys.argv[1] == "thread":  # a non-daemon thread still running when the command ends: the usual exit waits for it
+    def late():
+        time.sleep(0.5)
+        print("thread done", file=sys.stderr)
+    threading.Thread(target=late).start()
+sys.argv = ["sigmaudit", *sys.argv[2:]]
+from sigmaudit.cli import run
+run()
+"""
+
+
+@pytest.mark.parametrize(("how", "argv", "code"), [
+    ("plain", ["scan", SAMPLE, "-f", "json"], 0),
+    ("plain", ["check", SAMPLE, "--max-silent", "0.1", "-f", "json"], 1),
+    ("plain", ["scan", "no/such/file.parquet"], 2),
+    ("thread", ["scan", SAMPLE, "-f", "json"], 0),
+])
+def test_the_exit_without_teardown_keeps_what_the_usual_exit_does(how, argv, code):
+    """``cli._exit_without_teardown``: the exit code, the whole report on the pipe, the atexit functions run, and a
+    non-daemon thread still running is waited for (the usual exit then)."""
+    out = subprocess.run([sys.executable, "-P", "-c", EXIT_SPY, how, *argv], capture_output=True, text=True,
+                         cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert out.returncode == code, out.stderr[-500:]
+    assert "atexit ran" in out.stderr
+    assert ("thread done" in out.stderr) == (how == "thread")
+    if code != 2:
+        report = json.loads(out.stdout)  # the whole document, to its last byte
+        assert report["schema_version"] and out.stdout.endswith("\n")

@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.special import betaln, comb
 
 from sigmaudit.core.prior import (
@@ -65,6 +67,37 @@ def test_distinct_pairs_round_trip() -> None:
     assert c_u.sum() == 6
     assert len(set(zip(n_u.tolist(), k_u.tolist(), strict=True))) == n_u.size == 4
     assert c_u[(n_u == 8) & (k_u == 0)][0] == 2
+
+
+def _distinct_rows(n, k):
+    """The reference: np.unique of the (n, k) rows (what distinct_pairs computed before its integer keys)."""
+    pairs = np.stack([np.ravel(n), np.ravel(k)], axis=1).astype(np.int64)
+    uniq, inverse, counts = np.unique(pairs, axis=0, return_inverse=True, return_counts=True)
+    return uniq[:, 0], uniq[:, 1], counts.astype(np.float64), inverse.ravel()
+
+
+@given(st.lists(st.tuples(st.sampled_from([1, 2, 8, 16, 255, 256, 5000, 3_037_000_498, 3_037_000_499, 2**40]),
+                          st.floats(0, 1)), min_size=1, max_size=60))
+@settings(max_examples=300, deadline=None)
+def test_distinct_pairs_matches_unique_of_the_rows(groups) -> None:
+    """Integer keys (bincount for a small span, np.unique of the keys, the rows past int64's keys) give
+    np.unique's arrays of the (n, k) rows: same pairs, order, multiplicities, inverse, dtypes."""
+    n = np.array([g for g, _ in groups], dtype=np.int64)
+    k = np.array([int(g * f) for g, f in groups], dtype=np.int64)
+    got, want = distinct_pairs(n, k), _distinct_rows(n, k)
+    for a, b in zip(got, want, strict=True):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(("size", "top"), [(200_000, 16), (5_000, 4_000)])
+def test_distinct_pairs_on_many_groups_both_tallies(size: int, top: int) -> None:
+    """A log's many groups of a few sizes (bincount's table) and scattered sizes (np.unique of the keys)."""
+    rng = np.random.default_rng(size)
+    n = rng.integers(1, top + 1, size)
+    k = rng.integers(0, n + 1)
+    for a, b in zip(distinct_pairs(n, k), _distinct_rows(n, k), strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.fixture(scope="module")
