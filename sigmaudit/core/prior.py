@@ -57,7 +57,7 @@ def distinct_pairs(
     Each pair is one integer key n·(m + 1) + k (m the largest n; 0 <= k <= n <= m, so the keys sort as the pairs
     do): counted by ``np.bincount`` when the keys' range is at most :data:`_BINCOUNT_SPAN` per pair (a log's
     groups share a handful of sizes), else by ``np.unique`` of the keys. The same arrays as ``np.unique`` of the
-    (n, k) rows with ``axis=0``, at a tenth of its cost on a million groups (0.06 s -> 0.005 s)."""
+    (n, k) rows with ``axis=0``, at a quarter of its cost (512,000 groups of 16: 0.058 -> 0.015 s with the checks)."""
     n_arr, k_arr = as_counts(n, k)
     n_flat, k_flat = n_arr.ravel(), k_arr.ravel()
     span = int(n_flat.max()) + 1 if n_flat.size else 0
