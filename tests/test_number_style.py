@@ -42,6 +42,7 @@ BIN = re.compile(r"^\[\d\.\d, \d\.\d[)\]]$")
 
 def _unseparated(text: str) -> list[str]:
     text = re.sub(r"et al\. \d{4}", "", text)  # a citation's year
+    text = text.replace(str(ROOT), "")  # the checkout's path in a file name (a CI folder such as /tmp/ci-3.12-7217)
     return [m.group(0) for m in UNSEPARATED.finditer(text)]
 
 
