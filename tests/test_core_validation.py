@@ -137,6 +137,14 @@ def test_k_negative_or_fractional(name, fn, bad_k) -> None:
 
 
 @pytest.mark.parametrize(("name", "fn"), COUNT_USERS, ids=[name for name, _ in COUNT_USERS])
+@pytest.mark.parametrize("huge_k", [np.array([3, 1e20]), np.array([3, 2**64 - 1], dtype=np.uint64)])
+def test_k_too_large_for_int64(name, fn, huge_k) -> None:
+    """A k past int64 is refused as above n; it wrapped to -2**63 in the int64 conversion and passed k <= n."""
+    with pytest.raises(ValueError, match=r"k must not exceed (n|G), got k=(1e\+20|1\.8446744073709552e\+19)"):
+        fn(np.array([8, 8]), huge_k)
+
+
+@pytest.mark.parametrize(("name", "fn"), COUNT_USERS, ids=[name for name, _ in COUNT_USERS])
 def test_n_below_one(name, fn) -> None:
     _check(lambda: fn(np.array([8, 0]), np.array([3, 0])), 0)
 

@@ -43,22 +43,18 @@ def as_counts(n: ArrayLike, k: ArrayLike, n_name: str = "n") -> tuple[NDArray[np
     """(n, k) as int64 arrays with 0 <= k <= n and n >= 1 (``n_name`` names n in messages)."""
     n_arr = as_group_size(n, n_name)
     k_int = np.asarray(k)
-    if k_int.dtype.kind in "iu" and k_int.size and int(k_int.min()) >= 0:
-        k_arr = k_int.astype(np.int64)  # whole numbers >= 0 (a k past 2**62 exceeds every n): no float round trip
-        n_arr, k_arr = np.broadcast_arrays(n_arr, k_arr)
-        return _within(n_arr, k_arr, n_name)
-    k_raw = np.asarray(k, dtype=np.float64)
-    bad = ~np.isfinite(k_raw) | (k_raw != np.round(k_raw)) | (k_raw < 0)
-    if np.any(bad):
-        raise ValueError(f"k must be a whole number >= 0, got {_first_bad(k_raw, bad)!r}")
-    k_arr = k_raw.astype(np.int64)
+    if k_int.dtype.kind in "iu" and k_int.size and 0 <= int(k_int.min()) and int(k_int.max()) <= 2**62:
+        k_arr = k_int.astype(np.int64)  # whole numbers in int64's range: no float round trip
+    else:
+        k_raw = np.asarray(k, dtype=np.float64)
+        bad = ~np.isfinite(k_raw) | (k_raw != np.round(k_raw)) | (k_raw < 0)
+        if np.any(bad):
+            raise ValueError(f"k must be a whole number >= 0, got {_first_bad(k_raw, bad)!r}")
+        huge = k_raw > 2.0**62  # above every n (as_group_size's bound), and would wrap around in int64
+        if np.any(huge):
+            raise ValueError(f"k must not exceed {n_name}, got k={_first_bad(k_raw, huge)!r}")
+        k_arr = k_raw.astype(np.int64)
     n_arr, k_arr = np.broadcast_arrays(n_arr, k_arr)
-    return _within(n_arr, k_arr, n_name)
-
-
-def _within(n_arr: NDArray[np.int64], k_arr: NDArray[np.int64], n_name: str) -> tuple[NDArray[np.int64],
-                                                                                     NDArray[np.int64]]:
-    """(n, k) once no k exceeds its n."""
     over = k_arr > n_arr
     if np.any(over):
         i = np.flatnonzero(over.ravel())[0]
